@@ -1,0 +1,80 @@
+"""The composition root: settings in, a running engine with its store, LLM and scheduler out."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from bot.config import Settings
+from bot.llm import ClosableLLM, build_llm
+from memory.characters import CharacterBook
+from memory.companion import Companion
+from memory.store import Store
+from memory.summary import Summariser
+from memory.tokens import TokenEstimator
+
+IDLE_SWEEP_SECONDS = 60
+
+
+@dataclass
+class App:
+    settings: Settings
+    store: Store
+    characters: CharacterBook
+    llm: ClosableLLM
+    companion: Companion
+    scheduler: AsyncIOScheduler
+
+
+def system_clock(settings: Settings) -> Callable[[], datetime]:
+    zone = ZoneInfo(settings.timezone)
+    return lambda: datetime.now(zone)
+
+
+@asynccontextmanager
+async def open_app(
+    settings: Settings,
+    *,
+    llm: ClosableLLM | None = None,
+    clock: Callable[[], datetime] | None = None,
+    start_scheduler: bool = True,
+) -> AsyncIterator[App]:
+    """Build everything once, in dependency order, and close it in reverse."""
+    engine_settings = settings.engine()
+    characters = CharacterBook.load(settings.characters_dir)
+    llm = llm or build_llm(settings)
+    clock = clock or system_clock(settings)
+    store = await Store.open(settings.database_path)
+    tokens = TokenEstimator()
+    summariser = Summariser(
+        llm,
+        lambda record: store.record_usage(record, clock()),
+        tokens,
+        cap_tokens=settings.summary_cap_tokens,
+        model=settings.llm_summary_model,
+    )
+    companion = Companion(store, characters, llm, summariser, engine_settings, clock, tokens)
+    scheduler = AsyncIOScheduler()
+    scheduler.add_job(
+        companion.end_idle_conversations,
+        "interval",
+        seconds=IDLE_SWEEP_SECONDS,
+        id="end-idle-conversations",
+        coalesce=True,
+        max_instances=1,
+    )
+    if start_scheduler:
+        scheduler.start()
+    try:
+        yield App(settings, store, characters, llm, companion, scheduler)
+    finally:
+        if scheduler.running:
+            scheduler.shutdown(wait=False)
+        await companion.drain()
+        await llm.close()
+        await store.close()

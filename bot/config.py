@@ -1,0 +1,95 @@
+"""All settings, read once from the environment and `.env`, then injected."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from memory.companion import EngineSettings
+from memory.prompt import Budgets
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+
+    # LLM provider
+    llm_provider: Literal["anthropic", "openai"] = "anthropic"
+    llm_model: str = "claude-sonnet-4-5"
+    llm_summary_model: str | None = None
+    anthropic_api_key: SecretStr | None = None
+    anthropic_base_url: str | None = None
+    openai_api_key: SecretStr | None = None
+    openai_base_url: str | None = None
+    llm_timeout_seconds: float = Field(60.0, gt=0)
+    llm_max_retries: int = Field(2, ge=0, le=10)
+    llm_max_reply_tokens: int = Field(600, ge=16)
+
+    # Storage and characters
+    database_path: Path = Path("./data/companion.db")
+    characters_dir: Path = Path("./characters")
+
+    # Prompt budgets (tokens) and the window
+    budget_profile_tokens: int = Field(500, ge=50)
+    summary_cap_tokens: int = Field(450, ge=100)
+    budget_window_tokens: int = Field(3000, ge=200)
+    budget_fragments_tokens: int = Field(600, ge=0)
+    window_keep_turns: int = Field(12, ge=0)
+    window_trigger_turns: int = Field(24, ge=2)
+    inactivity_timeout_minutes: float = Field(30.0, gt=0)
+    max_sessions_in_ram: int = Field(2000, ge=1)
+
+    # People
+    admin_ids: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
+    # Platforms (used by the adapters)
+    telegram_bot_token: SecretStr | None = None
+    telegram_api_base_url: str = "https://api.telegram.org"
+    discord_bot_token: SecretStr | None = None
+    discord_api_base_url: str = "https://discord.com/api/v10"
+
+    timezone: str = "UTC"
+    log_level: str = "INFO"
+
+    def secrets(self) -> list[str]:
+        """Every secret value, so that logging can redact them."""
+        found = [
+            self.anthropic_api_key,
+            self.openai_api_key,
+            self.telegram_bot_token,
+            self.discord_bot_token,
+        ]
+        return [s.get_secret_value() for s in found if s is not None]
+
+    @field_validator("admin_ids", mode="before")
+    @classmethod
+    def _split_ids(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    def check_window(self) -> None:
+        if self.window_keep_turns >= self.window_trigger_turns:
+            raise ValueError(
+                f"WINDOW_KEEP_TURNS ({self.window_keep_turns}) must be below "
+                f"WINDOW_TRIGGER_TURNS ({self.window_trigger_turns})"
+            )
+
+    def engine(self) -> EngineSettings:
+        self.check_window()
+        return EngineSettings(
+            budgets=Budgets(
+                profile=self.budget_profile_tokens,
+                summary=self.summary_cap_tokens,
+                window=self.budget_window_tokens,
+                fragments=self.budget_fragments_tokens,
+            ),
+            window_keep_turns=self.window_keep_turns,
+            window_trigger_turns=self.window_trigger_turns,
+            inactivity_timeout=timedelta(minutes=self.inactivity_timeout_minutes),
+            max_reply_tokens=self.llm_max_reply_tokens,
+            max_sessions_in_ram=self.max_sessions_in_ram,
+        )

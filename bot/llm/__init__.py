@@ -1,0 +1,48 @@
+"""LLM providers; `build_llm` picks one from the settings."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from bot.config import Settings
+from bot.llm.anthropic_provider import AnthropicLLM
+from bot.llm.openai_compat import OpenAICompatibleLLM
+from memory.errors import UserFacingError
+from memory.llm import LLM
+
+
+class ClosableLLM(LLM, Protocol):
+    async def close(self) -> None: ...
+
+
+class ProviderNotConfigured(UserFacingError):
+    """No usable provider in the settings; the message names the setting to add."""
+
+
+def build_llm(settings: Settings) -> ClosableLLM:
+    if settings.llm_provider == "openai":
+        if not settings.openai_base_url:
+            raise ProviderNotConfigured(
+                "LLM_PROVIDER=openai needs OPENAI_BASE_URL (for example "
+                "http://127.0.0.1:11434/v1 for Ollama); add it to .env"
+            )
+        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+        return OpenAICompatibleLLM(
+            settings.openai_base_url,
+            settings.llm_model,
+            api_key=key,
+            timeout=settings.llm_timeout_seconds,
+            max_retries=settings.llm_max_retries,
+        )
+    if settings.anthropic_api_key is None or not settings.anthropic_api_key.get_secret_value():
+        raise ProviderNotConfigured(
+            "No LLM provider is configured: add ANTHROPIC_API_KEY=... to .env (or set "
+            "LLM_PROVIDER=openai and OPENAI_BASE_URL=... for an OpenAI-compatible server)"
+        )
+    return AnthropicLLM(
+        settings.anthropic_api_key.get_secret_value(),
+        settings.llm_model,
+        base_url=settings.anthropic_base_url,
+        timeout=settings.llm_timeout_seconds,
+        max_retries=settings.llm_max_retries,
+    )

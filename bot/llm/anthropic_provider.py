@@ -1,0 +1,102 @@
+"""Anthropic Messages API: cache breakpoints, tool use, the SDK's retries and timeouts."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import anthropic
+
+from memory.llm import LLMError, LLMRequest, LLMResponse, TextBlock, ToolCall, Usage
+
+# The 1-hour cache TTL is still announced with this beta header by some API versions.
+_EXTENDED_TTL_BETA = {"anthropic-beta": "extended-cache-ttl-2025-04-11"}
+
+
+def _block(block: TextBlock) -> dict[str, Any]:
+    payload: dict[str, Any] = {"type": "text", "text": block.text}
+    if block.cache == "1h":
+        payload["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
+    elif block.cache == "5m":
+        payload["cache_control"] = {"type": "ephemeral"}
+    return payload
+
+
+def request_body(request: LLMRequest, default_model: str) -> dict[str, Any]:
+    """The JSON body sent to /v1/messages; public so tests and benches can read the layout."""
+    body: dict[str, Any] = {
+        "model": request.model or default_model,
+        "max_tokens": request.max_tokens,
+        "system": [_block(block) for block in request.system],
+        "messages": [
+            {"role": message.role, "content": [_block(block) for block in message.blocks]}
+            for message in request.messages
+        ],
+    }
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.tools:
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+            for t in request.tools
+        ]
+    if request.force_tool:
+        body["tool_choice"] = {"type": "tool", "name": request.force_tool}
+    return body
+
+
+class AnthropicLLM:
+    def __init__(
+        self,
+        api_key: str,
+        model: str,
+        *,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+    ) -> None:
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
+        self._model = model
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        body = request_body(request, self._model)
+        started = time.perf_counter()
+        try:
+            message = await self._client.messages.create(**body, extra_headers=_EXTENDED_TTL_BETA)
+        except anthropic.APIStatusError as exc:
+            raise LLMError(f"Anthropic API answered {exc.status_code}: {exc.message}") from exc
+        except anthropic.APITimeoutError as exc:
+            raise LLMError("Anthropic API timed out") from exc
+        except anthropic.APIConnectionError as exc:
+            raise LLMError(f"cannot reach the Anthropic API: {exc}") from exc
+        except anthropic.APIError as exc:
+            raise LLMError(f"Anthropic API error: {exc}") from exc
+        latency_ms = (time.perf_counter() - started) * 1000
+        texts, calls = [], []
+        for block in message.content:
+            if block.type == "text":
+                texts.append(block.text)
+            elif block.type == "tool_use":
+                arguments = block.input if isinstance(block.input, dict) else {}
+                if not isinstance(block.input, dict):
+                    arguments = {"_raw": json.dumps(block.input)}
+                calls.append(ToolCall(block.name, arguments, block.id))
+        usage = message.usage
+        return LLMResponse(
+            text="".join(texts),
+            model=message.model,
+            usage=Usage(
+                input_tokens=usage.input_tokens or 0,
+                cache_read_tokens=usage.cache_read_input_tokens or 0,
+                cache_write_tokens=usage.cache_creation_input_tokens or 0,
+                output_tokens=usage.output_tokens or 0,
+            ),
+            tool_calls=tuple(calls),
+            latency_ms=latency_ms,
+        )

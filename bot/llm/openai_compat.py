@@ -1,0 +1,119 @@
+"""Any OpenAI-compatible /chat/completions endpoint: Ollama, llama.cpp server, vLLM, LM Studio."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import httpx
+
+from memory.llm import LLMError, LLMRequest, LLMResponse, ToolCall, Usage
+
+_RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504, 529}
+
+
+def request_body(request: LLMRequest, default_model: str) -> dict[str, Any]:
+    # These servers have no prompt cache markers: breakpoints are dropped, the order is kept.
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "\n\n".join(b.text for b in request.system)}
+    ]
+    messages += [{"role": m.role, "content": m.text} for m in request.messages]
+    body: dict[str, Any] = {
+        "model": request.model or default_model,
+        "max_tokens": request.max_tokens,
+        "messages": messages,
+    }
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.input_schema,
+                },
+            }
+            for t in request.tools
+        ]
+    if request.force_tool:
+        body["tool_choice"] = {"type": "function", "function": {"name": request.force_tool}}
+    return body
+
+
+def _parse(payload: dict[str, Any], model: str) -> LLMResponse:
+    try:
+        message = payload["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise LLMError("the endpoint answered without choices[0].message") from exc
+    calls = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function", {})
+        try:
+            arguments = json.loads(function.get("arguments") or "{}")
+        except json.JSONDecodeError:
+            arguments = {"_raw": function.get("arguments")}
+        calls.append(ToolCall(function.get("name", ""), arguments, call.get("id", "")))
+    usage = payload.get("usage") or {}
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    return LLMResponse(
+        text=message.get("content") or "",
+        model=payload.get("model", model),
+        usage=Usage(
+            input_tokens=max(0, (usage.get("prompt_tokens") or 0) - cached),
+            cache_read_tokens=cached,
+            output_tokens=usage.get("completion_tokens") or 0,
+        ),
+        tool_calls=tuple(calls),
+    )
+
+
+class OpenAICompatibleLLM:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout
+        )
+        self._model = model
+        self._max_retries = max_retries
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        body = request_body(request, self._model)
+        started = time.perf_counter()
+        failure = ""
+        for attempt in range(self._max_retries + 1):
+            if attempt:
+                await asyncio.sleep(min(8.0, 0.5 * 2 ** (attempt - 1)))
+            try:
+                answer = await self._client.post("/chat/completions", json=body)
+            except httpx.TimeoutException:
+                failure = "the endpoint timed out"
+                continue
+            except httpx.TransportError as exc:
+                failure = f"cannot reach the endpoint: {exc}"
+                continue
+            if answer.status_code in _RETRY_STATUSES:
+                failure = f"the endpoint answered {answer.status_code}"
+                continue
+            if answer.status_code >= 400:
+                raise LLMError(f"the endpoint answered {answer.status_code}: {answer.text[:300]}")
+            response = _parse(answer.json(), self._model)
+            latency_ms = (time.perf_counter() - started) * 1000
+            return LLMResponse(
+                response.text, response.model, response.usage, response.tool_calls, latency_ms
+            )
+        raise LLMError(f"{failure} (after {self._max_retries + 1} attempts)")

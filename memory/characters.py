@@ -1,0 +1,129 @@
+"""Characters: one YAML file each, validated so that a broken file names its file and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+RetrievalMode = Literal["auto", "tool", "off"]
+
+
+class CharacterFileError(Exception):
+    """One or more character files are invalid; the message says which file and field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class Identity(_Strict):
+    age: int | str
+    trade: str = Field(min_length=1)
+    place: str = Field(min_length=1)
+    description: str = ""
+
+
+class OpeningMessage(_Strict):
+    role: Literal["user", "assistant"] = "assistant"
+    text: str = Field(min_length=1)
+
+
+class Reminder(_Strict):
+    tone: str = Field(min_length=1, description="default tone, until the summary records another")
+    main_rule: str = Field(min_length=1)
+
+
+class Character(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,40}$")
+    name: str = Field(min_length=1, max_length=80)
+    language: Literal["es", "en"] = "en"
+    identity: Identity
+    traits: tuple[str, ...] = Field(min_length=1, max_length=8)
+    speech_rules: tuple[str, ...] = Field(min_length=1, max_length=6)
+    does_not_know: tuple[str, ...] = ()
+    opening_messages: tuple[OpeningMessage, ...] = ()
+    reminder: Reminder
+    model: str | None = None
+    temperature: float | None = Field(default=None, ge=0.0, le=1.0)
+    retrieval: RetrievalMode = "auto"
+    source_path: str = Field(default="", exclude=True)
+
+    @field_validator("traits", "speech_rules", "does_not_know")
+    @classmethod
+    def _no_blank_items(cls, items: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not item.strip() for item in items):
+            raise ValueError("items must not be empty")
+        return items
+
+
+def _describe(error: ValidationError) -> list[str]:
+    lines = []
+    for problem in error.errors():
+        where = ".".join(str(part) for part in problem["loc"]) or "(top level)"
+        lines.append(f"field '{where}': {problem['msg']}")
+    return lines
+
+
+def load_character(path: Path) -> Character:
+    """Parse and validate one file; every error names the file and the field."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise CharacterFileError(f"{path}: not valid YAML: {exc}") from exc
+    except OSError as exc:
+        raise CharacterFileError(f"{path}: cannot be read: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise CharacterFileError(f"{path}: expected a mapping of fields at the top level")
+    raw.setdefault("id", path.stem)
+    raw["source_path"] = str(path)
+    try:
+        return Character.model_validate(raw)
+    except ValidationError as exc:
+        details = "; ".join(_describe(exc))
+        raise CharacterFileError(f"{path}: {details}") from exc
+
+
+class CharacterBook:
+    """Every character of the folder, all valid, or an error naming every broken file."""
+
+    def __init__(self, characters: dict[str, Character]) -> None:
+        self._characters = characters
+
+    @classmethod
+    def load(cls, folder: Path) -> CharacterBook:
+        if not folder.is_dir():
+            raise CharacterFileError(f"{folder}: the characters folder does not exist")
+        characters: dict[str, Character] = {}
+        problems: list[str] = []
+        for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):
+            try:
+                character = load_character(path)
+            except CharacterFileError as exc:
+                problems.append(str(exc))
+                continue
+            if character.id in characters:
+                first = characters[character.id].source_path
+                problems.append(f"{path}: field 'id': '{character.id}' is already used by {first}")
+                continue
+            characters[character.id] = character
+        if problems:
+            raise CharacterFileError("\n".join(problems))
+        if not characters:
+            raise CharacterFileError(f"{folder}: holds no character file (*.yaml)")
+        return cls(characters)
+
+    def get(self, character_id: str) -> Character | None:
+        return self._characters.get(character_id)
+
+    def ids(self) -> list[str]:
+        return sorted(self._characters)
+
+    def all(self) -> list[Character]:
+        return [self._characters[key] for key in self.ids()]
+
+    @property
+    def default_id(self) -> str:
+        return self.ids()[0]

@@ -1,0 +1,332 @@
+"""The platform-agnostic conversation engine: every adapter calls `Companion.handle`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from memory.characters import Character, CharacterBook
+from memory.errors import UserFacingError
+from memory.llm import LLM, LLMError, LLMRequest, LLMResponse
+from memory.models import Conversation, Incoming, Reply, Thread, UsageRecord, User
+from memory.prompt import Budgets, PromptState, RenderedPrompt, render
+from memory.session import Session, SessionCache
+from memory.store import Store
+from memory.summary import CompactionInput, Summariser
+from memory.tokens import TokenEstimator
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+
+APOLOGY = {
+    "es": "Perdona, se me ha ido el hilo un momento. ¿Me lo repites dentro de un rato?",
+    "en": "Sorry, I lost my train of thought for a moment. Could you say that again in a bit?",
+}
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    budgets: Budgets = field(default_factory=Budgets)
+    window_keep_turns: int = 12
+    window_trigger_turns: int = 24
+    inactivity_timeout: timedelta = timedelta(minutes=30)
+    max_reply_tokens: int = 600
+    max_sessions_in_ram: int = 2000
+
+
+class ProfileSource(Protocol):
+    """What the engine needs of the long-term profile: its lines for a new session."""
+
+    async def lines_for(self, thread: Thread, now: datetime) -> tuple[str, ...]: ...
+
+
+class Companion:
+    def __init__(
+        self,
+        store: Store,
+        characters: CharacterBook,
+        llm: LLM,
+        summariser: Summariser,
+        settings: EngineSettings,
+        clock: Clock,
+        tokens: TokenEstimator,
+        profile: ProfileSource | None = None,
+    ) -> None:
+        self._store = store
+        self._characters = characters
+        self._llm = llm
+        self._summariser = summariser
+        self._settings = settings
+        self._clock = clock
+        self._tokens = tokens
+        self._profile = profile
+        self._sessions = SessionCache(settings.max_sessions_in_ram)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._end_listeners: list[Callable[[int], Awaitable[None]]] = []
+
+    @property
+    def characters(self) -> CharacterBook:
+        return self._characters
+
+    @property
+    def sessions_in_ram(self) -> int:
+        return len(self._sessions)
+
+    def on_conversation_end(self, listener: Callable[[int], Awaitable[None]]) -> None:
+        self._end_listeners.append(listener)
+
+    def character(self, character_id: str) -> Character:
+        character = self._characters.get(character_id)
+        if character is None:
+            valid = ", ".join(self._characters.ids())
+            raise UserFacingError(f"Unknown character '{character_id}'. Valid: {valid}.")
+        return character
+
+    # ---- the conversation -------------------------------------------------------------------
+
+    async def handle(self, incoming: Incoming) -> Reply:
+        """Store the user's turn, answer it, and schedule compaction when due."""
+        character = self.character(incoming.character_id)
+        if not incoming.text.strip():
+            raise UserFacingError("There is no text in that message to answer.")
+        user = await self._store.upsert_user(
+            incoming.platform, incoming.platform_user_id, incoming.display_name, self._clock()
+        )
+        thread = Thread(user.id, character.id, incoming.scope)
+        async with self._sessions.lock(thread):
+            now = self._clock()
+            session = await self._session(user, thread, now)
+            turn = await self._store.add_turn(
+                session.conversation, "user", incoming.text, now, incoming.platform_message_id
+            )
+            session.window.append(turn)
+            session.previous_activity, session.last_activity = session.last_activity, now
+            prompt = self.render(session, character, now)
+            response = await self._call(session, character, prompt, turn.id)
+            if response is None:
+                return Reply(APOLOGY[character.language], ok=False, turn_id=turn.id)
+            reply_turn = await self._store.add_turn(
+                session.conversation, "assistant", response.text, self._clock()
+            )
+            session.window.append(reply_turn)
+            if self._compaction_due(session):
+                self._start_compaction(session, character, keep=self._settings.window_keep_turns)
+        return Reply(response.text, turn_id=reply_turn.id)
+
+    def render(self, session: Session, character: Character, now: datetime) -> RenderedPrompt:
+        state = PromptState(
+            character=character,
+            user_name=session.user.display_name or session.user.platform_user_id,
+            is_group=session.thread.is_group,
+            profile_lines=session.profile_lines,
+            summary=session.summary,
+            window=tuple(session.window),
+            previous_activity=session.previous_activity,
+        )
+        return render(state, now, self._settings.budgets, self._tokens)
+
+    async def _call(
+        self, session: Session, character: Character, prompt: RenderedPrompt, turn_id: int
+    ) -> LLMResponse | None:
+        request = LLMRequest(
+            kind="reply",
+            system=prompt.system,
+            messages=prompt.messages,
+            max_tokens=self._settings.max_reply_tokens,
+            temperature=character.temperature,
+            model=character.model,
+        )
+        record = UsageRecord(
+            kind="reply",
+            model=character.model or "",
+            ok=False,
+            user_id=session.user.id,
+            character_id=character.id,
+            conversation_id=session.conversation.id,
+            turn_id=turn_id,
+        )
+        try:
+            response = await self._llm.complete(request)
+            if not response.text.strip():
+                raise LLMError("the model returned an empty reply")
+        except LLMError as exc:
+            log.error(
+                "reply failed for %s (turn %s kept): %s",
+                session.thread,
+                turn_id,
+                exc,
+                exc_info=exc.__cause__ or exc,
+            )
+            await self._store.record_usage(replace(record, error=str(exc)[:500]), self._clock())
+            return None
+        usage = response.usage
+        await self._store.record_usage(
+            replace(
+                record,
+                ok=True,
+                model=response.model,
+                input_tokens=usage.input_tokens,
+                cache_read_tokens=usage.cache_read_tokens,
+                cache_write_tokens=usage.cache_write_tokens,
+                output_tokens=usage.output_tokens,
+                latency_ms=response.latency_ms,
+            ),
+            self._clock(),
+        )
+        estimated = sum(self._tokens.count(b.text) for b in prompt.system) + sum(
+            self._tokens.count(m.text) for m in prompt.messages
+        )
+        self._tokens.calibrate(estimated, usage.total_input)
+        return response
+
+    # ---- sessions ---------------------------------------------------------------------------
+
+    async def _session(self, user: User, thread: Thread, now: datetime) -> Session:
+        session = self._sessions.get(thread)
+        timeout = self._settings.inactivity_timeout
+        if (
+            session is not None
+            and session.conversation.ended_at is None
+            and (now - session.last_activity <= timeout)
+        ):
+            return session
+        if session is not None and session.conversation.ended_at is None:
+            await self._end(session.conversation.id, "inactivity", session.last_activity + timeout)
+        conversation = await self._store.open_conversation(thread)
+        if conversation is not None and now - conversation.last_activity_at > timeout:
+            await self._end(conversation.id, "inactivity", conversation.last_activity_at + timeout)
+            conversation = None
+        if conversation is None:
+            conversation = await self._store.start_conversation(thread, now)
+        session = await self._restore(user, thread, conversation, now)
+        self._sessions.put(session)
+        return session
+
+    async def _restore(
+        self, user: User, thread: Thread, conversation: Conversation, now: datetime
+    ) -> Session:
+        """Rebuild a session from the store: a restart loses nothing the user saw."""
+        summary = await self._store.latest_summary(thread)
+        after = summary.covers_up_to_turn_id if summary else 0
+        window = await self._store.turns_after(thread, after)
+        profile = await self._profile.lines_for(thread, now) if self._profile else ()
+        return Session(
+            user=user,
+            thread=thread,
+            conversation=conversation,
+            summary=summary,
+            window=window,
+            profile_lines=profile,
+            last_activity=window[-1].created_at if window else now,
+        )
+
+    async def _end(self, conversation_id: int, reason: str, when: datetime) -> None:
+        if await self._store.end_conversation(conversation_id, reason, when):
+            log.info("conversation %s ended (%s)", conversation_id, reason)
+            for listener in self._end_listeners:
+                await listener(conversation_id)
+
+    async def _known_thread(self, incoming: Incoming) -> tuple[User, Thread] | None:
+        character = self.character(incoming.character_id)
+        user = await self._store.find_user(incoming.platform, incoming.platform_user_id)
+        return (user, Thread(user.id, character.id, incoming.scope)) if user else None
+
+    async def is_new_thread(self, incoming: Incoming) -> bool:
+        """True when this user has never talked with this character here."""
+        known = await self._known_thread(incoming)
+        return known is None or await self._store.count_turns(known[1]) == 0
+
+    async def reset(self, incoming: Incoming) -> bool:
+        """End the conversation now and fold the whole window into the summary."""
+        return await self.end_conversation(incoming, reason="reset", fold_window=True)
+
+    async def end_conversation(
+        self, incoming: Incoming, reason: str, fold_window: bool = False
+    ) -> bool:
+        """End the open conversation, if any; with fold_window the next one starts clean."""
+        known = await self._known_thread(incoming)
+        if known is None:
+            return False
+        user, thread = known
+        async with self._sessions.lock(thread):
+            conversation = await self._store.open_conversation(thread)
+            if conversation is None:
+                return False
+            now = self._clock()
+            await self._end(conversation.id, reason, now)
+            session = self._sessions.get(thread) or await self._restore(
+                user, thread, conversation, now
+            )
+            if fold_window and session.window:
+                character = self.character(thread.character_id)
+                self._start_compaction(session, character, keep=0)
+            self._sessions.drop(thread)
+        return True
+
+    async def end_idle_conversations(self) -> int:
+        """End every conversation idle past the timeout; run by the scheduler's timer."""
+        now = self._clock()
+        timeout = self._settings.inactivity_timeout
+        idle = await self._store.conversations_idle_since(now - timeout)
+        for conversation in idle:
+            async with self._sessions.lock(conversation.thread):
+                self._sessions.drop(conversation.thread)
+                await self._end(
+                    conversation.id, "inactivity", conversation.last_activity_at + timeout
+                )
+        return len(idle)
+
+    # ---- compaction -------------------------------------------------------------------------
+
+    def _compaction_due(self, session: Session) -> bool:
+        if session.compacting:
+            return False
+        if len(session.window) >= self._settings.window_trigger_turns:
+            return True
+        used = sum(self._tokens.count(turn.text) for turn in session.window)
+        return used > self._settings.budgets.window
+
+    def _start_compaction(self, session: Session, character: Character, keep: int) -> None:
+        fold = tuple(session.window[: len(session.window) - keep] if keep else session.window)
+        if not fold:
+            return
+        session.compacting = True
+        job = CompactionInput(
+            session.thread, character.name, character.language, session.summary, fold
+        )
+        self.spawn(self._compact(session, job))
+
+    async def _compact(self, session: Session, job: CompactionInput) -> None:
+        try:
+            summary = await self._summariser.compact(job, self._clock())
+            if summary is None:
+                return
+            async with self._sessions.lock(session.thread):
+                await self._store.save_summary(session.thread, summary)
+                session.summary = summary
+                # Turns that arrived during the call stay: the window is append-only.
+                session.window = [t for t in session.window if t.id > summary.covers_up_to_turn_id]
+        finally:
+            session.compacting = False
+
+    # ---- background work --------------------------------------------------------------------
+
+    def spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        """Run after the reply; tracked so that shutdown and tests can wait for it."""
+        task = asyncio.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background job failed", exc_info=task.exception())
+
+    async def drain(self) -> None:
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)

@@ -1,0 +1,86 @@
+"""The small LLM interface the memory system needs; `bot/llm/` supplies implementations.
+
+Requests are described in provider-neutral terms (blocks with optional cache breakpoints), so
+the prompt layout is decided here once and every provider only translates it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+CacheTTL = Literal["5m", "1h"]
+Role = Literal["user", "assistant"]
+
+
+@dataclass(frozen=True)
+class TextBlock:
+    text: str
+    # A cache breakpoint after this block: the provider may cache the prefix ending here.
+    cache: CacheTTL | None = None
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: Role
+    blocks: tuple[TextBlock, ...]
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(block.text for block in self.blocks)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+    call_id: str = ""
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    kind: str  # reply | summary | extraction: recorded with the usage figures
+    system: tuple[TextBlock, ...]
+    messages: tuple[ChatMessage, ...]
+    max_tokens: int = 600
+    temperature: float | None = None
+    model: str | None = None  # None: the provider's configured default
+    tools: tuple[ToolSpec, ...] = ()
+    # Name of a tool the model must call: how structured output is asked for.
+    force_tool: str | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0  # uncached input tokens
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_input(self) -> int:
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+
+@dataclass(frozen=True)
+class LLMResponse:
+    text: str
+    model: str
+    usage: Usage = field(default_factory=Usage)
+    tool_calls: tuple[ToolCall, ...] = ()
+    latency_ms: float = 0.0
+
+
+class LLMError(Exception):
+    """The provider failed after its own retries; the cause is chained."""
+
+
+class LLM(Protocol):
+    async def complete(self, request: LLMRequest) -> LLMResponse: ...

@@ -1,0 +1,128 @@
+"""Typed records returned by the store and passed between memory modules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from datetime import datetime
+from typing import Literal
+
+TurnRole = Literal["user", "assistant", "tool"]
+ChannelKind = Literal["dm", "group"]
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    id: int
+    platform: str
+    platform_user_id: str
+    display_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Thread:
+    """Everything a user shares with one character in one scope ('dm' or 'group:<channel>')."""
+
+    user_id: int
+    character_id: str
+    scope: str
+
+    @property
+    def is_group(self) -> bool:
+        return self.scope.startswith("group:")
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    id: int
+    thread: Thread
+    started_at: datetime
+    last_activity_at: datetime
+    ended_at: datetime | None = None
+    end_reason: str | None = None
+    extracted_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    id: int
+    conversation_id: int
+    role: TurnRole
+    text: str
+    created_at: datetime
+    platform_message_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryFields:
+    """The six fields of the rolling summary, in the fixed order they are rendered in."""
+
+    established_facts: tuple[str, ...] = ()
+    relationship: tuple[str, ...] = ()
+    commitments: tuple[str, ...] = ()
+    tone: tuple[str, ...] = ()
+    open_threads: tuple[str, ...] = ()
+    canon: tuple[str, ...] = ()
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    def items(self) -> list[tuple[str, tuple[str, ...]]]:
+        return [(name, getattr(self, name)) for name in self.names()]
+
+    def with_field(self, name: str, claims: tuple[str, ...]) -> SummaryFields:
+        return replace(self, **{name: claims})
+
+    def is_empty(self) -> bool:
+        return not any(claims for _, claims in self.items())
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    fields: SummaryFields
+    cited_ids: frozenset[int]
+    covers_up_to_turn_id: int
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRecord:
+    kind: str
+    model: str
+    ok: bool
+    user_id: int | None = None
+    character_id: str | None = None
+    conversation_id: int | None = None
+    turn_id: int | None = None
+    error: str | None = None
+    input_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """A platform event, as the engine sees it."""
+
+    platform: str
+    platform_user_id: str
+    display_name: str
+    channel_kind: ChannelKind
+    channel_id: str
+    character_id: str
+    text: str
+    platform_message_id: str | None = None
+
+    @property
+    def scope(self) -> str:
+        return "dm" if self.channel_kind == "dm" else f"group:{self.platform}:{self.channel_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    text: str
+    ok: bool = True
+    turn_id: int | None = None
+    extra: dict[str, str] = field(default_factory=dict)

@@ -1,0 +1,83 @@
+"""Short-term memory in RAM: one Session per thread, rebuilt from the store when missing.
+
+Each thread has a FIFO lock (asyncio.Lock wakes waiters in arrival order), so one user's
+messages to one character are handled strictly in order while other threads run concurrently.
+Idle sessions are evicted past a size bound; the store holds everything needed to rebuild them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from memory.models import Conversation, Summary, Thread, Turn, User
+
+
+@dataclass
+class Session:
+    user: User
+    thread: Thread
+    conversation: Conversation
+    summary: Summary | None
+    window: list[Turn]
+    profile_lines: tuple[str, ...]  # frozen for the whole session: the cached prefix survives
+    last_activity: datetime
+    previous_activity: datetime | None = None
+    compacting: bool = False
+    extras: dict[str, object] = field(default_factory=dict)
+
+
+class SessionCache:
+    def __init__(self, max_sessions: int) -> None:
+        self._max = max_sessions
+        self._sessions: OrderedDict[Thread, Session] = OrderedDict()
+        self._locks: dict[Thread, asyncio.Lock] = {}
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    @asynccontextmanager
+    async def lock(self, thread: Thread) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(thread, asyncio.Lock())
+        async with lock:
+            yield
+        self._evict()
+
+    def get(self, thread: Thread) -> Session | None:
+        session = self._sessions.get(thread)
+        if session is not None:
+            self._sessions.move_to_end(thread)
+        return session
+
+    def put(self, session: Session) -> None:
+        self._sessions[session.thread] = session
+        self._sessions.move_to_end(session.thread)
+
+    def drop(self, thread: Thread) -> None:
+        self._sessions.pop(thread, None)
+
+    def drop_user(self, user_id: int) -> None:
+        for thread in [t for t in self._sessions if t.user_id == user_id]:
+            self._sessions.pop(thread, None)
+
+    def _evict(self) -> None:
+        """Drop the least recently used sessions nobody is working on, down to the bound."""
+        if len(self._sessions) <= self._max:
+            return
+        for thread in list(self._sessions):
+            if len(self._sessions) <= self._max:
+                break
+            lock = self._locks.get(thread)
+            session = self._sessions[thread]
+            if (lock is None or not lock.locked()) and not session.compacting:
+                del self._sessions[thread]
+                self._locks.pop(thread, None)
+        # Locks of threads without a session and nobody waiting are dead weight too.
+        for thread in [
+            t for t, lk in self._locks.items() if t not in self._sessions and not lk.locked()
+        ]:
+            del self._locks[thread]

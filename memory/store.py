@@ -1,0 +1,383 @@
+"""The one owner of the database connection: every SQL statement of the project lives here
+(FTS5 aside, in `memory/fts.py`, which is only called from this class)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+
+import aiosqlite
+
+from memory.models import (
+    Conversation,
+    Summary,
+    SummaryFields,
+    Thread,
+    Turn,
+    UsageRecord,
+    User,
+)
+
+log = logging.getLogger(__name__)
+
+_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+class SchemaTooNewError(RuntimeError):
+    """The database was written by a newer version of the bot."""
+
+
+def _ts(moment: datetime) -> str:
+    return moment.isoformat()
+
+
+def _dt(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def available_migrations() -> list[tuple[int, str, str]]:
+    """(version, file name, SQL) of every file in the `migrations` package, in order."""
+    found = []
+    for entry in resources.files("migrations").iterdir():
+        match = _MIGRATION_NAME.match(entry.name)
+        if match:
+            found.append((int(match.group(1)), entry.name, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+class Store:
+    def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
+        self._db = db
+        self.path = path
+
+    @classmethod
+    async def open(cls, path: Path, *, migrate: bool = True) -> Store:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = await aiosqlite.connect(path, isolation_level=None)
+        db.row_factory = aiosqlite.Row
+        for pragma in (
+            "journal_mode = WAL",
+            "synchronous = NORMAL",
+            "foreign_keys = ON",
+            "busy_timeout = 5000",
+            # Deleted memory must not linger in free pages.
+            "secure_delete = ON",
+        ):
+            await db.execute(f"PRAGMA {pragma}")
+        store = cls(db, path)
+        try:
+            await store._check_schema_not_newer()
+            if migrate:
+                await store.migrate()
+        except BaseException:
+            await db.close()
+            raise
+        return store
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        # BEGIN IMMEDIATE takes the write lock up front, so a transaction never fails halfway
+        # on a lock upgrade; aiosqlite serialises statements on its single thread.
+        await self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            await self._db.execute("ROLLBACK")
+            raise
+        await self._db.execute("COMMIT")
+
+    # ---- migrations -------------------------------------------------------------------------
+
+    async def _applied_versions(self) -> set[int]:
+        await self._db.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+        async with self._db.execute("SELECT version FROM schema_migrations") as cursor:
+            return {row[0] async for row in cursor}
+
+    async def _check_schema_not_newer(self) -> None:
+        known = {version for version, _, _ in available_migrations()}
+        unknown = sorted((await self._applied_versions()) - known)
+        if unknown:
+            raise SchemaTooNewError(
+                f"{self.path} has schema migration(s) {unknown} that this version of the bot "
+                f"does not know (it knows up to {max(known)}): upgrade the bot, or use a copy "
+                "of the database made before the upgrade"
+            )
+
+    async def migrate(self) -> list[str]:
+        """Apply the migrations not yet recorded, each in its own transaction."""
+        applied = await self._applied_versions()
+        done = []
+        for version, name, sql in available_migrations():
+            if version in applied:
+                continue
+            # executescript, because triggers hold semicolons; the file name is safe to inline
+            # (it matched _MIGRATION_NAME), and the record commits with the migration or not at all.
+            script = (
+                f"BEGIN IMMEDIATE;\n{sql}\n;INSERT INTO schema_migrations (version, name, "
+                f"applied_at) VALUES ({version}, '{name}', datetime('now'));\nCOMMIT;"
+            )
+            try:
+                await self._db.executescript(script)
+            except BaseException:
+                if self._db.in_transaction:
+                    await self._db.execute("ROLLBACK")
+                raise
+            log.info("applied migration %s", name)
+            done.append(name)
+        return done
+
+    async def schema_version(self) -> int:
+        async with self._db.execute("SELECT MAX(version) FROM schema_migrations") as cursor:
+            row = await cursor.fetchone()
+        return int(row[0] or 0) if row else 0
+
+    async def integrity_check(self) -> str:
+        async with self._db.execute("PRAGMA integrity_check") as cursor:
+            row = await cursor.fetchone()
+        return str(row[0]) if row else "no answer"
+
+    # ---- users and conversations ------------------------------------------------------------
+
+    async def upsert_user(
+        self, platform: str, platform_user_id: str, display_name: str, now: datetime
+    ) -> User:
+        async with self._db.execute(
+            "INSERT INTO users (platform, platform_user_id, display_name, created_at)"
+            " VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (platform, platform_user_id) DO UPDATE SET"
+            " display_name = excluded.display_name"
+            " RETURNING id, platform, platform_user_id, display_name",
+            (platform, platform_user_id, display_name, _ts(now)),
+        ) as cursor:
+            row = await cursor.fetchone()
+        assert row is not None
+        return User(row["id"], row["platform"], row["platform_user_id"], row["display_name"])
+
+    async def find_user(self, platform: str, platform_user_id: str) -> User | None:
+        async with self._db.execute(
+            "SELECT id, platform, platform_user_id, display_name FROM users"
+            " WHERE platform = ? AND platform_user_id = ?",
+            (platform, platform_user_id),
+        ) as cursor:
+            row = await cursor.fetchone()
+        if row is None:
+            return None
+        return User(row["id"], row["platform"], row["platform_user_id"], row["display_name"])
+
+    @staticmethod
+    def _conversation(row: aiosqlite.Row) -> Conversation:
+        return Conversation(
+            id=row["id"],
+            thread=Thread(row["user_id"], row["character_id"], row["scope"]),
+            started_at=datetime.fromisoformat(row["started_at"]),
+            last_activity_at=datetime.fromisoformat(row["last_activity_at"]),
+            ended_at=_dt(row["ended_at"]),
+            end_reason=row["end_reason"],
+            extracted_at=_dt(row["extracted_at"]),
+        )
+
+    async def open_conversation(self, thread: Thread) -> Conversation | None:
+        async with self._db.execute(
+            "SELECT * FROM conversations WHERE user_id = ? AND character_id = ? AND scope = ?"
+            " AND ended_at IS NULL ORDER BY id DESC LIMIT 1",
+            (thread.user_id, thread.character_id, thread.scope),
+        ) as cursor:
+            row = await cursor.fetchone()
+        return self._conversation(row) if row else None
+
+    async def start_conversation(self, thread: Thread, now: datetime) -> Conversation:
+        async with self._db.execute(
+            "INSERT INTO conversations (user_id, character_id, scope, started_at,"
+            " last_activity_at) VALUES (?, ?, ?, ?, ?) RETURNING *",
+            (thread.user_id, thread.character_id, thread.scope, _ts(now), _ts(now)),
+        ) as cursor:
+            row = await cursor.fetchone()
+        assert row is not None
+        return self._conversation(row)
+
+    async def end_conversation(self, conversation_id: int, reason: str, now: datetime) -> bool:
+        """End it if still open; False when someone else ended it first."""
+        async with self._db.execute(
+            "UPDATE conversations SET ended_at = ?, end_reason = ?"
+            " WHERE id = ? AND ended_at IS NULL",
+            (_ts(now), reason, conversation_id),
+        ) as cursor:
+            return cursor.rowcount == 1
+
+    async def conversations_idle_since(self, cutoff: datetime) -> list[Conversation]:
+        async with self._db.execute(
+            "SELECT * FROM conversations WHERE ended_at IS NULL AND last_activity_at < ?",
+            (_ts(cutoff),),
+        ) as cursor:
+            return [self._conversation(row) async for row in cursor]
+
+    async def open_conversations(self) -> list[Conversation]:
+        async with self._db.execute("SELECT * FROM conversations WHERE ended_at IS NULL") as cursor:
+            return [self._conversation(row) async for row in cursor]
+
+    # ---- the turn log -----------------------------------------------------------------------
+
+    async def add_turn(
+        self,
+        conversation: Conversation,
+        role: str,
+        text: str,
+        now: datetime,
+        platform_message_id: str | None = None,
+    ) -> Turn:
+        thread = conversation.thread
+        async with self._transaction() as db:
+            async with db.execute(
+                "INSERT INTO turns (conversation_id, user_id, character_id, scope, role, text,"
+                " created_at, platform_message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " RETURNING id",
+                (
+                    conversation.id,
+                    thread.user_id,
+                    thread.character_id,
+                    thread.scope,
+                    role,
+                    text,
+                    _ts(now),
+                    platform_message_id,
+                ),
+            ) as cursor:
+                row = await cursor.fetchone()
+            await db.execute(
+                "UPDATE conversations SET last_activity_at = ? WHERE id = ?",
+                (_ts(now), conversation.id),
+            )
+        assert row is not None
+        return Turn(row[0], conversation.id, role, text, now, platform_message_id)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _turn(row: aiosqlite.Row) -> Turn:
+        return Turn(
+            id=row["id"],
+            conversation_id=row["conversation_id"],
+            role=row["role"],
+            text=row["text"],
+            created_at=datetime.fromisoformat(row["created_at"]),
+            platform_message_id=row["platform_message_id"],
+        )
+
+    async def turns_after(self, thread: Thread, after_turn_id: int) -> list[Turn]:
+        """The thread's turns with an id above `after_turn_id`, oldest first."""
+        async with self._db.execute(
+            "SELECT * FROM turns WHERE user_id = ? AND character_id = ? AND scope = ?"
+            " AND id > ? ORDER BY id",
+            (thread.user_id, thread.character_id, thread.scope, after_turn_id),
+        ) as cursor:
+            return [self._turn(row) async for row in cursor]
+
+    async def conversation_turns(self, conversation_id: int) -> list[Turn]:
+        async with self._db.execute(
+            "SELECT * FROM turns WHERE conversation_id = ? ORDER BY id", (conversation_id,)
+        ) as cursor:
+            return [self._turn(row) async for row in cursor]
+
+    async def count_turns(self, thread: Thread) -> int:
+        async with self._db.execute(
+            "SELECT COUNT(*) FROM turns WHERE user_id = ? AND character_id = ? AND scope = ?",
+            (thread.user_id, thread.character_id, thread.scope),
+        ) as cursor:
+            row = await cursor.fetchone()
+        return int(row[0]) if row else 0
+
+    # ---- summaries --------------------------------------------------------------------------
+
+    async def latest_summary(self, thread: Thread) -> Summary | None:
+        async with self._db.execute(
+            "SELECT * FROM summaries WHERE user_id = ? AND character_id = ? AND scope = ?"
+            " ORDER BY id DESC LIMIT 1",
+            (thread.user_id, thread.character_id, thread.scope),
+        ) as cursor:
+            row = await cursor.fetchone()
+        if row is None:
+            return None
+        raw = json.loads(row["fields_json"])
+        return Summary(
+            fields=SummaryFields(**{name: tuple(raw.get(name, ())) for name in raw}),
+            cited_ids=frozenset(json.loads(row["cited_ids_json"])),
+            covers_up_to_turn_id=row["covers_up_to_turn_id"],
+            created_at=datetime.fromisoformat(row["created_at"]),
+        )
+
+    async def save_summary(self, thread: Thread, summary: Summary) -> None:
+        await self._db.execute(
+            "INSERT INTO summaries (user_id, character_id, scope, fields_json, cited_ids_json,"
+            " covers_up_to_turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                thread.user_id,
+                thread.character_id,
+                thread.scope,
+                json.dumps(dict(summary.fields.items()), ensure_ascii=False),
+                json.dumps(sorted(summary.cited_ids)),
+                summary.covers_up_to_turn_id,
+                _ts(summary.created_at),
+            ),
+        )
+
+    # ---- usage ------------------------------------------------------------------------------
+
+    async def record_usage(self, record: UsageRecord, now: datetime) -> None:
+        await self._db.execute(
+            "INSERT INTO llm_usage (user_id, character_id, conversation_id, turn_id, kind,"
+            " model, ok, error, input_tokens, cache_read_tokens, cache_write_tokens,"
+            " output_tokens, latency_ms, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.user_id,
+                record.character_id,
+                record.conversation_id,
+                record.turn_id,
+                record.kind,
+                record.model,
+                int(record.ok),
+                record.error,
+                record.input_tokens,
+                record.cache_read_tokens,
+                record.cache_write_tokens,
+                record.output_tokens,
+                record.latency_ms,
+                _ts(now),
+            ),
+        )
+
+    async def usage_records(self, user_id: int | None = None) -> list[UsageRecord]:
+        query = "SELECT * FROM llm_usage"
+        params: Iterable[object] = ()
+        if user_id is not None:
+            query += " WHERE user_id = ?"
+            params = (user_id,)
+        async with self._db.execute(query + " ORDER BY id", tuple(params)) as cursor:
+            return [
+                UsageRecord(
+                    kind=row["kind"],
+                    model=row["model"],
+                    ok=bool(row["ok"]),
+                    user_id=row["user_id"],
+                    character_id=row["character_id"],
+                    conversation_id=row["conversation_id"],
+                    turn_id=row["turn_id"],
+                    error=row["error"],
+                    input_tokens=row["input_tokens"],
+                    cache_read_tokens=row["cache_read_tokens"],
+                    cache_write_tokens=row["cache_write_tokens"],
+                    output_tokens=row["output_tokens"],
+                    latency_ms=row["latency_ms"],
+                )
+                async for row in cursor
+            ]

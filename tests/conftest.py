@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.app import App, open_app
+from bot.config import Settings
+from tests.fakes.anthropic_api import FakeAnthropic
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class FakeClock:
+    """Injected time: tests move it forward instead of sleeping."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime(2026, 11, 2, 18, 30, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+async def fake_anthropic() -> AsyncIterator[FakeAnthropic]:
+    async with FakeAnthropic() as fake:
+        yield fake
+
+
+def make_settings(tmp_path: Path, fake: FakeAnthropic, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "database_path": tmp_path / "companion.db",
+        "characters_dir": REPO / "characters",
+        "anthropic_api_key": fake.api_key,
+        "anthropic_base_url": fake.url,
+        "llm_max_retries": 0,
+        "llm_timeout_seconds": 5,
+        "llm_model": "claude-test",
+    }
+    values.update(overrides)
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+@pytest.fixture
+def settings(tmp_path: Path, fake_anthropic: FakeAnthropic) -> Settings:
+    return make_settings(tmp_path, fake_anthropic)
+
+
+@pytest.fixture
+async def app(settings: Settings, clock: FakeClock) -> AsyncIterator[App]:
+    async with open_app(settings, clock=clock, start_scheduler=False) as running:
+        yield running

@@ -1,0 +1,162 @@
+"""A fake of Anthropic's Messages API on 127.0.0.1, so the real anthropic SDK sends the requests.
+
+Answers come from queues, one per route: "reply" for plain requests, or the name of the tool a
+request forces (e.g. "write_summary"). An empty queue falls back to a default responder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections import defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass
+class Text:
+    text: str
+
+
+@dataclass
+class ToolUse:
+    name: str
+    input: Any
+
+
+@dataclass
+class Error:
+    status: int
+    error_type: str = "api_error"
+
+
+@dataclass
+class Delay:
+    seconds: float
+    then: Any = None
+
+
+@dataclass
+class Drop:
+    """Close the connection without an answer."""
+
+
+Script = Text | ToolUse | Error | Delay | Drop | Callable[[dict[str, Any]], Any]
+
+
+@dataclass
+class Recorded:
+    route: str
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def route_of(body: dict[str, Any]) -> str:
+    choice = body.get("tool_choice") or {}
+    return choice.get("name", "reply") if choice.get("type") == "tool" else "reply"
+
+
+def _default(body: dict[str, Any]) -> Any:
+    route = route_of(body)
+    if route == "reply":
+        return Text("Entendido.")
+    return ToolUse(route, {})
+
+
+class FakeAnthropic:
+    def __init__(self, api_key: str = "sk-test-fake") -> None:
+        self.api_key = api_key
+        self.requests: list[Recorded] = []
+        self.rejected_keys: list[str] = []
+        self._queues: dict[str, deque[Script]] = defaultdict(deque)
+        self.default: Callable[[dict[str, Any]], Any] = _default
+        self._ids = itertools.count(1)
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def __aenter__(self) -> FakeAnthropic:
+        app = web.Application()
+        app.router.add_post("/v1/messages", self._messages)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._runner:
+            await self._runner.cleanup()
+
+    def queue(self, *items: Script, route: str = "reply") -> None:
+        self._queues[route].extend(items)
+
+    def bodies(self, route: str = "reply") -> list[dict[str, Any]]:
+        return [r.body for r in self.requests if r.route == route]
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        if request.headers.get("x-api-key") != self.api_key:
+            self.rejected_keys.append(request.headers.get("x-api-key", ""))
+            return _error(401, "authentication_error")
+        route = route_of(body)
+        self.requests.append(Recorded(route, body, dict(request.headers)))
+        queue = self._queues[route]
+        item: Any = queue.popleft() if queue else self.default
+        while True:
+            if callable(item) and not isinstance(item, type):
+                item = item(body)
+            elif isinstance(item, Delay):
+                await asyncio.sleep(item.seconds)
+                item = item.then if item.then is not None else self.default
+            else:
+                break
+        if isinstance(item, Drop):
+            assert request.transport is not None
+            request.transport.close()
+            raise ConnectionResetError("dropped on purpose")
+        if isinstance(item, Error):
+            return _error(item.status, item.error_type)
+        return web.json_response(self._message(body, item))
+
+    def _message(self, body: dict[str, Any], item: Text | ToolUse) -> dict[str, Any]:
+        if isinstance(item, Text):
+            content = [{"type": "text", "text": item.text}]
+            stop = "end_turn"
+            out_chars = len(item.text)
+        else:
+            content = [
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{next(self._ids)}",
+                    "name": item.name,
+                    "input": item.input,
+                }
+            ]
+            stop = "tool_use"
+            out_chars = len(json.dumps(item.input))
+        return {
+            "id": f"msg_{next(self._ids)}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "fake"),
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": len(json.dumps(body)) // 4,
+                "output_tokens": max(1, out_chars // 4),
+                "cache_read_input_tokens": 0,
+                "cache_creation_input_tokens": 0,
+            },
+        }
+
+
+def _error(status: int, error_type: str) -> web.Response:
+    payload = {"type": "error", "error": {"type": error_type, "message": f"fake {status}"}}
+    return web.json_response(payload, status=status)
