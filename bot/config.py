@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -14,11 +15,14 @@ from memory.prompt import Budgets
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+    # Empty values in .env mean "use the default", as in .env.example.
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", env_ignore_empty=True
+    )
 
     # LLM provider
     llm_provider: Literal["anthropic", "openai"] = "anthropic"
-    llm_model: str = "claude-sonnet-4-5"
+    llm_model: str = "claude-sonnet-5-5"
     llm_summary_model: str | None = None
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str | None = None
@@ -63,6 +67,17 @@ class Settings(BaseSettings):
             self.discord_bot_token,
         ]
         return [s.get_secret_value() for s in found if s is not None]
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(
+                f"unknown time zone '{value}'; use an IANA name such as Europe/Madrid or UTC"
+            ) from exc
+        return value
 
     @field_validator("admin_ids", mode="before")
     @classmethod

@@ -15,9 +15,11 @@ NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 async def test_migrations_are_applied_in_order_and_recorded(tmp_path: Path) -> None:
     store = await Store.open(tmp_path / "a.db")
     await store.close()
-    rows = sqlite3.connect(tmp_path / "a.db").execute(
-        "SELECT version, name FROM schema_migrations ORDER BY version"
-    ).fetchall()
+    rows = (
+        sqlite3.connect(tmp_path / "a.db")
+        .execute("SELECT version, name FROM schema_migrations ORDER BY version")
+        .fetchall()
+    )
     assert [name for _, name in rows] == [name for _, name, _ in available_migrations()]
     assert rows[0] == (1, "0001_initial.sql")
 
@@ -34,8 +36,12 @@ async def test_reopening_applies_nothing_twice(tmp_path: Path) -> None:
 async def test_connection_pragmas(tmp_path: Path) -> None:
     store = await Store.open(tmp_path / "a.db")
     db = store._db
-    for pragma, expected in [("journal_mode", "wal"), ("foreign_keys", 1),
-                             ("secure_delete", 1), ("busy_timeout", 5000)]:
+    for pragma, expected in [
+        ("journal_mode", "wal"),
+        ("foreign_keys", 1),
+        ("secure_delete", 1),
+        ("busy_timeout", 5000),
+    ]:
         async with db.execute(f"PRAGMA {pragma}") as cursor:
             row = await cursor.fetchone()
         assert row is not None and row[0] == expected, pragma
@@ -51,10 +57,18 @@ async def test_refuses_a_database_from_a_newer_schema(tmp_path: Path) -> None:
         await Store.open(tmp_path / "a.db")
 
 
-async def test_a_broken_migration_leaves_no_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_broken_migration_leaves_no_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     good = available_migrations()
-    broken = [*good, (len(good) + 1, f"{len(good) + 1:04d}_broken.sql",
-                      "CREATE TABLE half_done (x INTEGER);\nTHIS IS NOT SQL;")]
+    broken = [
+        *good,
+        (
+            len(good) + 1,
+            f"{len(good) + 1:04d}_broken.sql",
+            "CREATE TABLE half_done (x INTEGER);\nTHIS IS NOT SQL;",
+        ),
+    ]
     monkeypatch.setattr("memory.store.available_migrations", lambda: broken)
     with pytest.raises(sqlite3.OperationalError):
         await Store.open(tmp_path / "a.db")

@@ -10,9 +10,6 @@ import anthropic
 
 from memory.llm import LLMError, LLMRequest, LLMResponse, TextBlock, ToolCall, Usage
 
-# The 1-hour cache TTL is still announced with this beta header by some API versions.
-_EXTENDED_TTL_BETA = {"anthropic-beta": "extended-cache-ttl-2025-04-11"}
-
 
 def _block(block: TextBlock) -> dict[str, Any]:
     payload: dict[str, Any] = {"type": "text", "text": block.text}
@@ -34,8 +31,8 @@ def request_body(request: LLMRequest, default_model: str) -> dict[str, Any]:
             for message in request.messages
         ],
     }
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
+    # No sampling parameters: API version 2026-10-21, which this SDK sends, rejects temperature,
+    # top_p and top_k on every model. Structured calls stay steady through their forced tool.
     if request.tools:
         body["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema}
@@ -68,7 +65,7 @@ class AnthropicLLM:
         body = request_body(request, self._model)
         started = time.perf_counter()
         try:
-            message = await self._client.messages.create(**body, extra_headers=_EXTENDED_TTL_BETA)
+            message = await self._client.messages.create(**body)
         except anthropic.APIStatusError as exc:
             raise LLMError(f"Anthropic API answered {exc.status_code}: {exc.message}") from exc
         except anthropic.APITimeoutError as exc:

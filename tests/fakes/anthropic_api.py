@@ -101,8 +101,11 @@ class FakeAnthropic:
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        if request.headers.get("x-api-key") != self.api_key:
-            self.rejected_keys.append(request.headers.get("x-api-key", ""))
+        # SDK 2.x sends the key as a bearer token; older ones as x-api-key.
+        bearer = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        key = request.headers.get("x-api-key") or bearer
+        if key != self.api_key:
+            self.rejected_keys.append(key)
             return _error(401, "authentication_error")
         route = route_of(body)
         self.requests.append(Recorded(route, body, dict(request.headers)))
@@ -159,4 +162,5 @@ class FakeAnthropic:
 
 def _error(status: int, error_type: str) -> web.Response:
     payload = {"type": "error", "error": {"type": error_type, "message": f"fake {status}"}}
-    return web.json_response(payload, status=status)
+    # A short retry-after keeps the SDK's real retry loop fast in tests.
+    return web.json_response(payload, status=status, headers={"retry-after-ms": "20"})

@@ -1,0 +1,30 @@
+# Set-up is part of every target: a fresh clone needs only `make chat`, `make run` or `make test`.
+VENV ?= .venv
+PYTHON ?= python3
+CHARACTER ?= detective_bilbao
+CHAT_USER ?= admin
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e ".[dev]"
+	touch $@
+
+.PHONY: install chat run test lint bench
+install: $(VENV)/.installed
+
+chat: install
+	$(VENV)/bin/companion chat --character $(CHARACTER) --user $(CHAT_USER)
+
+run: install
+	$(VENV)/bin/companion run
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+test: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/pytest -q
+
+bench: install
+	$(VENV)/bin/python bench/context_growth.py ../shared/data/locomo_dev.json

@@ -1,0 +1,58 @@
+"""Small builders shared by the tests."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from memory.models import Incoming
+
+
+def dm(
+    text: str,
+    user: str = "u1",
+    character: str = "detective_bilbao",
+    platform: str = "telegram",
+    name: str = "Ana",
+) -> Incoming:
+    return Incoming(platform, user, name, "dm", f"dm-{user}", character, text)
+
+
+def group(
+    text: str,
+    user: str,
+    channel: str = "g1",
+    character: str = "detective_bilbao",
+    name: str = "Bea",
+) -> Incoming:
+    return Incoming("telegram", user, name, "group", channel, character, text)
+
+
+def strip_cache(value: Any) -> Any:
+    """The request without cache_control markers: what the provider hashes for its cache."""
+    value = copy.deepcopy(value)
+    if isinstance(value, dict):
+        value.pop("cache_control", None)
+        return {k: strip_cache(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [strip_cache(v) for v in value]
+    return value
+
+
+def cached_prefix(body: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    """System blocks and the messages up to the last message-level cache breakpoint."""
+    messages = body["messages"]
+    last = max(
+        i for i, m in enumerate(messages) if any("cache_control" in block for block in m["content"])
+    )
+    return strip_cache(body["system"]), strip_cache(messages[: last + 1])
+
+
+def summary_input(**fields: list[str]) -> dict[str, list[str]]:
+    names = ["established_facts", "relationship", "commitments", "tone", "open_threads", "canon"]
+    return {name: fields.get(name, []) for name in names}
+
+
+def as_bytes(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True).encode()

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bot.app import open_app
+from memory.characters import CharacterBook, CharacterFileError, load_character
+from memory.lint import lint_character
+from tests.conftest import REPO, make_settings
+
+GOOD = (REPO / "characters" / "lighthouse_keeper.yaml").read_text()
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_shipped_characters_load_and_lint_clean() -> None:
+    book = CharacterBook.load(REPO / "characters")
+    assert book.ids() == ["detective_bilbao", "lighthouse_keeper"]
+    assert book.get("detective_bilbao").language == "es"  # type: ignore[union-attr]
+    for character in book.all():
+        assert lint_character(character) == [], character.id
+
+
+def test_a_missing_field_names_the_file_and_the_field(tmp_path: Path) -> None:
+    path = write(tmp_path, "broken.yaml", GOOD.replace("  trade: retired", "  job: retired"))
+    with pytest.raises(CharacterFileError) as error:
+        load_character(path)
+    message = str(error.value)
+    assert str(path) in message
+    assert "field 'identity.trade': Field required" in message
+    assert "field 'identity.job': Extra inputs are not permitted" in message
+
+
+def test_invalid_yaml_and_wrong_types_are_reported(tmp_path: Path) -> None:
+    bad_yaml = write(tmp_path, "a.yaml", "name: [unclosed\n")
+    with pytest.raises(CharacterFileError, match=r"a\.yaml: not valid YAML"):
+        load_character(bad_yaml)
+    wrong = write(tmp_path, "b.yaml", GOOD.replace("temperature: 0.8", "temperature: 3"))
+    with pytest.raises(CharacterFileError, match=r"field 'temperature': Input should be less"):
+        load_character(wrong)
+    listing = write(tmp_path, "c.yaml", "- just\n- a list\n")
+    with pytest.raises(CharacterFileError, match="expected a mapping"):
+        load_character(listing)
+
+
+def test_the_book_reports_every_broken_file_and_duplicate_ids(tmp_path: Path) -> None:
+    write(tmp_path, "one.yaml", GOOD)
+    write(tmp_path, "two.yaml", "id: one\n" + GOOD)
+    write(tmp_path, "three.yaml", GOOD.replace("traits:", "trait:"))
+    with pytest.raises(CharacterFileError) as error:
+        CharacterBook.load(tmp_path)
+    lines = str(error.value).splitlines()
+    assert len(lines) == 2
+    assert "three.yaml" in lines[0] and "'traits': Field required" in lines[0]
+    assert "two.yaml: field 'id': 'one' is already used by" in lines[1]
+
+
+async def test_the_bot_refuses_to_start_with_a_broken_character(
+    tmp_path: Path, fake_anthropic
+) -> None:
+    folder = tmp_path / "characters"
+    shutil.copytree(REPO / "characters", folder)
+    write(folder, "broken.yaml", GOOD.replace("name: Maggie Thornton\n", ""))
+    settings = make_settings(tmp_path, fake_anthropic, characters_dir=folder)
+    with pytest.raises(CharacterFileError, match=r"broken\.yaml: field 'name': Field required"):
+        async with open_app(settings, start_scheduler=False):
+            pass
+
+
+def test_lint_warns_where_a_sheet_breaks_the_rules(tmp_path: Path) -> None:
+    text = GOOD.replace(
+        "  - Speak in short, plain sentences with one concrete image from the harbour or the "
+        "shop.\n",
+        "  - Never use long words.\n  - Don't ask questions.\n  - No emojis.\n  - Avoid slang.\n",
+    )
+    text = (
+        text.split("does_not_know:")[0] + "opening_messages:" + text.split("opening_messages:")[1]
+    )
+    text = text.replace("  - Remembers promises and keeps them.\n", "").replace(
+        "  - Practical; believes in tea, walks and writing things down.\n", ""
+    )
+    character = load_character(write(tmp_path, "lint.yaml", text))
+    warnings = {(w.field, w.message.split(";")[0]) for w in lint_character(character)}
+    fields = {field for field, _ in warnings}
+    assert "traits" in fields and "does_not_know" in fields and "speech_rules" in fields
+    negative = {f for f in fields if f.startswith("speech_rules.")}
+    assert negative == {"speech_rules.0", "speech_rules.1", "speech_rules.2", "speech_rules.3"}
+    long_sheet = GOOD.replace("  description: >-", "  description: >-\n    " + "word " * 400)
+    long_character = load_character(write(tmp_path, "long.yaml", long_sheet))
+    assert any(
+        w.field == "sheet" and "over the 400" in w.message for w in lint_character(long_character)
+    )

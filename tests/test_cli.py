@@ -1,0 +1,129 @@
+"""The `companion` command as an admin runs it: a real subprocess against the fake API."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO
+from tests.fakes.anthropic_api import FakeAnthropic, Text
+
+
+def env_for(tmp_path: Path, fake: FakeAnthropic | None, **extra: str) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("ANTHROPIC_", "LLM_", "OPENAI_", "DATABASE_"))
+    }
+    env.update(
+        {
+            "DATABASE_PATH": str(tmp_path / "c.db"),
+            "CHARACTERS_DIR": str(REPO / "characters"),
+            "LLM_MAX_RETRIES": "0",
+        }
+    )
+    if fake is not None:
+        env.update({"ANTHROPIC_API_KEY": fake.api_key, "ANTHROPIC_BASE_URL": fake.url})
+    env.update(extra)
+    return env
+
+
+async def companion(*args: str, env: dict[str, str], stdin: str = "") -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        *args,
+        env=env,
+        cwd=tmp_cwd(env),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(stdin.encode()), timeout=30)
+    return process.returncode or 0, out.decode(), err.decode()
+
+
+def tmp_cwd(env: dict[str, str]) -> str:
+    # Run away from the repository so that a developer's .env cannot leak into the test.
+    return str(Path(env["DATABASE_PATH"]).parent)
+
+
+async def test_help_lists_the_commands(tmp_path: Path) -> None:
+    code, out, _ = await companion("--help", env=env_for(tmp_path, None))
+    assert code == 0
+    for command in ("chat", "migrate", "characters"):
+        assert command in out
+
+
+async def test_chat_continues_across_runs(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    env = env_for(tmp_path, fake_anthropic)
+    fake_anthropic.queue(Text("Siéntate. ¿Qué te trae?"), Text("Iñaki. Lo apunto."))
+    code, out, err = await companion(
+        "chat",
+        "--character",
+        "detective_bilbao",
+        "--user",
+        "ana",
+        env=env,
+        stdin="Hola\nMi hermano se llama Iñaki\n",
+    )
+    assert code == 0, err
+    assert "La silla cojea" in out  # the pinned opening is shown to a new user
+    assert "Koldo Arrieta: Iñaki. Lo apunto." in out
+    code, out, err = await companion(
+        "chat",
+        "--character",
+        "detective_bilbao",
+        "--user",
+        "ana",
+        env=env,
+        stdin="¿Cómo se llamaba mi hermano?\n/quit\n",
+    )
+    assert code == 0, err
+    assert "La silla cojea" not in out
+    texts = [b["text"] for m in fake_anthropic.bodies()[-1]["messages"] for b in m["content"]]
+    assert "Mi hermano se llama Iñaki" in texts and "Iñaki. Lo apunto." in texts
+    with sqlite3.connect(tmp_path / "c.db") as raw:
+        reasons = raw.execute("SELECT end_reason FROM conversations ORDER BY id").fetchall()
+    assert reasons == [("exit",), ("exit",)]
+
+
+async def test_no_provider_names_the_setting_to_add(tmp_path: Path) -> None:
+    code, _, err = await companion(
+        "chat", "--character", "detective_bilbao", env=env_for(tmp_path, None)
+    )
+    assert code == 2
+    assert "ANTHROPIC_API_KEY" in err
+    code, _, err = await companion(
+        "chat",
+        "--character",
+        "detective_bilbao",
+        env=env_for(tmp_path, None, LLM_PROVIDER="openai"),
+    )
+    assert code == 2 and "OPENAI_BASE_URL" in err
+
+
+async def test_migrate_and_characters_commands(tmp_path: Path) -> None:
+    env = env_for(tmp_path, None)
+    code, out, _ = await companion("migrate", env=env)
+    assert code == 0 and "0001_initial.sql" in out
+    code, out, _ = await companion("migrate", env=env)
+    assert code == 0 and "applied 0 migration(s)" in out
+    code, out, _ = await companion("characters", "list", env=env)
+    assert "detective_bilbao\tKoldo Arrieta" in out
+    code, out, _ = await companion("characters", "lint", env=env)
+    assert "2 character(s), 0 warning(s)" in out
+
+
+async def test_unknown_character_is_a_clear_error(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    code, _, err = await companion(
+        "chat", "--character", "nobody", env=env_for(tmp_path, fake_anthropic)
+    )
+    assert code == 2
+    assert "Unknown character 'nobody'. Valid: detective_bilbao, lighthouse_keeper." in err

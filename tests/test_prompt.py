@@ -1,0 +1,142 @@
+"""Golden tests of the pure prompt rendering, and the trimming rules of each block."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bot.llm.anthropic_provider import request_body
+from memory.characters import CharacterBook
+from memory.llm import LLMRequest
+from memory.models import Summary, SummaryFields, Turn
+from memory.prompt import (
+    Budgets,
+    Fragment,
+    PromptState,
+    format_summary,
+    render,
+    trim_summary,
+    window_within_budget,
+)
+from memory.tokens import TokenEstimator
+from tests.conftest import REPO
+
+GOLDEN = Path(__file__).parent / "golden"
+NOW = datetime(2026, 11, 29, 21, 5, tzinfo=UTC)
+BOOK = CharacterBook.load(REPO / "characters")
+
+
+def turn(turn_id: int, role: str, text: str, minutes_ago: int) -> Turn:
+    return Turn(turn_id, 7, role, text, NOW - timedelta(minutes=minutes_ago))  # type: ignore[arg-type]
+
+
+def state(character_id: str, **changes: object) -> PromptState:
+    base = PromptState(
+        character=BOOK.get(character_id),  # type: ignore[arg-type]
+        user_name="Ana",
+        is_group=False,
+        profile_lines=("- Se llama Ana; es enfermera en Cruces.", "- Tiene un gato, Txuri."),
+        summary=Summary(
+            SummaryFields(
+                established_facts=("Ana busca a su hermano Iñaki {cite:3}",),
+                relationship=("Koldo empieza a fiarse de Ana {cite:9}",),
+                commitments=("Koldo prometió llamar al bar Txoko {cite:11}",),
+                tone=("tenso, porque Iñaki no contesta al móvil",),
+                open_threads=("la furgoneta blanca del puerto {cite:12}",),
+                canon=("El encargo cuesta 300 euros {cite:5}",),
+            ),
+            frozenset({3, 5, 9, 11, 12}),
+            12,
+            NOW - timedelta(hours=1),
+        ),
+        window=(
+            turn(13, "user", "¿Has llamado al Txoko?", 10),
+            turn(14, "assistant", "Esta mañana. Nadie le ha visto desde el martes.", 9),
+            turn(15, "user", "¿Y ahora qué hacemos?", 0),
+        ),
+        previous_activity=NOW - timedelta(hours=5),
+        fragments=(
+            Fragment(
+                (2,),
+                NOW - timedelta(days=20),
+                "Ana: Mi hermano trabaja en el puerto. Koldo: ¿Qué muelle?",
+            ),
+        ),
+    )
+    return PromptState(**{**base.__dict__, **changes})
+
+
+def check_golden(name: str, value: object) -> None:
+    path = GOLDEN / name
+    text = json.dumps(value, ensure_ascii=False, indent=1) + "\n"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8"), f"{name} changed; UPDATE_GOLDEN=1 to accept"
+
+
+def body_of(prompt_state: PromptState) -> dict[str, object]:
+    rendered = render(prompt_state, NOW, Budgets(), TokenEstimator())
+    request = LLMRequest("reply", rendered.system, rendered.messages)
+    return request_body(request, "golden-model")
+
+
+def test_golden_spanish_prompt() -> None:
+    check_golden("prompt_detective.json", body_of(state("detective_bilbao")))
+
+
+def test_golden_english_group_prompt_without_memory() -> None:
+    fresh = state(
+        "lighthouse_keeper",
+        summary=None,
+        profile_lines=(),
+        is_group=True,
+        window=(turn(1, "user", "Hello? Is the shop open?", 0),),
+        previous_activity=None,
+        fragments=(),
+    )
+    check_golden("prompt_keeper_group.json", body_of(fresh))
+
+
+def test_rendering_is_pure() -> None:
+    assert body_of(state("detective_bilbao")) == body_of(state("detective_bilbao"))
+
+
+def test_summary_is_trimmed_by_field_never_by_cutting_the_end() -> None:
+    tokens = TokenEstimator()
+    fields = SummaryFields(
+        established_facts=tuple(f"hecho número {i} con bastante detalle" for i in range(30)),
+        tone=("tono uno", "tono dos"),
+        open_threads=tuple(f"hilo {i}" for i in range(20)),
+        canon=("pedido 48213", "300 euros"),
+    )
+    trimmed = trim_summary(fields, "es", cap=200, tokens=tokens)
+    assert tokens.count(format_summary(trimmed, "es")) <= 200
+    assert trimmed.open_threads == ()  # the least durable field gives way first
+    assert trimmed.tone == ()
+    assert trimmed.canon == ("pedido 48213", "300 euros")  # canon survives
+    assert trimmed.established_facts[-1] == "hecho número 29 con bastante detalle"
+    for claim in trimmed.established_facts:  # whole claims only
+        assert claim in fields.established_facts
+
+
+def test_window_budget_is_a_last_resort_that_drops_the_oldest() -> None:
+    window = tuple(turn(i, "user", "x" * 350, 0) for i in range(10))
+    kept = window_within_budget(window, budget=300, tokens=TokenEstimator())
+    assert [t.id for t in kept] == [7, 8, 9]
+
+
+def test_fragments_are_dated_and_cut_by_count_to_their_budget() -> None:
+    fragments = tuple(
+        Fragment((i,), NOW - timedelta(days=i), f"recuerdo {i} " + "y " * 60) for i in range(1, 6)
+    )
+    rendered = render(
+        state("detective_bilbao", fragments=fragments),
+        NOW,
+        Budgets(fragments=120),
+        TokenEstimator(),
+    )
+    context = rendered.messages[-1].blocks[0].text
+    assert "[2026-11-28] recuerdo 1" in context
+    assert "recuerdo 3" not in context
