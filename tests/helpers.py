@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 from memory.models import Incoming
@@ -56,3 +58,17 @@ def summary_input(**fields: list[str]) -> dict[str, list[str]]:
 
 def as_bytes(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, sort_keys=True).encode()
+
+
+_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+
+def load_corpus(name: str) -> list[str]:
+    """A corpus of tests/data: one entry per line, "# " comments, \\uXXXX escapes decoded.
+
+    Only \\uXXXX is decoded (not full unicode_escape) so accented UTF-8 text stays intact.
+    """
+    path = Path(__file__).parent / "data" / name
+    lines = path.read_text(encoding="utf-8").splitlines()
+    entries = [line for line in lines if line.strip() and not line.startswith("# ")]
+    return [_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), line) for line in entries]

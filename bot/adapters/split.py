@@ -105,10 +105,13 @@ def _find_fences(text: str, limit: int) -> list[_Fence]:
         if opener is None:
             if not (marker[0] == "`" and "`" in info):  # backticks in the info: inline code
                 opener = line
-        elif marker[0] == opener.group(1)[0] and len(marker) >= len(opener.group(1)):
-            if not info.strip():
-                fences.append(_make_fence(text, opener, line.start(), line.end()))
-                opener = None
+        elif (
+            marker[0] == opener.group(1)[0]
+            and len(marker) >= len(opener.group(1))
+            and not info.strip()  # a closing fence carries no info string
+        ):
+            fences.append(_make_fence(text, opener, line.start(), line.end()))
+            opener = None
     if opener is not None:
         fences.append(_make_fence(text, opener, len(text), len(text)))
     # A fence whose reopen/close overhead would eat most of a chunk is treated as plain text,
