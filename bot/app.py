@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,6 +14,9 @@ from bot.config import Settings
 from bot.llm import ClosableLLM, build_llm
 from memory.characters import CharacterBook
 from memory.companion import Companion
+from memory.extraction import ProfileExtractor
+from memory.models import Conversation
+from memory.profile import ProfileService
 from memory.store import Store
 from memory.summary import Summariser
 from memory.tokens import TokenEstimator
@@ -29,6 +32,8 @@ class App:
     llm: ClosableLLM
     companion: Companion
     scheduler: AsyncIOScheduler
+    extractor: ProfileExtractor
+    sweep: Callable[[], Awaitable[None]]
 
 
 def system_clock(settings: Settings) -> Callable[[], datetime]:
@@ -58,10 +63,39 @@ async def open_app(
         cap_tokens=settings.summary_cap_tokens,
         model=settings.llm_summary_model,
     )
-    companion = Companion(store, characters, llm, summariser, engine_settings, clock, tokens)
+    lifetimes = settings.lifetimes()
+    profile = ProfileService(
+        store,
+        lifetimes,
+        settings.budget_profile_tokens,
+        tokens,
+        {c.id: c.language for c in characters.all()},
+    )
+    extractor = ProfileExtractor(
+        llm,
+        store,
+        lifetimes,
+        clock,
+        {c.id: c.name for c in characters.all()},
+        model=settings.llm_summary_model,
+    )
+    companion = Companion(
+        store, characters, llm, summariser, engine_settings, clock, tokens, profile=profile
+    )
+
+    async def extract_later(conversation: Conversation) -> None:
+        companion.spawn(extractor.extract(conversation))
+
+    async def sweep() -> None:
+        await companion.end_idle_conversations()
+        await extractor.extract_pending()
+
+    companion.on_conversation_end(extract_later)
+    # Work that was due when the process last stopped is found from the database, not memory.
+    companion.spawn(extractor.extract_pending())
     scheduler = AsyncIOScheduler()
     scheduler.add_job(
-        companion.end_idle_conversations,
+        sweep,
         "interval",
         seconds=IDLE_SWEEP_SECONDS,
         id="end-idle-conversations",
@@ -71,7 +105,7 @@ async def open_app(
     if start_scheduler:
         scheduler.start()
     try:
-        yield App(settings, store, characters, llm, companion, scheduler)
+        yield App(settings, store, characters, llm, companion, scheduler, extractor, sweep)
     finally:
         if scheduler.running:
             scheduler.shutdown(wait=False)

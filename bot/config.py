@@ -11,6 +11,8 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from memory.companion import EngineSettings
+from memory.models import FACT_KINDS
+from memory.profile import Lifetimes
 from memory.prompt import Budgets
 
 
@@ -45,6 +47,16 @@ class Settings(BaseSettings):
     window_trigger_turns: int = Field(24, ge=2)
     inactivity_timeout_minutes: float = Field(30.0, gt=0)
     max_sessions_in_ram: int = Field(2000, ge=1)
+
+    # Long-term profile: lifetime in days per key, or per kind (semantic, emotional, episodic);
+    # "never" keeps a fact true until the user changes it. Past it, a fact is shown as a
+    # hypothesis to confirm.
+    fact_lifetimes: str = (
+        "semantic:180,emotional:60,episodic:120,name:never,preferred_name:never,"
+        "pronouns:never,birthday:never,language:never,age:365,job:180,city:180,home:180,"
+        "partner:365"
+    )
+    event_ask_days: int = Field(14, ge=0)
 
     # People
     admin_ids: Annotated[list[str], NoDecode] = Field(default_factory=list)
@@ -86,6 +98,15 @@ class Settings(BaseSettings):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
+    @field_validator("fact_lifetimes")
+    @classmethod
+    def _lifetimes_parse(cls, value: str) -> str:
+        parse_lifetimes(value, 0)
+        return value
+
+    def lifetimes(self) -> Lifetimes:
+        return parse_lifetimes(self.fact_lifetimes, self.event_ask_days)
+
     def check_window(self) -> None:
         if self.window_keep_turns >= self.window_trigger_turns:
             raise ValueError(
@@ -108,3 +129,19 @@ class Settings(BaseSettings):
             max_reply_tokens=self.llm_max_reply_tokens,
             max_sessions_in_ram=self.max_sessions_in_ram,
         )
+
+
+def parse_lifetimes(text: str, event_ask_days: int) -> Lifetimes:
+    """'semantic:180,name:never,...' -> Lifetimes; the error names the bad entry."""
+    by_key: dict[str, int | None] = {}
+    by_kind: dict[str, int | None] = {}
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        name, _, days = entry.partition(":")
+        if days != "never" and not days.isdigit():
+            raise ValueError(f"FACT_LIFETIMES entry '{entry}': expected key:DAYS or key:never")
+        target = by_kind if name in FACT_KINDS else by_key
+        target[name.strip()] = None if days == "never" else int(days)
+    missing = [kind for kind in FACT_KINDS if kind not in by_kind]
+    if missing:
+        raise ValueError(f"FACT_LIFETIMES needs a lifetime for every kind; missing {missing}")
+    return Lifetimes(by_key=by_key, by_kind=by_kind, event_ask_days=event_ask_days)

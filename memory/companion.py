@@ -67,7 +67,7 @@ class Companion:
         self._profile = profile
         self._sessions = SessionCache(settings.max_sessions_in_ram)
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._end_listeners: list[Callable[[int], Awaitable[None]]] = []
+        self._end_listeners: list[Callable[[Conversation], Awaitable[None]]] = []
 
     @property
     def characters(self) -> CharacterBook:
@@ -77,7 +77,8 @@ class Companion:
     def sessions_in_ram(self) -> int:
         return len(self._sessions)
 
-    def on_conversation_end(self, listener: Callable[[int], Awaitable[None]]) -> None:
+    def on_conversation_end(self, listener: Callable[[Conversation], Awaitable[None]]) -> None:
+        """Called once per ended conversation; must be quick (spawn the real work)."""
         self._end_listeners.append(listener)
 
     def character(self, character_id: str) -> Character:
@@ -196,10 +197,10 @@ class Companion:
         ):
             return session
         if session is not None and session.conversation.ended_at is None:
-            await self._end(session.conversation.id, "inactivity", session.last_activity + timeout)
+            await self._end(session.conversation, "inactivity", session.last_activity + timeout)
         conversation = await self._store.open_conversation(thread)
         if conversation is not None and now - conversation.last_activity_at > timeout:
-            await self._end(conversation.id, "inactivity", conversation.last_activity_at + timeout)
+            await self._end(conversation, "inactivity", conversation.last_activity_at + timeout)
             conversation = None
         if conversation is None:
             conversation = await self._store.start_conversation(thread, now)
@@ -225,11 +226,11 @@ class Companion:
             last_activity=window[-1].created_at if window else now,
         )
 
-    async def _end(self, conversation_id: int, reason: str, when: datetime) -> None:
-        if await self._store.end_conversation(conversation_id, reason, when):
-            log.info("conversation %s ended (%s)", conversation_id, reason)
+    async def _end(self, conversation: Conversation, reason: str, when: datetime) -> None:
+        if await self._store.end_conversation(conversation.id, reason, when):
+            log.info("conversation %s ended (%s)", conversation.id, reason)
             for listener in self._end_listeners:
-                await listener(conversation_id)
+                await listener(conversation)
 
     async def _known_thread(self, incoming: Incoming) -> tuple[User, Thread] | None:
         character = self.character(incoming.character_id)
@@ -258,7 +259,7 @@ class Companion:
             if conversation is None:
                 return False
             now = self._clock()
-            await self._end(conversation.id, reason, now)
+            await self._end(conversation, reason, now)
             session = self._sessions.get(thread) or await self._restore(
                 user, thread, conversation, now
             )
@@ -276,9 +277,7 @@ class Companion:
         for conversation in idle:
             async with self._sessions.lock(conversation.thread):
                 self._sessions.drop(conversation.thread)
-                await self._end(
-                    conversation.id, "inactivity", conversation.last_activity_at + timeout
-                )
+                await self._end(conversation, "inactivity", conversation.last_activity_at + timeout)
         return len(idle)
 
     # ---- compaction -------------------------------------------------------------------------

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from datetime import datetime
+from datetime import date, datetime
 from typing import Literal
 
 TurnRole = Literal["user", "assistant", "tool"]
+FactKind = Literal["semantic", "emotional", "episodic"]
+FactOrigin = Literal["stated", "inferred", "imported"]
+FACT_KINDS: tuple[FactKind, ...] = ("semantic", "emotional", "episodic")
 ChannelKind = Literal["dm", "group"]
 
 
@@ -126,3 +129,34 @@ class Reply:
     ok: bool = True
     turn_id: int | None = None
     extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    id: int
+    user_id: int
+    character_id: str
+    kind: FactKind
+    key: str
+    value: str
+    origin: FactOrigin
+    scope: str
+    evidence: tuple[int, ...]
+    lifetime: str  # "never", "days:N" or "event"
+    event_date: date | None
+    created_at: datetime
+    confirmed_at: datetime
+    expires_at: datetime | None
+    status: str = "active"
+
+
+@dataclass(frozen=True, slots=True)
+class FactVersion:
+    """A value a fact held before it was superseded."""
+
+    fact_id: int
+    value: str
+    origin: str
+    valid_from: datetime
+    superseded_at: datetime
+    reason: str

@@ -8,7 +8,7 @@ import logging
 import re
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import date, datetime
 from importlib import resources
 from pathlib import Path
 
@@ -16,6 +16,8 @@ import aiosqlite
 
 from memory.models import (
     Conversation,
+    Fact,
+    FactVersion,
     Summary,
     SummaryFields,
     Thread,
@@ -39,6 +41,26 @@ def _ts(moment: datetime) -> str:
 
 def _dt(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text) if text else None
+
+
+def _fact(row: aiosqlite.Row) -> Fact:
+    return Fact(
+        id=row["id"],
+        user_id=row["user_id"],
+        character_id=row["character_id"],
+        kind=row["kind"],
+        key=row["key"],
+        value=row["value"],
+        origin=row["origin"],
+        scope=row["scope"],
+        evidence=tuple(json.loads(row["evidence"])),
+        lifetime=row["lifetime"],
+        event_date=date.fromisoformat(row["event_date"]) if row["event_date"] else None,
+        created_at=datetime.fromisoformat(row["created_at"]),
+        confirmed_at=datetime.fromisoformat(row["confirmed_at"]),
+        expires_at=_dt(row["expires_at"]),
+        status=row["status"],
+    )
 
 
 def available_migrations() -> list[tuple[int, str, str]]:
@@ -381,3 +403,140 @@ class Store:
                 )
                 async for row in cursor
             ]
+
+    # ---- the long-term profile --------------------------------------------------------------
+
+    async def facts(self, user_id: int, character_id: str, scope: str | None = None) -> list[Fact]:
+        """The user's facts with one character, in one scope or all of them."""
+        query = "SELECT * FROM facts WHERE user_id = ? AND character_id = ?"
+        params: tuple[object, ...] = (user_id, character_id)
+        if scope is not None:
+            query += " AND scope = ?"
+            params += (scope,)
+        async with self._db.execute(query + " ORDER BY id", params) as cursor:
+            return [_fact(row) async for row in cursor]
+
+    async def fact_history(self, user_id: int, fact_id: int) -> list[FactVersion]:
+        async with self._db.execute(
+            "SELECT * FROM fact_history WHERE user_id = ? AND fact_id = ? ORDER BY id",
+            (user_id, fact_id),
+        ) as cursor:
+            return [
+                FactVersion(
+                    fact_id=row["fact_id"],
+                    value=row["value"],
+                    origin=row["origin"],
+                    valid_from=datetime.fromisoformat(row["valid_from"]),
+                    superseded_at=datetime.fromisoformat(row["superseded_at"]),
+                    reason=row["reason"],
+                )
+                async for row in cursor
+            ]
+
+    async def apply_fact_changes(
+        self,
+        adds: list[Fact],
+        updates: list[tuple[Fact, Fact, str]],
+        deletes: list[Fact],
+        confirms: list[Fact],
+        conversation_id: int | None,
+        now: datetime,
+    ) -> None:
+        """Write one extraction's operations atomically: all of them or none."""
+        async with self._transaction() as db:
+            for fact in adds:
+                await db.execute(
+                    "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
+                    " evidence, lifetime, event_date, created_at, confirmed_at, expires_at,"
+                    " status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        fact.user_id,
+                        fact.character_id,
+                        fact.kind,
+                        fact.key,
+                        fact.value,
+                        fact.origin,
+                        fact.scope,
+                        json.dumps(list(fact.evidence)),
+                        fact.lifetime,
+                        fact.event_date.isoformat() if fact.event_date else None,
+                        _ts(fact.created_at),
+                        _ts(fact.confirmed_at),
+                        _ts(fact.expires_at) if fact.expires_at else None,
+                        fact.status,
+                    ),
+                )
+            for old, new, reason in updates:
+                await db.execute(
+                    "INSERT INTO fact_history (fact_id, user_id, value, origin, evidence,"
+                    " valid_from, superseded_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        old.id,
+                        old.user_id,
+                        old.value,
+                        old.origin,
+                        json.dumps(list(old.evidence)),
+                        _ts(old.confirmed_at),
+                        _ts(now),
+                        reason,
+                    ),
+                )
+                await self._overwrite_fact(new)
+            for fact in confirms:
+                await self._overwrite_fact(fact)
+            for fact in deletes:
+                await db.execute(
+                    "DELETE FROM facts WHERE id = ? AND user_id = ?", (fact.id, fact.user_id)
+                )
+            if conversation_id is not None:
+                await self.mark_extracted(conversation_id, "done", now)
+
+    async def _overwrite_fact(self, fact: Fact) -> None:
+        await self._db.execute(
+            "UPDATE facts SET value = ?, origin = ?, evidence = ?, lifetime = ?,"
+            " event_date = ?, confirmed_at = ?, expires_at = ?, status = ?"
+            " WHERE id = ? AND user_id = ?",
+            (
+                fact.value,
+                fact.origin,
+                json.dumps(list(fact.evidence)),
+                fact.lifetime,
+                fact.event_date.isoformat() if fact.event_date else None,
+                _ts(fact.confirmed_at),
+                _ts(fact.expires_at) if fact.expires_at else None,
+                fact.status,
+                fact.id,
+                fact.user_id,
+            ),
+        )
+
+    async def mark_extracted(self, conversation_id: int, status: str, now: datetime) -> None:
+        await self._db.execute(
+            "UPDATE conversations SET extracted_at = ?, extraction_status = ? WHERE id = ?",
+            (_ts(now), status, conversation_id),
+        )
+
+    async def conversations_pending_extraction(self) -> list[Conversation]:
+        """Ended and never extracted: derived from the database, so a crash loses nothing."""
+        async with self._db.execute(
+            "SELECT * FROM conversations WHERE ended_at IS NOT NULL AND extracted_at IS NULL"
+            " ORDER BY id"
+        ) as cursor:
+            return [self._conversation(row) async for row in cursor]
+
+    async def record_rejection(
+        self, thread: Thread, conversation_id: int | None, reason: str, now: datetime
+    ) -> None:
+        await self._db.execute(
+            "INSERT INTO memory_rejections (user_id, character_id, conversation_id, reason,"
+            " created_at) VALUES (?, ?, ?, ?, ?)",
+            (thread.user_id, thread.character_id, conversation_id, reason, _ts(now)),
+        )
+
+    async def count_rejections(self, user_id: int | None = None) -> int:
+        query, params = "SELECT COUNT(*) FROM memory_rejections", ()
+        if user_id is not None:
+            query, params = query + " WHERE user_id = ?", (user_id,)
+        async with self._db.execute(query, params) as cursor:
+            row = await cursor.fetchone()
+        return int(row[0]) if row else 0

@@ -23,6 +23,9 @@ from memory.tokens import TokenEstimator
 log = logging.getLogger(__name__)
 
 CITE = re.compile(r"\{cite:(\d+)\}")
+# Values that must survive verbatim: order numbers, amounts, dates, phone numbers (3+ digits).
+ANCHOR = re.compile(r"(?<![\w{:])[\w€$£#./:-]*\d[\w€$£#./:-]*")
+MAX_NEW_ANCHORS = 3
 MAX_CLAIM_CHARS = 400
 # Fields that accumulate: the model only adds to them, code keeps what was there verbatim.
 ACCUMULATING = ("established_facts", "canon")
@@ -119,6 +122,32 @@ def accumulate(previous: SummaryFields | None, new: SummaryFields) -> SummaryFie
     return new
 
 
+def _anchors(text: str) -> list[str]:
+    found = []
+    for match in ANCHOR.finditer(text):
+        token = match.group(0).strip(".:-/")
+        if sum(ch.isdigit() for ch in token) >= 3:
+            found.append(token)
+    return found
+
+
+def keep_anchors(fields: SummaryFields, folded: Sequence[Turn]) -> SummaryFields:
+    """A code-level safety net: a value the user gave that the summary lost goes to canon."""
+    rendered = json.dumps(dict(fields.items()), ensure_ascii=False)
+    added: list[str] = []
+    for turn in (t for t in folded if t.role == "user"):
+        missing = [a for a in _anchors(turn.text) if a not in rendered]
+        if not missing or len(added) >= MAX_NEW_ANCHORS:
+            continue
+        sentence = next(
+            (s for s in re.split(r"(?<=[.!?])\s+", turn.text) if missing[0] in s), turn.text
+        )
+        claim = f"«{sentence.strip()[:160]}» {{cite:{turn.id}}}"
+        added.append(claim)
+        rendered += claim
+    return fields.with_field("canon", fields.canon + tuple(added)) if added else fields
+
+
 def format_turns(turns: Sequence[Turn], recollected: frozenset[int] = frozenset()) -> str:
     lines = []
     for turn in turns:
@@ -203,6 +232,7 @@ class Summariser:
                 await self._count(job, response.model, failure, response)
                 continue
             await self._count(job, response.model, None, response)
+            fields = keep_anchors(fields, job.folded)
             fields = trim_summary(fields, job.language, self._cap, self._tokens)
             return Summary(
                 fields=fields,

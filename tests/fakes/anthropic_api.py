@@ -60,11 +60,27 @@ def route_of(body: dict[str, Any]) -> str:
     return choice.get("name", "reply") if choice.get("type") == "tool" else "reply"
 
 
+_EMPTY_TOOL_ANSWERS: dict[str, Any] = {
+    "write_summary": {
+        name: []
+        for name in (
+            "established_facts",
+            "relationship",
+            "commitments",
+            "tone",
+            "open_threads",
+            "canon",
+        )
+    },
+    "record_profile": {"operations": []},
+}
+
+
 def _default(body: dict[str, Any]) -> Any:
     route = route_of(body)
     if route == "reply":
         return Text("Entendido.")
-    return ToolUse(route, {})
+    return ToolUse(route, _EMPTY_TOOL_ANSWERS.get(route, {}))
 
 
 class FakeAnthropic:
