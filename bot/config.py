@@ -44,7 +44,7 @@ class Settings(BaseSettings):
     budget_window_tokens: int = Field(3000, ge=200)
     budget_fragments_tokens: int = Field(600, ge=0)
     window_keep_turns: int = Field(12, ge=0)
-    window_trigger_turns: int = Field(24, ge=2)
+    window_trigger_turns: int = Field(32, ge=2)
     inactivity_timeout_minutes: float = Field(30.0, gt=0)
     max_sessions_in_ram: int = Field(2000, ge=1)
 

@@ -33,7 +33,7 @@ APOLOGY = {
 class EngineSettings:
     budgets: Budgets = field(default_factory=Budgets)
     window_keep_turns: int = 12
-    window_trigger_turns: int = 24
+    window_trigger_turns: int = 32
     inactivity_timeout: timedelta = timedelta(minutes=30)
     max_reply_tokens: int = 600
     max_sessions_in_ram: int = 2000

@@ -5,8 +5,9 @@ comes first):
   1 character sheet ........ system, breakpoint 1 h
   2 what is known of user .. system, breakpoint (frozen for the session)
   3 rolling summary ........ system, breakpoint (changes at compaction)
-  4 pinned openings + window messages, breakpoint on the last stable message
-  5 this turn's context (time, retrieved fragments) .. with the newest user message
+  4 pinned openings + window messages, breakpoint on the newest user text (it will repeat
+    verbatim in the next request)
+  5 this turn's context (time, retrieved fragments) .. after the newest user text
   6 closing reminder ....... at the very end
 """
 
@@ -117,15 +118,20 @@ TRIM_ORDER = ("open_threads", "tone", "relationship", "commitments", "establishe
 def trim_summary(
     fields: SummaryFields, language: str, cap: int, tokens: TokenEstimator
 ) -> SummaryFields:
-    """Drop whole claims, field by field, until the rendered summary fits the cap."""
-    for name in TRIM_ORDER:
-        while tokens.count(format_summary(fields, language)) > cap:
-            claims = getattr(fields, name)
-            if not claims:
-                break
-            fields = fields.with_field(name, claims[1:])
-        if tokens.count(format_summary(fields, language)) <= cap:
-            break
+    """Drop whole claims, oldest first, field by field, until the summary fits the cap.
+
+    A first pass keeps the newest claim of every field, so that accumulated facts cannot crowd
+    the tone or the relationship out of the summary; only if that is not enough do fields empty.
+    """
+    for keep_newest in (1, 0):
+        for name in TRIM_ORDER:
+            while tokens.count(format_summary(fields, language)) > cap:
+                claims = getattr(fields, name)
+                if len(claims) <= keep_newest:
+                    break
+                fields = fields.with_field(name, claims[1:])
+            if tokens.count(format_summary(fields, language)) <= cap:
+                return fields
     return fields
 
 
@@ -230,12 +236,12 @@ def render(
     messages: list[ChatMessage] = []
     for index, (role, texts) in enumerate(merged):
         is_last = index == len(merged) - 1
-        is_last_stable = index == len(merged) - 2
         blocks = [TextBlock(text) for text in texts]
         if is_last:
-            blocks.insert(0, TextBlock(render_turn_context(state, now, budgets, tokens)))
-            blocks.append(TextBlock(render_reminder(state)))
-        elif is_last_stable:
+            # The user's own text gets the last breakpoint: the next request repeats it
+            # verbatim, while this turn's context and the reminder (after it) never repeat.
             blocks[-1] = TextBlock(blocks[-1].text, cache="5m")
+            blocks.append(TextBlock(render_turn_context(state, now, budgets, tokens)))
+            blocks.append(TextBlock(render_reminder(state)))
         messages.append(ChatMessage(role, tuple(blocks)))  # type: ignore[arg-type]
     return RenderedPrompt(system=system, messages=tuple(messages))

@@ -540,3 +540,49 @@ class Store:
         async with self._db.execute(query, params) as cursor:
             row = await cursor.fetchone()
         return int(row[0]) if row else 0
+
+    # ---- characters per channel -------------------------------------------------------------
+
+    async def chosen_character(self, user_id: int, channel_key: str) -> str | None:
+        async with self._db.execute(
+            "SELECT character_id FROM character_choices WHERE user_id = ? AND channel_key = ?",
+            (user_id, channel_key),
+        ) as cursor:
+            row = await cursor.fetchone()
+        return str(row[0]) if row else None
+
+    async def choose_character(
+        self, user_id: int, channel_key: str, character_id: str, now: datetime
+    ) -> None:
+        await self._db.execute(
+            "INSERT INTO character_choices (user_id, channel_key, character_id, chosen_at)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT (user_id, channel_key) DO UPDATE SET"
+            " character_id = excluded.character_id, chosen_at = excluded.chosen_at",
+            (user_id, channel_key, character_id, _ts(now)),
+        )
+
+    async def bound_character(self, platform: str, channel_id: str) -> str | None:
+        async with self._db.execute(
+            "SELECT character_id FROM channel_bindings WHERE platform = ? AND channel_id = ?",
+            (platform, channel_id),
+        ) as cursor:
+            row = await cursor.fetchone()
+        return str(row[0]) if row else None
+
+    async def bind_channel(
+        self, platform: str, channel_id: str, character_id: str | None, by: str, now: datetime
+    ) -> None:
+        """Bind a channel to a character, or unbind it with None."""
+        if character_id is None:
+            await self._db.execute(
+                "DELETE FROM channel_bindings WHERE platform = ? AND channel_id = ?",
+                (platform, channel_id),
+            )
+            return
+        await self._db.execute(
+            "INSERT INTO channel_bindings (platform, channel_id, character_id, bound_by,"
+            " bound_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (platform, channel_id) DO UPDATE"
+            " SET character_id = excluded.character_id, bound_by = excluded.bound_by,"
+            " bound_at = excluded.bound_at",
+            (platform, channel_id, character_id, by, _ts(now)),
+        )

@@ -42,13 +42,20 @@ def strip_cache(value: Any) -> Any:
     return value
 
 
-def cached_prefix(body: dict[str, Any]) -> tuple[list[Any], list[Any]]:
-    """System blocks and the messages up to the last message-level cache breakpoint."""
-    messages = body["messages"]
-    last = max(
-        i for i, m in enumerate(messages) if any("cache_control" in block for block in m["content"])
-    )
-    return strip_cache(body["system"]), strip_cache(messages[: last + 1])
+def flat_blocks(body: dict[str, Any]) -> list[tuple[int, str, Any]]:
+    """Every message content block as (message index, role, block without cache_control)."""
+    return [
+        (i, m["role"], strip_cache(block))
+        for i, m in enumerate(body["messages"])
+        for block in m["content"]
+    ]
+
+
+def cached_prefix(body: dict[str, Any]) -> tuple[list[Any], list[tuple[int, str, Any]]]:
+    """System blocks, and the message blocks up to the last message-level cache breakpoint."""
+    flags = ["cache_control" in block for m in body["messages"] for block in m["content"]]
+    last = max(i for i, flagged in enumerate(flags) if flagged)
+    return strip_cache(body["system"]), flat_blocks(body)[: last + 1]
 
 
 def summary_input(**fields: list[str]) -> dict[str, list[str]]:

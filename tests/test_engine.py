@@ -10,7 +10,14 @@ from typing import Any
 from bot.app import App
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import Error, Text, ToolUse
-from tests.helpers import as_bytes, cached_prefix, dm, strip_cache, summary_input
+from tests.helpers import (
+    as_bytes,
+    cached_prefix,
+    dm,
+    flat_blocks,
+    strip_cache,
+    summary_input,
+)
 
 
 async def test_user_turn_is_stored_before_the_llm_is_called(app: App, fake_anthropic) -> None:
@@ -47,11 +54,11 @@ async def test_block_order_and_cache_breakpoints(app: App, fake_anthropic) -> No
         for j, block in enumerate(m["content"])
         if "cache_control" in block
     ]
-    assert breakpoints == [(3, 0)]  # the last stable message: the previous reply
+    assert breakpoints == [(4, 0)]  # the newest user text: it repeats in the next request
     assert sum(1 for b in system if "cache_control" in b) + len(breakpoints) <= 4
     last = body["messages"][-1]["content"]
-    assert last[0]["text"].startswith("Ahora: 2026-11-02 18:30")
-    assert last[1]["text"] == "Mi hermano ha desaparecido"
+    assert last[0]["text"] == "Mi hermano ha desaparecido"
+    assert last[1]["text"].startswith("Ahora: 2026-11-02 18:30")
     assert last[2]["text"].splitlines()[0] == "Recuerda: eres Koldo Arrieta."
     assert len(last[2]["text"].splitlines()) == 3
 
@@ -64,8 +71,9 @@ async def test_each_request_extends_the_previous_cached_prefix(app: App, fake_an
     for before, after in itertools.pairwise(bodies):
         system_before, prefix_before = cached_prefix(before)
         assert strip_cache(after["system"]) == system_before
-        head = strip_cache(after["messages"][: len(prefix_before)])
+        head = flat_blocks(after)[: len(prefix_before)]
         assert as_bytes(head) == as_bytes(prefix_before)
+        assert len(flat_blocks(after)) > len(prefix_before)
 
 
 async def test_compaction_folds_the_window_and_keeps_the_last_turns(
@@ -155,7 +163,7 @@ async def test_llm_failure_keeps_the_turn_and_apologises(app: App, fake_anthropi
     reply = await app.companion.handle(dm("¿Y ahora?"))
     assert reply.ok and reply.text == "Ahora sí."
     last = fake_anthropic.bodies()[-1]["messages"][-1]["content"]
-    assert [b["text"] for b in last[1:-1]] == ["¿Estás?", "¿Y ahora?"]
+    assert [b["text"] for b in last[:-2]] == ["¿Estás?", "¿Y ahora?"]
 
 
 async def test_one_users_messages_are_handled_in_order(app: App, fake_anthropic) -> None:
@@ -184,7 +192,7 @@ async def test_inactivity_starts_a_new_conversation_but_keeps_the_thread(
     body = fake_anthropic.bodies()[-1]
     texts = [b["text"] for m in body["messages"] for b in m["content"]]
     assert "primera" in texts
-    assert "Último mensaje anterior de Ana: hace 3 h." in body["messages"][-1]["content"][0]["text"]
+    assert "Último mensaje anterior de Ana: hace 3 h." in body["messages"][-1]["content"][1]["text"]
 
 
 async def test_sdk_retries_overload_and_rate_limits(tmp_path, fake_anthropic, clock) -> None:
@@ -216,8 +224,7 @@ async def test_a_restart_rebuilds_the_session_from_the_store(
     async with open_app(settings, clock=clock, start_scheduler=False) as app:
         await app.companion.handle(dm("¿Te acuerdas?"))
     first, second = fake_anthropic.bodies()
-    assert as_bytes(cached_prefix(second)[1][: len(first["messages"]) - 1]) == as_bytes(
-        strip_cache(first["messages"][:-1])
-    )
+    _, first_prefix = cached_prefix(first)
+    assert as_bytes(flat_blocks(second)[: len(first_prefix)]) == as_bytes(first_prefix)
     texts = [b["text"] for m in second["messages"] for b in m["content"]]
     assert "Me llamo Ana y busco a Iñaki" in texts and "Entendido." in texts

@@ -113,12 +113,17 @@ def test_summary_is_trimmed_by_field_never_by_cutting_the_end() -> None:
     )
     trimmed = trim_summary(fields, "es", cap=200, tokens=tokens)
     assert tokens.count(format_summary(trimmed, "es")) <= 200
-    assert trimmed.open_threads == ()  # the least durable field gives way first
-    assert trimmed.tone == ()
+    # Accumulated facts give way before the newest claim of any other field does.
+    assert trimmed.open_threads == ("hilo 19",)
+    assert trimmed.tone == ("tono dos",)
     assert trimmed.canon == ("pedido 48213", "300 euros")  # canon survives
+    assert 0 < len(trimmed.established_facts) < 30
     assert trimmed.established_facts[-1] == "hecho número 29 con bastante detalle"
     for claim in trimmed.established_facts:  # whole claims only
         assert claim in fields.established_facts
+    tiny = trim_summary(fields, "es", cap=40, tokens=tokens)
+    assert tokens.count(format_summary(tiny, "es")) <= 40
+    assert tiny.open_threads == () and tiny.canon[-1:] == ("300 euros",)
 
 
 def test_window_budget_is_a_last_resort_that_drops_the_oldest() -> None:
@@ -137,6 +142,6 @@ def test_fragments_are_dated_and_cut_by_count_to_their_budget() -> None:
         Budgets(fragments=120),
         TokenEstimator(),
     )
-    context = rendered.messages[-1].blocks[0].text
+    context = rendered.messages[-1].blocks[-2].text
     assert "[2026-11-28] recuerdo 1" in context
     assert "recuerdo 3" not in context

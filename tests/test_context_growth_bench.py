@@ -1,0 +1,99 @@
+"""The context-growth bench runs end to end on a small LoCoMo-shaped file, and its cache
+simulator follows the prefix rules it claims."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.cache_sim import PromptCache
+from bench.context_growth import main, run
+
+WORDS = ["tide", "lantern", "harbour", "kettle", "gull", "rope", "shelf", "book", "cat", "rain"]
+
+
+def _line(speaker: str, index: int, number: int) -> dict[str, str]:
+    words = [WORDS[(index * 3 + k) % len(WORDS)] for k in range(8 + index % 17)]
+    return {"speaker": speaker, "dia_id": f"D{number}:{index}", "text": " ".join(words) + "."}
+
+
+def _session(number: int, exchanges: int, lead_with_character: bool) -> list[dict[str, str]]:
+    lines = [_line("Bo", 0, number)] if lead_with_character else []
+    for i in range(exchanges):
+        lines.append(_line("Ada", 2 * i + 1, number))
+        if i % 7 == 3:  # a run of two user lines: one user message of two lines
+            lines.append(_line("Ada", 2 * i + 101, number))
+        lines.append(_line("Bo", 2 * i + 2, number))
+    return lines
+
+
+def write_locomo(folder: Path) -> Path:
+    conversation: dict[str, Any] = {
+        "speaker_a": "Ada",
+        "speaker_b": "Bo",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": _session(1, 40, lead_with_character=False),
+        "session_2_date_time": "10:05 am on 12 May, 2023",
+        "session_2": _session(2, 40, lead_with_character=True),
+        "session_3_date_time": "9:00 am on 20 May, 2023",  # a date key without a session
+    }
+    path = folder / "locomo_tiny.json"
+    path.write_text(json.dumps([{"sample_id": "tiny-1", "conversation": conversation}]))
+    return path
+
+
+def test_bench_runs_and_prompt_stays_bounded(tmp_path: Path) -> None:
+    result = run(write_locomo(tmp_path), turns=80, checkpoints=(20, 40, 80))
+    for key in ("prompt_tokens", "full_history_tokens", "cache_read_share", "cost_vs_full"):
+        assert set(result[key]) == {"20", "40", "80"}
+    assert result["turns"] == 80
+    assert result["skipped_character_lines"] == 1
+    assert 0.0 <= result["cache_read_share_steady"] <= 1.0
+    assert 0.0 < result["cost_ratio_vs_full_300"] < 1.0
+    assert result["compactions"] >= 5
+    assert result["extractions"] == 1  # the first session ended in the gap; the second is open
+    assert (
+        result["profile_tokens"]["at_checkpoints"]["80"]
+        > result["profile_tokens"]["at_checkpoints"]["20"]
+    )
+    prompt, full = result["prompt_tokens"], result["full_history_tokens"]
+    assert prompt["80"] <= 1.3 * prompt["40"]
+    assert prompt["80"] < full["80"] / 2
+
+
+def test_json_output_is_one_object(tmp_path: Path, capsys: Any) -> None:
+    path = write_locomo(tmp_path)
+    assert main([str(path), "--turns", "30", "--checkpoints", "10,30", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["prompt_tokens"].keys() == {"10", "30"}
+    assert "cache_read_share_steady" in printed
+
+
+def _body(*texts: str, breakpoint_at: int) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": t} for t in texts]
+    content[breakpoint_at]["cache_control"] = {"type": "ephemeral"}
+    return {"model": "m", "system": [], "messages": [{"role": "user", "content": content}]}
+
+
+def test_cache_sim_reads_the_cached_prefix_until_the_ttl_ends() -> None:
+    cache = PromptCache(min_cacheable=10)
+    count = len  # one token per character keeps the arithmetic visible
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    first = cache.request(_body("a" * 20, "b" * 5, breakpoint_at=0), start, count)
+    assert (first.read, first.write, first.uncached) == (0, 20, 5)
+    later = start + timedelta(minutes=4)
+    second = cache.request(_body("a" * 20, "c" * 30, "d", breakpoint_at=1), later, count)
+    assert (second.read, second.write, second.uncached) == (20, 30, 1)
+    cold = later + timedelta(minutes=6)
+    third = cache.request(_body("a" * 20, "e", breakpoint_at=0), cold, count)
+    assert (third.read, third.write) == (0, 20)  # expired: written again
+
+
+def test_cache_sim_stores_nothing_below_the_minimum() -> None:
+    cache = PromptCache(min_cacheable=100)
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    for _ in range(2):
+        result = cache.request(_body("a" * 50, "b", breakpoint_at=0), now, len)
+        assert (result.read, result.write, result.uncached) == (0, 0, 51)
