@@ -10,12 +10,15 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from bot.commands import Commands, Limits
 from bot.config import Settings
 from bot.llm import ClosableLLM, build_llm
+from bot.memoria import Memoria
 from memory.characters import CharacterBook
 from memory.companion import Companion
 from memory.extraction import ProfileExtractor
 from memory.models import Conversation
+from memory.privacy import MemoryService
 from memory.profile import ProfileService
 from memory.store import Store
 from memory.summary import Summariser
@@ -34,6 +37,8 @@ class App:
     scheduler: AsyncIOScheduler
     extractor: ProfileExtractor
     sweep: Callable[[], Awaitable[None]]
+    commands: Commands
+    memory: MemoryService
 
 
 def system_clock(settings: Settings) -> Callable[[], datetime]:
@@ -104,8 +109,33 @@ async def open_app(
     )
     if start_scheduler:
         scheduler.start()
+    memory_service = MemoryService(store, lifetimes, clock, companion.forget_cached)
+    commands = Commands(
+        companion,
+        store,
+        Memoria(memory_service),
+        Limits(
+            settings.max_message_chars,
+            settings.rate_limit_messages,
+            settings.rate_limit_window_seconds,
+        ),
+        settings.admin_ids,
+        clock,
+        settings.default_character,
+    )
     try:
-        yield App(settings, store, characters, llm, companion, scheduler, extractor, sweep)
+        yield App(
+            settings,
+            store,
+            characters,
+            llm,
+            companion,
+            scheduler,
+            extractor,
+            sweep,
+            commands,
+            memory_service,
+        )
     finally:
         if scheduler.running:
             scheduler.shutdown(wait=False)

@@ -68,7 +68,7 @@ def _characters(settings: Settings, action: str) -> int:
 
 async def _chat(settings: Settings, character_id: str, user_name: str) -> int:
     async with open_app(settings) as app:
-        await run_chat(app.companion, character_id, user_name)
+        await run_chat(app.companion, app.commands, character_id, user_name)
     return 0
 
 

@@ -64,8 +64,19 @@ class Settings(BaseSettings):
     # Platforms (used by the adapters)
     telegram_bot_token: SecretStr | None = None
     telegram_api_base_url: str = "https://api.telegram.org"
+    telegram_webhook_url: str | None = None
+    telegram_webhook_listen: str = "0.0.0.0"
+    telegram_webhook_port: int = Field(8443, ge=1, le=65535)
+    telegram_webhook_secret: SecretStr | None = None
     discord_bot_token: SecretStr | None = None
     discord_api_base_url: str = "https://discord.com/api/v10"
+
+    # Chat limits
+    default_character: str | None = None
+    max_message_chars: int = Field(4000, ge=1)
+    rate_limit_messages: int = Field(8, ge=1)
+    rate_limit_window_seconds: float = Field(60.0, gt=0)
+    shutdown_grace_seconds: float = Field(20.0, ge=0)
 
     timezone: str = "UTC"
     log_level: str = "INFO"

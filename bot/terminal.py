@@ -1,17 +1,22 @@
-"""`companion chat`: the admin's terminal conversation, through the same engine and database."""
+"""`companion chat`: the admin's terminal conversation, through the same commands and engine."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 from typing import TextIO
 
+from bot.answers import Answer, Caller
+from bot.commands import Commands
 from memory.companion import Companion
 from memory.errors import UserFacingError
-from memory.models import Incoming
 
 PLATFORM = "terminal"
-HELP = "Commands: /reset ends the conversation, /quit leaves (Ctrl-D too)."
+HELP = (
+    "Commands: /reset ends the conversation, /memoria [ver|olvidar|exportar|...], "
+    "/press DATA presses a button, /quit leaves (Ctrl-D too)."
+)
 
 
 async def _read_line(stream: TextIO, prompt: str) -> str | None:
@@ -22,8 +27,36 @@ async def _read_line(stream: TextIO, prompt: str) -> str | None:
     return line.rstrip("\n") if line else None
 
 
+def _show(answer: Answer, speaker: str, stdout: TextIO, folder: Path) -> None:
+    if answer.text:
+        print(f"\n{speaker}: {answer.text}\n", file=stdout, flush=True)
+    for button in answer.buttons:
+        print(f"  [{button.label}]  /press {button.data}", file=stdout)
+    if answer.document is not None:
+        name, payload = answer.document
+        path = folder / name
+        path.write_bytes(payload)
+        print(f"  (written to {path})", file=stdout)
+
+
+async def _dispatch(commands: Commands, caller: Caller, text: str) -> Answer:
+    """Slash commands as on the chat platforms; anything else is a message."""
+    command, _, rest = text.partition(" ")
+    if command == "/reset":
+        return await commands.reset(caller)
+    if command == "/memoria":
+        action, _, args = rest.strip().partition(" ")
+        return await commands.memoria(caller, action, args)
+    if command == "/press":
+        return await commands.button(caller, rest.strip())
+    if command in ("/ayuda", "/help"):
+        return await commands.help(caller)
+    return await commands.chat(caller, text)
+
+
 async def run_chat(
     companion: Companion,
+    commands: Commands,
     character_id: str,
     user_name: str,
     stdin: TextIO = sys.stdin,
@@ -31,12 +64,10 @@ async def run_chat(
 ) -> None:
     """Chat line by line until /quit or end of input, then end the conversation."""
     character = companion.character(character_id)
-
-    def incoming(text: str) -> Incoming:
-        return Incoming(PLATFORM, user_name, user_name, "dm", "terminal", character.id, text)
-
+    caller = Caller(PLATFORM, user_name, user_name, "dm", "terminal")
+    await commands.switch(caller, character.id)
     print(f"{character.name} — {HELP}", file=stdout)
-    if await companion.is_new_thread(incoming("")):
+    if await companion.is_new_thread(caller.incoming(character.id, "")):
         for opening in character.opening_messages:
             print(f"\n{character.name}: {opening.text}\n", file=stdout)
     while (line := await _read_line(stdin, "> ")) is not None:
@@ -45,14 +76,10 @@ async def run_chat(
             continue
         if text in ("/quit", "/exit"):
             break
-        if text == "/reset":
-            await companion.reset(incoming(text))
-            print("(conversation ended; the next message starts a new one)", file=stdout)
-            continue
         try:
-            reply = await companion.handle(incoming(text))
+            answer = await _dispatch(commands, caller, text)
         except UserFacingError as exc:
             print(f"! {exc.message}", file=stdout)
             continue
-        print(f"\n{character.name}: {reply.text}\n", file=stdout, flush=True)
-    await companion.end_conversation(incoming(""), reason="exit")
+        _show(answer, character.name, stdout, Path.cwd())
+    await companion.end_conversation(caller.incoming(character.id, ""), reason="exit")

@@ -12,7 +12,16 @@ from typing import Any, Protocol
 from memory.characters import Character, CharacterBook
 from memory.errors import UserFacingError
 from memory.llm import LLM, LLMError, LLMRequest, LLMResponse
-from memory.models import Conversation, Incoming, Reply, Thread, UsageRecord, User
+from memory.models import (
+    Conversation,
+    Incoming,
+    Reply,
+    ReplySources,
+    Thread,
+    UsageRecord,
+    User,
+)
+from memory.profile import ProfileLines
 from memory.prompt import Budgets, PromptState, RenderedPrompt, render
 from memory.session import Session, SessionCache
 from memory.store import Store
@@ -42,7 +51,7 @@ class EngineSettings:
 class ProfileSource(Protocol):
     """What the engine needs of the long-term profile: its lines for a new session."""
 
-    async def lines_for(self, thread: Thread, now: datetime) -> tuple[str, ...]: ...
+    async def lines_for(self, thread: Thread, now: datetime) -> ProfileLines: ...
 
 
 class Companion:
@@ -81,6 +90,10 @@ class Companion:
         """Called once per ended conversation; must be quick (spawn the real work)."""
         self._end_listeners.append(listener)
 
+    def forget_cached(self, user_id: int, character_id: str) -> None:
+        """Drop the RAM sessions of a user with a character (after /memoria olvidar)."""
+        self._sessions.drop_where(lambda t: t.user_id == user_id and t.character_id == character_id)
+
     def character(self, character_id: str) -> Character:
         character = self._characters.get(character_id)
         if character is None:
@@ -115,6 +128,17 @@ class Companion:
                 session.conversation, "assistant", response.text, self._clock()
             )
             session.window.append(reply_turn)
+            await self._store.record_reply_sources(
+                session.thread,
+                ReplySources(
+                    turn_id=reply_turn.id,
+                    fact_ids=session.profile.fact_ids,
+                    summary_id=session.summary.id if session.summary else None,
+                    window_turn_ids=tuple(t.id for t in session.window[:-1]),
+                    fragment_turn_ids=(),
+                    created_at=reply_turn.created_at,
+                ),
+            )
             if self._compaction_due(session):
                 self._start_compaction(session, character, keep=self._settings.window_keep_turns)
         return Reply(response.text, turn_id=reply_turn.id)
@@ -124,7 +148,7 @@ class Companion:
             character=character,
             user_name=session.user.display_name or session.user.platform_user_id,
             is_group=session.thread.is_group,
-            profile_lines=session.profile_lines,
+            profile_lines=session.profile.lines,
             summary=session.summary,
             window=tuple(session.window),
             previous_activity=session.previous_activity,
@@ -215,14 +239,14 @@ class Companion:
         summary = await self._store.latest_summary(thread)
         after = summary.covers_up_to_turn_id if summary else 0
         window = await self._store.turns_after(thread, after)
-        profile = await self._profile.lines_for(thread, now) if self._profile else ()
+        profile = await self._profile.lines_for(thread, now) if self._profile else ProfileLines()
         return Session(
             user=user,
             thread=thread,
             conversation=conversation,
             summary=summary,
             window=window,
-            profile_lines=profile,
+            profile=profile,
             last_activity=window[-1].created_at if window else now,
         )
 
@@ -306,8 +330,8 @@ class Companion:
             if summary is None:
                 return
             async with self._sessions.lock(session.thread):
-                await self._store.save_summary(session.thread, summary)
-                session.summary = summary
+                summary_id = await self._store.save_summary(session.thread, summary)
+                session.summary = replace(summary, id=summary_id)
                 # Turns that arrived during the call stay: the window is append-only.
                 session.window = [t for t in session.window if t.id > summary.covers_up_to_turn_id]
         finally:

@@ -88,8 +88,12 @@ def plan_operations(
     existing: Sequence[Fact],
     lifetimes: Lifetimes,
     now: datetime,
+    review_mode: bool = False,
 ) -> Plan:
-    """Check every operation against the session and the profile; raise on the first problem."""
+    """Check every operation against the session and the profile; raise on the first problem.
+
+    In review mode new facts are written as pending: they wait for the user's approval.
+    """
     roles = {turn.id: turn.role for turn in turns}
     by_key = {(f.kind, f.key): f for f in existing}
     seen: set[tuple[str, str]] = set()
@@ -107,6 +111,8 @@ def plan_operations(
         if op.value is not None and (problem := check_fact_value(op.value)):
             raise ExtractionRejected(f"{where}: {problem}", poisoned=True)
         _plan_one(plan, op, by_key.get((op.kind, op.key)), conversation, lifetimes, now, where)
+    if review_mode:
+        plan.adds = [replace(fact, status="pending") for fact in plan.adds]
     return plan
 
 
@@ -219,6 +225,7 @@ class ProfileExtractor:
             await self._store.mark_extracted(conversation.id, "empty", self._clock())
             return "empty"
         existing = await self._store.facts(thread.user_id, thread.character_id, thread.scope)
+        review_mode = await self._store.review_mode(thread.user_id)
         feedback = ""
         for attempt in range(1, self._attempts + 1):
             request = self._request(conversation, turns, existing, feedback)
@@ -241,6 +248,7 @@ class ProfileExtractor:
                     existing,
                     self._lifetimes,
                     self._clock(),
+                    review_mode,
                 )
             except ExtractionRejected as exc:
                 feedback = str(exc)

@@ -86,6 +86,7 @@ class Summary:
     cited_ids: frozenset[int]
     covers_up_to_turn_id: int
     created_at: datetime
+    id: int = 0  # 0 until stored
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,3 +161,15 @@ class FactVersion:
     valid_from: datetime
     superseded_at: datetime
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReplySources:
+    """What one reply was built from: the answer to /memoria porque."""
+
+    turn_id: int
+    fact_ids: tuple[int, ...]
+    summary_id: int | None
+    window_turn_ids: tuple[int, ...]
+    fragment_turn_ids: tuple[int, ...]
+    created_at: datetime

@@ -100,9 +100,13 @@ def _line(fact: Fact, state: FactState, language: str) -> str:
 
 @dataclass(frozen=True)
 class ProfileLines:
-    lines: tuple[str, ...]
-    shown: int
-    dropped: int
+    lines: tuple[str, ...] = ()
+    fact_ids: tuple[int, ...] = ()  # the facts shown, for /memoria porque
+    dropped: int = 0
+
+    @property
+    def shown(self) -> int:
+        return len(self.fact_ids)
 
 
 def profile_lines(
@@ -119,7 +123,7 @@ def profile_lines(
         key=lambda pair: _rank(*pair),
     )
     sections: dict[str, list[str]] = {"known": [], "to_ask": [], "to_confirm": []}
-    used, shown = 0, 0
+    used, shown_ids = 0, []
     for fact, state in ranked:
         section = {FactState.TO_ASK: "to_ask", FactState.TO_CONFIRM: "to_confirm"}.get(
             state, "known"
@@ -131,12 +135,12 @@ def profile_lines(
             continue  # a shorter, lower-ranked line may still fit
         sections[section].append(line)
         used += cost + header_cost
-        shown += 1
+        shown_ids.append(fact.id)
     lines = list(sections["known"])
     for section in ("to_ask", "to_confirm"):
         if sections[section]:
             lines += ["", label(language, section), *sections[section]]
-    return ProfileLines(tuple(lines), shown, len(ranked) - shown)
+    return ProfileLines(tuple(lines), tuple(shown_ids), len(ranked) - len(shown_ids))
 
 
 class ProfileService:
@@ -156,9 +160,7 @@ class ProfileService:
         self._tokens = tokens
         self._language_of = language_of
 
-    async def lines_for(self, thread: Thread, now: datetime) -> tuple[str, ...]:
+    async def lines_for(self, thread: Thread, now: datetime) -> ProfileLines:
         facts = await self._store.facts(thread.user_id, thread.character_id, thread.scope)
         language = self._language_of.get(thread.character_id, "en")
-        return profile_lines(
-            facts, now, self._lifetimes, language, self._budget, self._tokens
-        ).lines
+        return profile_lines(facts, now, self._lifetimes, language, self._budget, self._tokens)

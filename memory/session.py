@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from memory.models import Conversation, Summary, Thread, Turn, User
+from memory.profile import ProfileLines
 
 
 @dataclass
@@ -24,7 +25,7 @@ class Session:
     conversation: Conversation
     summary: Summary | None
     window: list[Turn]
-    profile_lines: tuple[str, ...]  # frozen for the whole session: the cached prefix survives
+    profile: ProfileLines  # frozen for the whole session: the cached prefix survives
     last_activity: datetime
     previous_activity: datetime | None = None
     compacting: bool = False
@@ -60,8 +61,8 @@ class SessionCache:
     def drop(self, thread: Thread) -> None:
         self._sessions.pop(thread, None)
 
-    def drop_user(self, user_id: int) -> None:
-        for thread in [t for t in self._sessions if t.user_id == user_id]:
+    def drop_where(self, matches: Callable[[Thread], bool]) -> None:
+        for thread in [t for t in self._sessions if matches(t)]:
             self._sessions.pop(thread, None)
 
     def _evict(self) -> None:

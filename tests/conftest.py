@@ -47,6 +47,7 @@ def make_settings(tmp_path: Path, fake: FakeAnthropic, **overrides: Any) -> Sett
         "llm_max_retries": 0,
         "llm_timeout_seconds": 5,
         "llm_model": "claude-test",
+        "rate_limit_messages": 1000,
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

@@ -1,0 +1,230 @@
+"""The platform-agnostic commands behind every adapter: adapters parse, call these and reply."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.answers import Answer, Button, Caller
+from bot.memoria import Memoria
+from bot.texts import text
+from memory.characters import Character
+from memory.companion import Companion
+from memory.errors import UserFacingError
+from memory.store import Store
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_message_chars: int = 4000
+    rate_limit_messages: int = 8
+    rate_limit_window_seconds: float = 60.0
+
+
+class RateLimiter:
+    """A sliding window per user; the notice is sent once per window, not on every message."""
+
+    def __init__(self, limit: int, window: float, clock: Callable[[], float] = time.monotonic):
+        self._limit = limit
+        self._window = window
+        self._clock = clock
+        self._hits: dict[str, deque[float]] = {}
+        self._notified: dict[str, float] = {}
+
+    def check(self, key: str) -> tuple[bool, float]:
+        """(allowed, seconds to wait); wait is 0 when a notice was already sent this window."""
+        now = self._clock()
+        hits = self._hits.setdefault(key, deque())
+        while hits and now - hits[0] >= self._window:
+            hits.popleft()
+        if len(hits) < self._limit:
+            hits.append(now)
+            return True, 0.0
+        wait = self._window - (now - hits[0])
+        if now - self._notified.get(key, -self._window) < self._window:
+            return False, 0.0
+        self._notified[key] = now
+        return False, wait
+
+
+class Commands:
+    def __init__(
+        self,
+        companion: Companion,
+        store: Store,
+        memoria: Memoria,
+        limits: Limits,
+        admin_ids: list[str],
+        clock: Callable[[], datetime],
+        default_character: str | None = None,
+    ) -> None:
+        self._companion = companion
+        self._store = store
+        self._memoria = memoria
+        self._limits = limits
+        self._admins = set(admin_ids)
+        self._clock = clock
+        self._rate = RateLimiter(limits.rate_limit_messages, limits.rate_limit_window_seconds)
+        book = companion.characters
+        self._default = default_character if book.get(default_character or "") else book.default_id
+
+    def is_admin(self, caller: Caller) -> bool:
+        return f"{caller.platform}:{caller.user_id}" in self._admins
+
+    async def character_for(self, caller: Caller) -> Character:
+        """The channel's bound character, else the caller's choice here, else the default."""
+        book = self._companion.characters
+        if caller.channel_kind == "group":
+            bound = await self._store.bound_character(caller.platform, caller.channel_id)
+            if bound and book.get(bound):
+                return self._companion.character(bound)
+        user = await self._store.find_user(caller.platform, caller.user_id)
+        chosen = await self._store.chosen_character(user.id, caller.channel_key) if user else None
+        return self._companion.character(chosen if chosen and book.get(chosen) else self._default)
+
+    async def is_bound(self, caller: Caller) -> bool:
+        return bool(await self._store.bound_character(caller.platform, caller.channel_id))
+
+    async def chat(self, caller: Caller, message: str, message_id: str | None = None) -> Answer:
+        """One message to the current character, within the size and rate limits."""
+        character = await self.character_for(caller)
+        language = character.language
+        if not message.strip():
+            return Answer(text(language, "empty"), ok=False)
+        if len(message) > self._limits.max_message_chars:
+            limit = self._limits.max_message_chars
+            return Answer(
+                text(
+                    language,
+                    "too_long",
+                    length=len(message),
+                    limit=limit,
+                    over=len(message) - limit,
+                ),
+                ok=False,
+            )
+        allowed, wait = self._rate.check(f"{caller.platform}:{caller.user_id}")
+        if not allowed:
+            notice = text(language, "rate_limited", seconds=max(1, round(wait)))
+            return Answer(notice if wait else "", ok=False)
+        reply = await self._companion.handle(caller.incoming(character.id, message, message_id))
+        return Answer(reply.text, ok=reply.ok)
+
+    def character_choices(self) -> list[tuple[str, str]]:
+        """(id, name) of every character, for a platform's autocompletion."""
+        return [(c.id, c.name) for c in self._companion.characters.all()]
+
+    async def characters(self, caller: Caller) -> Answer:
+        current = await self.character_for(caller)
+        lines = [text(current.language, "characters", current=current.name)]
+        lines += [
+            f"- {c.id}: {c.name} ({c.identity.trade})" for c in self._companion.characters.all()
+        ]
+        buttons = tuple(Button(c.name, f"char:{c.id}") for c in self._companion.characters.all())
+        return Answer("\n".join(lines), buttons=buttons)
+
+    async def switch(self, caller: Caller, character_id: str) -> Answer:
+        """Choose the caller's character in this DM/channel (its memory stays separate)."""
+        book = self._companion.characters
+        current = await self.character_for(caller)
+        if book.get(character_id) is None:
+            return Answer(
+                text(
+                    current.language,
+                    "unknown_character",
+                    given=character_id,
+                    valid=", ".join(book.ids()),
+                ),
+                ok=False,
+            )
+        now = self._clock()
+        user = await self._store.upsert_user(
+            caller.platform, caller.user_id, caller.display_name, now
+        )
+        await self._store.choose_character(user.id, caller.channel_key, character_id, now)
+        chosen = self._companion.character(character_id)
+        return Answer(text(chosen.language, "switched", name=chosen.name))
+
+    async def bind(self, caller: Caller, character_id: str | None) -> Answer:
+        """Admin: make a group channel answer every message as one character (None unbinds)."""
+        current = await self.character_for(caller)
+        if not self.is_admin(caller):
+            return Answer(text(current.language, "admins_only"), ok=False, private=True)
+        if character_id is not None and self._companion.characters.get(character_id) is None:
+            return Answer(
+                text(
+                    current.language,
+                    "unknown_character",
+                    given=character_id,
+                    valid=", ".join(self._companion.characters.ids()),
+                ),
+                ok=False,
+            )
+        await self._store.bind_channel(
+            caller.platform,
+            caller.channel_id,
+            character_id,
+            f"{caller.platform}:{caller.user_id}",
+            self._clock(),
+        )
+        if character_id is None:
+            return Answer(text(current.language, "unbound"))
+        bound = self._companion.character(character_id)
+        return Answer(text(bound.language, "bound", name=bound.name))
+
+    async def reset(self, caller: Caller) -> Answer:
+        character = await self.character_for(caller)
+        ended = await self._companion.reset(caller.incoming(character.id, ""))
+        return Answer(text(character.language, "reset" if ended else "reset_none"))
+
+    async def help(self, caller: Caller) -> Answer:
+        character = await self.character_for(caller)
+        return Answer(text(character.language, "help", name=character.name))
+
+    async def memoria(self, caller: Caller, action: str, args: str) -> Answer:
+        """/memoria: the caller's own memory with their current character, answered privately."""
+        character = await self.character_for(caller)
+        user = await self._store.upsert_user(
+            caller.platform, caller.user_id, caller.display_name, self._clock()
+        )
+        return await self._memoria.run(
+            user,
+            character.id,
+            character.name,
+            caller.channel_key,
+            character.language,
+            action,
+            args.split(),
+        )
+
+    async def button(self, caller: Caller, data: str) -> Answer:
+        """A pressed button: switching character, confirming a forget, reviewing a fact."""
+        kind, _, value = data.partition(":")
+        if kind == "char":
+            return await self.switch(caller, value)
+        character = await self.character_for(caller)
+        language = character.language
+        user = await self._store.upsert_user(
+            caller.platform, caller.user_id, caller.display_name, self._clock()
+        )
+        action, _, target = value.partition(":")
+        if action == "forget" and target == character.id:
+            return await self._memoria.forget(user, character.id, character.name, language)
+        if action in ("accept", "reject") and target.isdigit():
+            return await self._memoria.review(
+                user, character.id, language, int(target), accept=action == "accept"
+            )
+        return self._memoria.cancelled(language)
+
+    async def language(self, caller: Caller) -> str:
+        return (await self.character_for(caller)).language
+
+    async def refusal(self, caller: Caller, key: str) -> Answer:
+        """A polite fixed answer (attachments, stickers, errors) in the character's language."""
+        return Answer(text(await self.language(caller), key), ok=False)
+
+
+__all__ = ["Answer", "Button", "Caller", "Commands", "Limits", "UserFacingError"]

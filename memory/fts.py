@@ -1,0 +1,177 @@
+"""SQLite FTS5 specifics: turning free text into a safe MATCH expression, and the searches over
+`turn_search` (migrations/0003_search.sql).
+
+The only module besides memory/store.py that holds SQL; `Store` calls these functions with its
+own connection. Every search is scoped to one user's thread with one character by the owner
+tokens of the index, so nothing here can return another user's turns.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+import aiosqlite
+
+# Words that carry no topic, in the two languages the characters speak. Kept small: BM25's IDF
+# already discounts common words; this only keeps them out of the OR that selects candidates.
+_STOP_WORDS = """
+    a about after again all also am an and any are as at be been before being both but by can
+    could did do does doing done during each else ever for from get got had has have having he
+    her here hers herself him himself his how i if in into is it its itself just let like likely
+    me might more most much my myself no nor not now of off on once one only or other our ours
+    out over own really recently same she should so some such than that the their theirs them
+    then there these they this those through to too under until up upon us very was we were what
+    when where which while who whom whose why will with would yet you your yours yourself
+    anything something thing things tell told remember know think
+    de la que el en y a los las del se por un una unos unas con no su sus al lo le les mas pero
+    como o fue ha han he has hay era eres es son soy sea ser estar esta estas este estos esto
+    esa esas ese esos eso mi mis tu tus te me nos os yo ella ellas ellos nosotros vosotros usted
+    ustedes muy ya cuando donde quien quienes cual cuales porque para sin sobre entre tambien
+    todo todos toda todas algo nada hacer hizo dijo dije cosa cosas recuerdas acuerdas sabes
+    cuanto cuanta cuantos cuantas si
+"""
+STOP_WORDS = frozenset(_STOP_WORDS.split())
+
+# Inflectional endings, English and Spanish, longest first; stripping them and then any final
+# vowels leaves a stem that is searched as a prefix, so "painting", "painted" and "paints" meet,
+# as do "canción" and "canciones". Crude next to a real stemmer, but language-neutral and
+# reproducible on the Python side, which scores exchanges from the same tokens.
+_SUFFIX_LIST = """
+ingly edly ings ing ed ies es s ly ers er ment ments ness ity ities ion ions
+amente mente aciones acion iones ando iendo ados adas idos idas ado ada ido ida
+aron ieron aba abas aban ias ar er ir os as
+"""
+_SUFFIXES = tuple(sorted(set(_SUFFIX_LIST.split()), key=len, reverse=True))
+_VOWELS = "aeiouy"
+MIN_STEM = 3
+MAX_TERMS = 16
+_WORD = re.compile(r"[^\W_]+")
+
+
+def fold(text: str) -> str:
+    """Lower case without diacritics, as unicode61 with remove_diacritics 2 folds it."""
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def words(text: str) -> list[str]:
+    """The tokens of `text` as the index sees them (letters and digits, folded)."""
+    return _WORD.findall(fold(text))
+
+
+def stem(word: str) -> str:
+    """The prefix a word is searched by: inflection and final vowels off, at least MIN_STEM."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM:
+            word = word[: -len(suffix)]
+            break
+    while len(word) > MIN_STEM and word[-1] in _VOWELS:
+        word = word[:-1]
+    return word
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """A query term: the word as typed (folded), and what is searched: its stem as a prefix,
+    or the word itself for numbers and words too short to stem."""
+
+    word: str
+    stem: str
+    prefix: bool
+
+    @classmethod
+    def of(cls, word: str) -> Term:
+        if word.isalpha() and len(word) >= MIN_STEM:
+            return cls(word, stem(word), True)
+        return cls(word, word, False)
+
+    def matches(self, token: str) -> bool:
+        return token.startswith(self.stem) if self.prefix else token == self.stem
+
+    def expression(self) -> str:
+        # Tokens hold letters and digits only, so quoting cannot break out of the string; the
+        # quotes keep FTS5 from reading AND, OR, NOT or NEAR as operators.
+        return f'"{self.stem}"*' if self.prefix else f'"{self.stem}"'
+
+
+def query_terms(text: str, ignore: frozenset[str] = frozenset()) -> list[Term]:
+    """The meaningful words of a query, at most MAX_TERMS, in order of first appearance.
+
+    `ignore` holds folded words that say nothing about the topic, such as the names of the two
+    people talking: every turn is between them, whether or not it names them.
+    """
+    seen: dict[str, Term] = {}
+    for word in words(text):
+        if word in STOP_WORDS or word in ignore or len(word) < 2 or word in seen:
+            continue
+        seen[word] = Term.of(word)
+        if len(seen) == MAX_TERMS:
+            break
+    return list(seen.values())
+
+
+def owner_token(user_id: int, character_id: str) -> str:
+    """Mirrors the triggers of migration 0003."""
+    return f"o{user_id}c{character_id.encode('utf-8').hex()}"
+
+
+def scope_token(scope: str) -> str:
+    return f"s{scope.encode('utf-8').hex()}"
+
+
+def _scope_expression(user_id: int, character_id: str, scope: str | None) -> str:
+    expression = f'owner : "{owner_token(user_id, character_id)}"'
+    if scope is not None:
+        expression += f' AND owner : "{scope_token(scope)}"'
+    return expression
+
+
+def match_expression(user_id: int, character_id: str, scope: str | None, terms: list[Term]) -> str:
+    """Any of `terms` in the text of one thread's turns (all scopes when `scope` is None)."""
+    alternatives = " OR ".join(term.expression() for term in terms)
+    return f"{_scope_expression(user_id, character_id, scope)} AND text : ({alternatives})"
+
+
+async def matching_turns(
+    db: aiosqlite.Connection,
+    user_id: int,
+    character_id: str,
+    scope: str | None,
+    terms: list[Term],
+    limit: int,
+) -> list[int]:
+    """Ids of the thread's turns holding any of `terms`, best BM25 first (owner column ignored)."""
+    if not terms:
+        return []
+    async with db.execute(
+        "SELECT rowid FROM turn_search WHERE turn_search MATCH ?"
+        " ORDER BY bm25(turn_search, 0.0, 1.0) LIMIT ?",
+        (match_expression(user_id, character_id, scope, terms), limit),
+    ) as cursor:
+        return [int(row[0]) async for row in cursor]
+
+
+async def term_counts(
+    db: aiosqlite.Connection,
+    user_id: int,
+    character_id: str,
+    scope: str | None,
+    terms: list[Term],
+) -> list[int]:
+    """In how many of the thread's turns each term occurs (the document frequency of BM25)."""
+    counts = []
+    for term in terms:
+        async with db.execute(
+            "SELECT count(*) FROM turn_search WHERE turn_search MATCH ?",
+            (match_expression(user_id, character_id, scope, [term]),),
+        ) as cursor:
+            row = await cursor.fetchone()
+        counts.append(int(row[0]) if row else 0)
+    return counts
+
+
+async def optimize(db: aiosqlite.Connection) -> None:
+    """Merge the index into one segment, dropping what deleted turns left in older segments."""
+    await db.execute("INSERT INTO turn_search (turn_search) VALUES ('optimize')")

@@ -1,0 +1,203 @@
+"""The user owns their memory: view, correct, delete, forget, export/import, review, expire, why.
+
+Every operation is scoped to (user, character) before it touches a row: a fact number that
+belongs to anyone else is indistinguishable from one that does not exist.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from memory.errors import UserFacingError
+from memory.guard import check_fact_value
+from memory.models import Fact, FactVersion, ReplySources, Summary, Thread, Turn, User
+from memory.profile import FactState, Lifetimes
+from memory.store import Store
+
+EXPORT_FORMAT = "companion-memory"
+EXPORT_VERSION = 1
+_DURATION = re.compile(r"^(\d{1,4})\s*(d|w|m|y)$")
+_DURATION_DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
+
+
+@dataclass(frozen=True)
+class FactView:
+    fact: Fact
+    state: FactState
+    history: tuple[FactVersion, ...]
+
+
+@dataclass(frozen=True)
+class MemoryView:
+    facts: tuple[FactView, ...]
+    summary: Summary | None
+    review_mode: bool
+
+
+@dataclass(frozen=True)
+class WhyView:
+    sources: ReplySources
+    facts: tuple[Fact, ...]
+    summary: Summary | None
+    turns: tuple[Turn, ...]
+
+
+def parse_duration(text: str) -> int | None:
+    """'30d', '2w', '6m', '1y' -> days; 'never'/'nunca' -> None; anything else is an error."""
+    cleaned = text.strip().lower()
+    if cleaned in ("never", "nunca"):
+        return None
+    match = _DURATION.match(cleaned)
+    if not match:
+        raise UserFacingError(
+            f"'{text}' is not a duration: use a number and d, w, m or y (30d, 2w, 6m, 1y), "
+            "or 'nunca'/'never'."
+        )
+    return int(match.group(1)) * _DURATION_DAYS[match.group(2)]
+
+
+class MemoryService:
+    def __init__(
+        self,
+        store: Store,
+        lifetimes: Lifetimes,
+        clock: Callable[[], datetime],
+        on_forget: Callable[[int, str], None],
+    ) -> None:
+        self._store = store
+        self._lifetimes = lifetimes
+        self._clock = clock
+        self._on_forget = on_forget  # drops the RAM sessions of what was forgotten
+
+    async def _owned(self, user: User, character_id: str, fact_id: int) -> Fact:
+        fact = await self._store.fact(user.id, character_id, fact_id)
+        if fact is None:
+            raise UserFacingError(f"There is no fact #{fact_id} in your memory.")
+        return fact
+
+    async def view(self, user: User, character_id: str, scope: str) -> MemoryView:
+        now = self._clock()
+        facts = await self._store.facts(user.id, character_id)
+        views = []
+        for fact in facts:
+            history = await self._store.fact_history(user.id, fact.id)
+            views.append(FactView(fact, self._lifetimes.state(fact, now), tuple(history)))
+        summary = await self._store.latest_summary(Thread(user.id, character_id, scope))
+        return MemoryView(tuple(views), summary, await self._store.review_mode(user.id))
+
+    async def correct(self, user: User, character_id: str, fact_id: int, value: str) -> Fact:
+        """The user's correction is stored as stated; the old value goes to the history."""
+        old = await self._owned(user, character_id, fact_id)
+        if problem := check_fact_value(value):
+            raise UserFacingError(f"That value cannot be stored: {problem}.")
+        now = self._clock()
+        new = replace(
+            old,
+            value=value.strip(),
+            origin="stated",
+            confirmed_at=now,
+            expires_at=self._lifetimes.expires_at(old.lifetime, now),
+            status="active",
+        )
+        await self._store.apply_fact_changes(
+            [], [(old, new, "corrected by the user")], [], [], None, now
+        )
+        return new
+
+    async def delete(self, user: User, character_id: str, fact_id: int) -> None:
+        await self._owned(user, character_id, fact_id)
+        await self._store.delete_fact(user.id, character_id, fact_id)
+        await self._store.purge_search_index()
+
+    async def expire(self, user: User, character_id: str, fact_id: int, duration: str) -> Fact:
+        fact = await self._owned(user, character_id, fact_id)
+        days = parse_duration(duration)
+        lifetime = "never" if days is None else f"days:{days}"
+        updated = replace(
+            fact,
+            lifetime=lifetime,
+            expires_at=self._lifetimes.expires_at(lifetime, fact.confirmed_at),
+        )
+        await self._store.apply_fact_changes([], [], [], [updated], None, self._clock())
+        return updated
+
+    async def review(self, user: User, character_id: str, fact_id: int, accept: bool) -> None:
+        fact = await self._owned(user, character_id, fact_id)
+        if fact.status != "pending":
+            raise UserFacingError(f"Fact #{fact_id} is not waiting for review.")
+        if accept:
+            now = self._clock()
+            await self._store.apply_fact_changes(
+                [], [], [], [replace(fact, status="active")], None, now
+            )
+        else:
+            await self._store.delete_fact(user.id, character_id, fact_id)
+
+    async def set_review_mode(self, user: User, on: bool) -> None:
+        await self._store.set_review_mode(user.id, on)
+
+    async def why(self, user: User, character_id: str) -> WhyView | None:
+        sources = await self._store.last_reply_sources(user.id, character_id)
+        if sources is None:
+            return None
+        facts = [
+            f for f in await self._store.facts(user.id, character_id) if f.id in sources.fact_ids
+        ]
+        summary = (
+            await self._store.summary_by_id(user.id, sources.summary_id)
+            if sources.summary_id
+            else None
+        )
+        cited = set(summary.cited_ids) if summary else set()
+        turns = await self._store.turns_by_ids(
+            user.id,
+            character_id,
+            sorted(cited | set(sources.window_turn_ids) | set(sources.fragment_turn_ids)),
+        )
+        return WhyView(sources, tuple(facts), summary, tuple(sorted(turns, key=lambda t: t.id)))
+
+    async def forget(self, user: User, character_id: str) -> dict[str, int]:
+        """Everything with this character, from every table and the search index."""
+        self._on_forget(user.id, character_id)
+        counts = await self._store.forget(user.id, character_id)
+        self._on_forget(user.id, character_id)
+        return counts
+
+    async def export(self, user: User, character_id: str) -> dict[str, Any]:
+        rows = await self._store.export_rows(user.id, character_id)
+        return {
+            "format": EXPORT_FORMAT,
+            "version": EXPORT_VERSION,
+            "exported_at": self._clock().isoformat(),
+            "user": {
+                "platform": user.platform,
+                "id": user.platform_user_id,
+                "display_name": user.display_name,
+            },
+            "character_id": character_id,
+            **{table: [_public(row) for row in items] for table, items in rows.items()},
+        }
+
+    async def import_(self, user: User, character_id: str, data: dict[str, Any]) -> dict[str, int]:
+        """Read an export back (the documented format) into this user's memory."""
+        if data.get("format") != EXPORT_FORMAT or data.get("version") != EXPORT_VERSION:
+            raise UserFacingError(
+                f"not a {EXPORT_FORMAT} export of version {EXPORT_VERSION} (got format "
+                f"{data.get('format')!r}, version {data.get('version')!r})"
+            )
+        return await self._store.import_rows(user.id, character_id, data, self._clock())
+
+
+def _public(row: dict[str, Any]) -> dict[str, Any]:
+    """Drop internal columns that mean nothing outside this database."""
+    hidden = {"user_id"}
+    out = {key: value for key, value in row.items() if key not in hidden}
+    for key in ("evidence", "fields_json", "cited_ids_json"):
+        if isinstance(out.get(key), str):
+            out[key] = json.loads(out[key])
+    return out
