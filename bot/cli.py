@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from bot.app import open_app
 from bot.config import Settings
 from bot.logging_setup import configure_logging
+from bot.runner import run_bot
 from bot.terminal import run_chat
 from memory.characters import CharacterBook, CharacterFileError
 from memory.errors import UserFacingError
@@ -29,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
     chat = commands.add_parser("chat", help="chat with a character in the terminal")
     chat.add_argument("--character", required=True, help="character id (see characters list)")
     chat.add_argument("--user", default="admin", help="your user name (default: admin)")
+    commands.add_parser(
+        "run", help="run the Discord and/or Telegram bot (whichever tokens are set)"
+    )
     commands.add_parser("migrate", help="apply pending database migrations and exit")
     characters = commands.add_parser("characters", help="list or lint character files")
     characters_commands = characters.add_subparsers(dest="action", required=True)
@@ -88,6 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _characters(settings, args.action)
         if args.command == "chat":
             return asyncio.run(_chat(settings, args.character, args.user))
+        if args.command == "run":
+            return asyncio.run(run_bot(settings))
     except CharacterFileError as exc:
         print(f"companion: character files are invalid, refusing to start:\n{exc}", file=sys.stderr)
         return 2

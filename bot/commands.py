@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -50,6 +52,28 @@ class RateLimiter:
         return False, wait
 
 
+class ArrivalOrder:
+    """One FIFO gate per caller, taken before any await, so a user's messages keep their order
+    even through the look-ups that come before the engine's own per-session lock."""
+
+    def __init__(self) -> None:
+        self._gates: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        lock, users = self._gates.get(key, (asyncio.Lock(), 0))
+        self._gates[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._gates[key]
+            if users == 1:
+                del self._gates[key]
+            else:
+                self._gates[key] = (lock, users - 1)
+
+
 class Commands:
     def __init__(
         self,
@@ -68,6 +92,7 @@ class Commands:
         self._admins = set(admin_ids)
         self._clock = clock
         self._rate = RateLimiter(limits.rate_limit_messages, limits.rate_limit_window_seconds)
+        self._order = ArrivalOrder()
         book = companion.characters
         self._default = default_character if book.get(default_character or "") else book.default_id
 
@@ -90,6 +115,10 @@ class Commands:
 
     async def chat(self, caller: Caller, message: str, message_id: str | None = None) -> Answer:
         """One message to the current character, within the size and rate limits."""
+        async with self._order.hold(f"{caller.platform}:{caller.user_id}:{caller.channel_key}"):
+            return await self._chat(caller, message, message_id)
+
+    async def _chat(self, caller: Caller, message: str, message_id: str | None) -> Answer:
         character = await self.character_for(caller)
         language = character.language
         if not message.strip():

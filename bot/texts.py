@@ -23,6 +23,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "empty": "No veo texto en ese mensaje.",
         "error": "Algo ha fallado por mi parte. Inténtalo de nuevo en un momento.",
         "private_pointer": "Te he contestado por privado.",
+        "start_private": "Para verlo en privado, ábreme un chat privado y escribe /start.",
     },
     "en": {
         "help": "You are talking to {name}. Write and I answer; I remember what you tell me.\n"
@@ -43,6 +44,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "empty": "I see no text in that message.",
         "error": "Something went wrong on my side. Please try again in a moment.",
         "private_pointer": "I've answered you in private.",
+        "start_private": "To see it in private, open a private chat with me and send /start.",
     },
 }
 

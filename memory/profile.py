@@ -73,18 +73,25 @@ class Lifetimes:
         return FactState.CURRENT
 
 
-def _rank(fact: Fact, state: FactState) -> tuple[int, float]:
+# A few hypotheses to confirm always get a place, so that a full profile still asks about what
+# may have changed instead of silently never mentioning it again.
+CONFIRM_SLOTS = 2
+# The block's own header and the group note are rendered around these lines (memory/prompt.py).
+HEADER_RESERVE_TOKENS = 60
+
+
+def _rank(fact: Fact, state: FactState, confirm_slot: bool) -> tuple[int, float]:
     """Lower ranks first: who the person is, what is happening now, feelings, the rest."""
     if state is FactState.CURRENT and fact.key in IDENTITY_KEYS:
         group = 0
     elif state in (FactState.TO_ASK, FactState.UPCOMING):
         group = 1
-    elif state is FactState.CURRENT:
-        group = {"emotional": 2, "semantic": 3, "episodic": 4}[fact.kind]
     elif state is FactState.TO_CONFIRM:
-        group = 5
+        group = 2 if confirm_slot else 6
+    elif state is FactState.CURRENT:
+        group = {"emotional": 3, "semantic": 4, "episodic": 5}[fact.kind]
     else:
-        group = 6
+        group = 7
     return group, -fact.confirmed_at.timestamp()
 
 
@@ -117,24 +124,32 @@ def profile_lines(
     budget: int,
     tokens: TokenEstimator,
 ) -> ProfileLines:
-    """Rank the facts and keep what fits the budget; headers only above facts that fit."""
-    ranked = sorted(
-        ((f, lifetimes.state(f, now)) for f in facts if f.status == "active"),
-        key=lambda pair: _rank(*pair),
+    """Rank the facts and keep what fits the budget (less the block's header); a section title
+    is paid for, at its real cost, only above a fact that fits."""
+    states = [(f, lifetimes.state(f, now)) for f in facts if f.status == "active"]
+    stale = sorted(
+        (f for f, state in states if state is FactState.TO_CONFIRM),
+        key=lambda f: -f.confirmed_at.timestamp(),
     )
+    slots = {f.id for f in stale[:CONFIRM_SLOTS]}
+    ranked = sorted(states, key=lambda pair: _rank(pair[0], pair[1], pair[0].id in slots))
     sections: dict[str, list[str]] = {"known": [], "to_ask": [], "to_confirm": []}
-    used, shown_ids = 0, []
+    used, shown_ids = HEADER_RESERVE_TOKENS, []
     for fact, state in ranked:
         section = {FactState.TO_ASK: "to_ask", FactState.TO_CONFIRM: "to_confirm"}.get(
             state, "known"
         )
         line = _line(fact, state, language)
         cost = tokens.count(line) + 1
-        header_cost = 0 if sections[section] or section == "known" else 12
-        if used + cost + header_cost > budget:
+        title_cost = (
+            0
+            if sections[section] or section == "known"
+            else (tokens.count(label(language, section)) + 2)
+        )
+        if used + cost + title_cost > budget:
             continue  # a shorter, lower-ranked line may still fit
         sections[section].append(line)
-        used += cost + header_cost
+        used += cost + title_cost
         shown_ids.append(fact.id)
     lines = list(sections["known"])
     for section in ("to_ask", "to_confirm"):

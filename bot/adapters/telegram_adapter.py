@@ -1,0 +1,306 @@
+"""Telegram, through python-telegram-bot v22: long polling by default, a webhook by settings.
+
+Private chats are always answered; in groups the bot answers when it is mentioned, when someone
+replies to one of its messages, or in every message of a group an admin bound to a character.
+Telegram's privacy mode (on by default for bots) already limits group messages to those cases;
+see the README for the BotFather settings. Handlers only parse, call `Commands`, and reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from telegram import (
+    BotCommand,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+    MessageEntity,
+    Update,
+)
+from telegram.constants import ChatAction, ChatType
+from telegram.error import Forbidden
+from telegram.ext import (
+    Application,
+    ApplicationBuilder,
+    CallbackQueryHandler,
+    CommandHandler,
+    ContextTypes,
+    MessageHandler,
+    filters,
+)
+
+from bot.adapters.base import InFlight
+from bot.adapters.split import split_message
+from bot.answers import Answer, Caller
+from bot.commands import Commands
+from bot.config import Settings
+from bot.texts import text
+from memory.errors import UserFacingError
+
+log = logging.getLogger(__name__)
+Context = ContextTypes.DEFAULT_TYPE
+LIMIT = 4096
+TYPING_EVERY_SECONDS = 4.0  # Telegram shows "typing" for about 5 s per chat action
+
+COMMANDS = {
+    "es": [
+        ("personaje", "Ver o cambiar de personaje"),
+        ("reset", "Terminar la conversación"),
+        ("memoria", "Ver, corregir o borrar lo que recuerdo de ti"),
+        ("ayuda", "Ayuda"),
+    ],
+    "en": [
+        ("personaje", "See or switch characters"),
+        ("reset", "End the conversation"),
+        ("memoria", "See, fix or delete what I remember about you"),
+        ("ayuda", "Help"),
+    ],
+}
+
+
+def caller_of(update: Update) -> Caller:
+    user, chat = update.effective_user, update.effective_chat
+    assert user is not None and chat is not None
+    kind = "dm" if chat.type == ChatType.PRIVATE else "group"
+    return Caller("telegram", str(user.id), user.full_name, kind, str(chat.id))
+
+
+def keyboard(answer: Answer) -> InlineKeyboardMarkup | None:
+    if not answer.buttons:
+        return None
+    rows = [[InlineKeyboardButton(b.label, callback_data=b.data)] for b in answer.buttons]
+    return InlineKeyboardMarkup(rows)
+
+
+class TelegramAdapter:
+    name = "telegram"
+
+    def __init__(self, settings: Settings, commands: Commands) -> None:
+        assert settings.telegram_bot_token is not None
+        self._settings = settings
+        self._commands = commands
+        self._in_flight = InFlight()
+        base = settings.telegram_api_base_url.rstrip("/")
+        self.application: Application = (  # type: ignore[type-arg]
+            ApplicationBuilder()
+            .token(settings.telegram_bot_token.get_secret_value())
+            .base_url(f"{base}/bot")
+            .base_file_url(f"{base}/file/bot")
+            # Different chats run concurrently; one user's messages keep their order through
+            # the commands' per-caller gate and the engine's per-session lock.
+            .concurrent_updates(True)
+            .build()
+        )
+        self._register()
+
+    def _register(self) -> None:
+        app = self.application
+        app.add_handler(CommandHandler(["start", "ayuda", "help"], self.on_help))
+        app.add_handler(CommandHandler(["personaje", "character"], self.on_character))
+        app.add_handler(CommandHandler("reset", self.on_reset))
+        app.add_handler(CommandHandler(["memoria", "memory"], self.on_memoria))
+        app.add_handler(CallbackQueryHandler(self.on_button))
+        app.add_handler(MessageHandler(filters.TEXT & ~filters.COMMAND, self.on_text))
+        app.add_handler(
+            MessageHandler(
+                (
+                    filters.ATTACHMENT
+                    | filters.PHOTO
+                    | filters.Sticker.ALL
+                    | filters.VOICE
+                    | filters.VIDEO
+                    | filters.LOCATION
+                )
+                & ~filters.COMMAND,
+                self.on_attachment,
+            )
+        )
+        app.add_error_handler(self.on_error)
+
+    async def start(self) -> None:
+        app = self.application
+        await app.initialize()
+        for language, entries in COMMANDS.items():
+            listed = [BotCommand(name, description) for name, description in entries]
+            await app.bot.set_my_commands(listed, language_code=language)
+        await app.bot.set_my_commands([BotCommand(n, d) for n, d in COMMANDS["en"]])
+        await app.start()
+        assert app.updater is not None
+        if self._settings.telegram_webhook_url:
+            secret = self._settings.telegram_webhook_secret
+            await app.updater.start_webhook(
+                listen=self._settings.telegram_webhook_listen,
+                port=self._settings.telegram_webhook_port,
+                webhook_url=self._settings.telegram_webhook_url,
+                secret_token=secret.get_secret_value() if secret else None,
+                allowed_updates=Update.ALL_TYPES,
+            )
+        else:
+            await app.updater.start_polling(allowed_updates=Update.ALL_TYPES)
+        log.info("telegram: running as @%s", app.bot.username)
+
+    async def stop(self) -> None:
+        app = self.application
+        if app.updater is not None and app.updater.running:
+            await app.updater.stop()  # no new updates from here on
+        await self._in_flight.drain(self._settings.shutdown_grace_seconds)
+        if app.running:
+            await app.stop()
+        await app.shutdown()
+
+    # ---- when to answer ----------------------------------------------------------------------
+
+    async def _addressed(self, message: Message, caller: Caller) -> bool:
+        """In a group: a mention, a reply to the bot, or a channel bound to a character."""
+        if caller.channel_kind == "dm":
+            return True
+        me = self.application.bot
+        if (
+            message.reply_to_message
+            and message.reply_to_message.from_user
+            and (message.reply_to_message.from_user.id == me.id)
+        ):
+            return True
+        mentions = message.parse_entities([MessageEntity.MENTION]).values()
+        if any(m.lstrip("@").lower() == (me.username or "").lower() for m in mentions):
+            return True
+        return await self._commands.is_bound(caller)
+
+    def _strip_mention(self, message_text: str) -> str:
+        username = self.application.bot.username or ""
+        return message_text.replace(f"@{username}", "").strip() if username else message_text
+
+    @contextlib.asynccontextmanager
+    async def _typing(self, chat_id: int) -> AsyncIterator[None]:
+        """Keep "typing…" visible for the whole generation, however long it takes."""
+
+        async def keep_typing() -> None:
+            while True:
+                with contextlib.suppress(Exception):
+                    await self.application.bot.send_chat_action(chat_id, ChatAction.TYPING)
+                await asyncio.sleep(TYPING_EVERY_SECONDS)
+
+        task = asyncio.create_task(keep_typing())
+        try:
+            yield
+        finally:
+            task.cancel()
+
+    # ---- handlers ----------------------------------------------------------------------------
+
+    async def on_text(self, update: Update, _context: Context) -> None:
+        """A message to the character."""
+        message, user = update.effective_message, update.effective_user
+        if message is None or message.text is None or user is None or user.is_bot:
+            return
+        caller = caller_of(update)
+        if not self._in_flight.accepting or not await self._addressed(message, caller):
+            return
+        async with self._in_flight.track(), self._typing(message.chat_id):
+            answer = await self._commands.chat(
+                caller, self._strip_mention(message.text), str(message.message_id)
+            )
+        await self._send(message, caller, answer)
+
+    async def on_attachment(self, update: Update, _context: Context) -> None:
+        """Stickers, photos, files: a graceful answer instead of silence."""
+        message, user = update.effective_message, update.effective_user
+        if message is None or user is None or user.is_bot:
+            return
+        caller = caller_of(update)
+        if caller.channel_kind == "group" and not await self._addressed(message, caller):
+            return
+        await self._send(message, caller, await self._commands.refusal(caller, "attachment"))
+
+    async def on_help(self, update: Update, _context: Context) -> None:
+        """What the bot does and its commands."""
+        await self._reply_command(update, self._commands.help(caller_of(update)))
+
+    async def on_character(self, update: Update, context: Context) -> None:
+        """/personaje [id]: list the characters (with buttons) or switch to one."""
+        caller = caller_of(update)
+        args = context.args or []
+        if args and args[0] in ("vincular", "bind", "desvincular", "unbind"):
+            bind_to = args[1] if args[0] in ("vincular", "bind") and len(args) > 1 else None
+            await self._reply_command(update, self._commands.bind(caller, bind_to))
+        elif args:
+            await self._reply_command(update, self._commands.switch(caller, args[-1]))
+        else:
+            await self._reply_command(update, self._commands.characters(caller))
+
+    async def on_reset(self, update: Update, _context: Context) -> None:
+        """/reset: end the conversation now."""
+        await self._reply_command(update, self._commands.reset(caller_of(update)))
+
+    async def on_memoria(self, update: Update, context: Context) -> None:
+        """/memoria [ver|corregir|borrar|olvidar|exportar|revisar|caduca|porque|historial]."""
+        args = context.args or []
+        action, rest = (args[0], " ".join(args[1:])) if args else ("ver", "")
+        await self._reply_command(update, self._commands.memoria(caller_of(update), action, rest))
+
+    async def on_button(self, update: Update, _context: Context) -> None:
+        """An inline keyboard button: switch character, confirm a forget, review a fact."""
+        query = update.callback_query
+        if query is None or query.data is None or query.message is None:
+            return
+        await query.answer()
+        answer = await self._commands.button(caller_of(update), query.data)
+        await query.edit_message_text(answer.text, reply_markup=keyboard(answer))
+
+    async def on_error(self, update: object, context: Context) -> None:
+        """The one error handler: a safe message for the user, the traceback for the log."""
+        error = context.error
+        if not isinstance(update, Update) or update.effective_message is None:
+            log.error("telegram error outside a message", exc_info=error)
+            return
+        caller = caller_of(update)
+        if isinstance(error, UserFacingError):
+            answer = Answer(error.message, ok=False, private=True)
+        else:
+            log.error("telegram handler failed", exc_info=error)
+            answer = Answer(text(await self._commands.language(caller), "error"), ok=False)
+        await self._send(update.effective_message, caller, answer)
+
+    # ---- replying ----------------------------------------------------------------------------
+
+    async def _reply_command(self, update: Update, pending: object) -> None:
+        assert update.effective_message is not None
+        answer = await pending  # type: ignore[misc]
+        await self._send(update.effective_message, caller_of(update), answer)
+
+    async def _send(self, message: Message, caller: Caller, answer: Answer) -> None:
+        """Split to 4,096 characters; private answers in a group go to the private chat."""
+        if not answer.text and answer.document is None:
+            return  # the rate limiter's silent case
+        chat_id = message.chat_id
+        if answer.private and caller.channel_kind == "group":
+            try:
+                await self._deliver(int(caller.user_id), answer, reply_to=None)
+            except Forbidden:
+                answer = Answer(text(await self._commands.language(caller), "start_private"))
+                await self._deliver(chat_id, answer, reply_to=message.message_id)
+                return
+            pointer = text(await self._commands.language(caller), "private_pointer")
+            await self._deliver(chat_id, Answer(pointer), reply_to=message.message_id)
+            return
+        reply_to = message.message_id if caller.channel_kind == "group" else None
+        await self._deliver(chat_id, answer, reply_to=reply_to)
+
+    async def _deliver(self, chat_id: int, answer: Answer, reply_to: int | None) -> None:
+        bot = self.application.bot
+        chunks = split_message(answer.text, LIMIT) if answer.text else []
+        for index, chunk in enumerate(chunks):
+            last = index == len(chunks) - 1
+            await bot.send_message(
+                chat_id,
+                chunk,
+                reply_to_message_id=reply_to if index == 0 else None,
+                reply_markup=keyboard(answer) if last else None,
+            )
+        if answer.document is not None:
+            name, payload = answer.document
+            await bot.send_document(chat_id, payload, filename=name)

@@ -1,0 +1,68 @@
+"""`companion run`: every adapter whose token is set, in one event loop, with the scheduler."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+
+from bot.adapters.base import Adapter
+from bot.app import open_app
+from bot.commands import Commands
+from bot.config import Settings
+
+log = logging.getLogger(__name__)
+
+NO_ADAPTER = (
+    "No chat platform is configured: add TELEGRAM_BOT_TOKEN=... and/or DISCORD_BOT_TOKEN=... "
+    "to .env (see the README for how to create each bot), or use `companion chat` for the "
+    "terminal."
+)
+
+
+def build_adapters(settings: Settings, commands: Commands) -> list[Adapter]:
+    adapters: list[Adapter] = []
+    if settings.telegram_bot_token is not None:
+        from bot.adapters.telegram_adapter import TelegramAdapter
+
+        adapters.append(TelegramAdapter(settings, commands))
+    if settings.discord_bot_token is not None:
+        from bot.adapters.discord_adapter import DiscordAdapter
+
+        adapters.append(DiscordAdapter(settings, commands))
+    return adapters
+
+
+def _install_signal_handlers(stop: asyncio.Event) -> None:
+    """First SIGINT/SIGTERM: a clean stop. Second: exit at once (SQLite's WAL keeps the file
+    consistent even then; only replies still being generated are lost)."""
+    loop = asyncio.get_running_loop()
+
+    def on_signal(signum: int) -> None:
+        if stop.is_set():
+            log.warning("second signal: exiting now")
+            os._exit(128 + signum)
+        log.info("signal %s: finishing the replies in flight, then stopping", signum)
+        stop.set()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, on_signal, signum)
+
+
+async def run_bot(settings: Settings, stop: asyncio.Event | None = None) -> int:
+    """Run until a signal (or `stop` is set); returns the process exit code."""
+    if settings.telegram_bot_token is None and settings.discord_bot_token is None:
+        print(NO_ADAPTER)
+        return 2
+    stop = stop or asyncio.Event()
+    async with open_app(settings) as app:
+        adapters = build_adapters(settings, app.commands)
+        for adapter in adapters:
+            await adapter.start()
+        _install_signal_handlers(stop)
+        log.info("running: %s", ", ".join(a.name for a in adapters))
+        await stop.wait()
+        await asyncio.gather(*(adapter.stop() for adapter in adapters))
+    log.info("stopped cleanly")
+    return 0

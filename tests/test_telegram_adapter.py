@@ -1,0 +1,165 @@
+"""The real Telegram adapter (real python-telegram-bot) against the fake Bot API on 127.0.0.1,
+with the real engine answering through the fake Anthropic Messages API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.adapters.telegram_adapter import TelegramAdapter
+from bot.app import App, open_app
+from tests.conftest import FakeClock, make_settings
+from tests.fakes.anthropic_api import Delay, FakeAnthropic, Text
+from tests.fakes.telegram_api import FakeTelegram
+
+ANA, BEA = 1001, 1002
+GROUP = -100_777
+
+
+@dataclass
+class Bot:
+    fake: FakeTelegram
+    llm: FakeAnthropic
+    app: App
+    adapter: TelegramAdapter
+
+
+@pytest.fixture
+async def bot(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock, request: pytest.FixtureRequest
+) -> AsyncIterator[Bot]:
+    overrides: dict[str, Any] = getattr(request, "param", {})
+    async with FakeTelegram() as fake:
+        settings = make_settings(
+            tmp_path,
+            fake_anthropic,
+            telegram_bot_token=fake.token,
+            telegram_api_base_url=fake.url,
+            **overrides,
+        )
+        async with open_app(settings, clock=clock, start_scheduler=False) as app:
+            adapter = TelegramAdapter(settings, app.commands)
+            await adapter.start()
+            try:
+                yield Bot(fake, fake_anthropic, app, adapter)
+            finally:
+                await adapter.stop()
+
+
+def llm_texts(body: dict[str, Any]) -> str:
+    return json.dumps(body, ensure_ascii=False)
+
+
+async def test_dm_conversation_of_several_turns(bot: Bot) -> None:
+    bot.llm.queue(Text("Siéntate."), Text("Iñaki. Apuntado."), Text("El martes."))
+    for index, message in enumerate(["Hola", "Busco a mi hermano Iñaki", "¿Cuándo?"], start=1):
+        bot.fake.send_private_text(ANA, message, first_name="Ana")
+        await bot.fake.wait_for_messages(ANA, index)
+    assert [m["text"] for m in bot.fake.sent_messages(ANA)] == [
+        "Siéntate.",
+        "Iñaki. Apuntado.",
+        "El martes.",
+    ]
+    assert "Busco a mi hermano Iñaki" in llm_texts(bot.llm.bodies()[-1])
+    assert any(c["action"] == "typing" for c in bot.fake.chat_actions)
+    languages = {language for _, language in bot.fake.commands}
+    assert {"es", "en", ""} <= languages
+
+
+async def test_group_mention_reply_and_silence(bot: Bot) -> None:
+    bot.llm.queue(Text("¿Quién pregunta?"), Text("Sigo aquí."))
+    bot.fake.send_group_text(GROUP, ANA, "hola a todos")  # not addressed: ignored
+    bot.fake.send_group_text(GROUP, ANA, "¿estás ahí?", mention_bot=True)
+    first = (await bot.fake.wait_for_messages(GROUP, 1))[0]
+    assert first["text"] == "¿Quién pregunta?"
+    assert first["reply_to_message_id"] or first["reply_parameters"]  # addresses the writer
+    bot.fake.send_group_text(GROUP, BEA, "¿y tú?", reply_to_bot_message_id=first["message_id"])
+    await bot.fake.wait_for_messages(GROUP, 2)
+    assert len(bot.llm.bodies()) == 2
+    assert "hola a todos" not in llm_texts(bot.llm.bodies()[0])
+
+
+async def test_long_reply_is_split_at_4096(bot: Bot) -> None:
+    sentence = "Esta es una frase bastante larga del detective, con detalles. "
+    long_reply = sentence * 150  # ~9,300 characters
+    bot.llm.queue(Text(long_reply))
+    bot.fake.send_private_text(ANA, "Cuéntamelo todo")
+    chunks = [m["text"] for m in await bot.fake.wait_for_messages(ANA, 3)]
+    assert all(len(c) <= 4096 for c in chunks)
+    assert " ".join(chunks).split() == long_reply.split()
+
+
+async def test_two_users_in_one_group_have_their_own_memory(bot: Bot) -> None:
+    bot.fake.send_group_text(GROUP, ANA, "mi perro se llama Beltza", mention_bot=True)
+    await bot.fake.wait_for_messages(GROUP, 1)
+    bot.fake.send_group_text(GROUP, BEA, "¿qué tal?", mention_bot=True)
+    await bot.fake.wait_for_messages(GROUP, 2)
+    bea_request = llm_texts(bot.llm.bodies()[-1])
+    assert "Beltza" not in bea_request
+    assert "Respondes a" in bea_request  # the group note names the person answered
+
+
+async def test_reset_and_switching_character(bot: Bot) -> None:
+    bot.fake.send_private_text(ANA, "Hola")
+    await bot.fake.wait_for_messages(ANA, 1)
+    bot.fake.send_command(ANA, ANA, "/reset")
+    reset = (await bot.fake.wait_for_messages(ANA, 2))[-1]
+    assert reset["text"].startswith("Conversación terminada")
+    bot.fake.send_command(ANA, ANA, "/personaje")
+    listing = (await bot.fake.wait_for_messages(ANA, 3))[-1]
+    buttons = [row[0]["callback_data"] for row in listing["reply_markup"]["inline_keyboard"]]
+    assert buttons == ["char:detective_bilbao", "char:lighthouse_keeper"]
+    bot.fake.press_button(ANA, ANA, listing["message_id"], "char:lighthouse_keeper")
+    await bot.fake.wait_until(lambda: bool(bot.fake.edited_messages))
+    assert bot.fake.edited_messages[-1]["text"] == "You are now talking to Maggie Thornton."
+    bot.fake.send_private_text(ANA, "Hello?")
+    await bot.fake.wait_for_messages(ANA, 4)
+    assert bot.llm.bodies()[-1]["system"][0]["text"].startswith("You are Maggie Thornton")
+
+
+@pytest.mark.parametrize("bot", [{"rate_limit_messages": 2}], indirect=True)
+async def test_rate_limit_notice_once(bot: Bot) -> None:
+    for index in range(4):
+        bot.fake.send_private_text(ANA, f"mensaje {index}")
+    messages = await bot.fake.wait_for_messages(ANA, 3)
+    await asyncio.sleep(0.2)  # the fourth message must stay unanswered: nothing to wait for
+    texts = [m["text"] for m in bot.fake.sent_messages(ANA)]
+    assert len(texts) == 3 and texts[2].startswith("Vas muy rápido")
+    assert messages[0]["text"] == "Entendido."
+    assert len(bot.llm.bodies()) == 2
+
+
+async def test_attachments_and_oversized_messages(bot: Bot) -> None:
+    bot.fake.send_sticker(ANA, ANA)
+    sticker = (await bot.fake.wait_for_messages(ANA, 1))[0]
+    assert sticker["text"] == "Por ahora solo leo texto: cuéntamelo con palabras."
+    bot.fake.send_private_text(ANA, "x" * 4001)
+    refused = (await bot.fake.wait_for_messages(ANA, 2))[-1]
+    assert "4001 caracteres y el límite es 4000 (te pasas en 1)" in refused["text"]
+    assert bot.llm.bodies() == []
+
+
+async def test_memoria_in_a_group_answers_privately(bot: Bot) -> None:
+    bot.fake.send_private_text(ANA, "Hola")  # opens the private chat
+    await bot.fake.wait_for_messages(ANA, 1)
+    bot.fake.send_command(GROUP, ANA, "/memoria", args="ver", chat_type="supergroup")
+    pointer = (await bot.fake.wait_for_messages(GROUP, 1))[0]
+    assert pointer["text"] == "Te he contestado por privado."
+    private = (await bot.fake.wait_for_messages(ANA, 2))[-1]
+    assert private["text"].startswith("No recuerdo nada de ti todavía")
+
+
+async def test_shutdown_finishes_the_reply_in_flight(bot: Bot) -> None:
+    bot.llm.queue(Delay(0.8, Text("Respuesta lenta.")))
+    bot.fake.send_private_text(ANA, "¿Sigues?")
+    await bot.fake.wait_until(lambda: len(bot.llm.requests) == 1)
+    stopping = asyncio.create_task(bot.adapter.stop())
+    delivered = await bot.fake.wait_for_messages(ANA, 1)
+    await stopping
+    assert delivered[0]["text"] == "Respuesta lenta."
