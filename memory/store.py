@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from datetime import date, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import aiosqlite
 
@@ -31,8 +33,28 @@ from memory.models import (
 )
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+def serialized(
+    method: Callable[Concatenate[Store, P], Awaitable[R]],
+) -> Callable[Concatenate[Store, P], Awaitable[R]]:
+    """Run a Store method alone on the connection.
+
+    All coroutines share one connection; without this, one method's statements could land
+    inside another's open transaction, or its COMMIT could meet a half-read cursor
+    ("cannot commit transaction - SQL statements in progress").
+    """
+
+    @functools.wraps(method)
+    async def wrapper(self: Store, *args: P.args, **kwargs: P.kwargs) -> R:
+        async with self._guard():
+            return await method(self, *args, **kwargs)
+
+    return wrapper
 
 
 class SchemaTooNewError(RuntimeError):
@@ -81,6 +103,22 @@ class Store:
     def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
         self._db = db
         self.path = path
+        self._lock = asyncio.Lock()
+        self._owner: asyncio.Task[Any] | None = None
+
+    @asynccontextmanager
+    async def _guard(self) -> AsyncIterator[None]:
+        """The connection for this task alone; re-entrant, so methods may call each other."""
+        task = asyncio.current_task()
+        if self._owner is not None and self._owner is task:
+            yield
+            return
+        async with self._lock:
+            self._owner = task
+            try:
+                yield
+            finally:
+                self._owner = None
 
     @classmethod
     async def open(cls, path: Path, *, migrate: bool = True) -> Store:
@@ -106,6 +144,7 @@ class Store:
             raise
         return store
 
+    @serialized
     async def close(self) -> None:
         await self._db.close()
 
@@ -141,6 +180,7 @@ class Store:
                 "of the database made before the upgrade"
             )
 
+    @serialized
     async def migrate(self) -> list[str]:
         """Apply the migrations not yet recorded, each in its own transaction."""
         applied = await self._applied_versions()
@@ -164,11 +204,13 @@ class Store:
             done.append(name)
         return done
 
+    @serialized
     async def schema_version(self) -> int:
         async with self._db.execute("SELECT MAX(version) FROM schema_migrations") as cursor:
             row = await cursor.fetchone()
         return int(row[0] or 0) if row else 0
 
+    @serialized
     async def integrity_check(self) -> str:
         async with self._db.execute("PRAGMA integrity_check") as cursor:
             row = await cursor.fetchone()
@@ -176,6 +218,7 @@ class Store:
 
     # ---- users and conversations ------------------------------------------------------------
 
+    @serialized
     async def upsert_user(
         self, platform: str, platform_user_id: str, display_name: str, now: datetime
     ) -> User:
@@ -191,6 +234,7 @@ class Store:
         assert row is not None
         return User(row["id"], row["platform"], row["platform_user_id"], row["display_name"])
 
+    @serialized
     async def find_user(self, platform: str, platform_user_id: str) -> User | None:
         async with self._db.execute(
             "SELECT id, platform, platform_user_id, display_name FROM users"
@@ -214,6 +258,7 @@ class Store:
             extracted_at=_dt(row["extracted_at"]),
         )
 
+    @serialized
     async def open_conversation(self, thread: Thread) -> Conversation | None:
         async with self._db.execute(
             "SELECT * FROM conversations WHERE user_id = ? AND character_id = ? AND scope = ?"
@@ -223,6 +268,7 @@ class Store:
             row = await cursor.fetchone()
         return self._conversation(row) if row else None
 
+    @serialized
     async def start_conversation(self, thread: Thread, now: datetime) -> Conversation:
         async with self._db.execute(
             "INSERT INTO conversations (user_id, character_id, scope, started_at,"
@@ -233,6 +279,7 @@ class Store:
         assert row is not None
         return self._conversation(row)
 
+    @serialized
     async def end_conversation(self, conversation_id: int, reason: str, now: datetime) -> bool:
         """End it if still open; False when someone else ended it first."""
         async with self._db.execute(
@@ -242,6 +289,7 @@ class Store:
         ) as cursor:
             return cursor.rowcount == 1
 
+    @serialized
     async def conversations_idle_since(self, cutoff: datetime) -> list[Conversation]:
         async with self._db.execute(
             "SELECT * FROM conversations WHERE ended_at IS NULL AND last_activity_at < ?",
@@ -249,12 +297,14 @@ class Store:
         ) as cursor:
             return [self._conversation(row) async for row in cursor]
 
+    @serialized
     async def open_conversations(self) -> list[Conversation]:
         async with self._db.execute("SELECT * FROM conversations WHERE ended_at IS NULL") as cursor:
             return [self._conversation(row) async for row in cursor]
 
     # ---- the turn log -----------------------------------------------------------------------
 
+    @serialized
     async def add_turn(
         self,
         conversation: Conversation,
@@ -299,6 +349,7 @@ class Store:
             platform_message_id=row["platform_message_id"],
         )
 
+    @serialized
     async def turns_after(self, thread: Thread, after_turn_id: int) -> list[Turn]:
         """The thread's turns with an id above `after_turn_id`, oldest first."""
         async with self._db.execute(
@@ -308,12 +359,14 @@ class Store:
         ) as cursor:
             return [self._turn(row) async for row in cursor]
 
+    @serialized
     async def conversation_turns(self, conversation_id: int) -> list[Turn]:
         async with self._db.execute(
             "SELECT * FROM turns WHERE conversation_id = ? ORDER BY id", (conversation_id,)
         ) as cursor:
             return [self._turn(row) async for row in cursor]
 
+    @serialized
     async def count_turns(self, thread: Thread) -> int:
         async with self._db.execute(
             "SELECT COUNT(*) FROM turns WHERE user_id = ? AND character_id = ? AND scope = ?",
@@ -335,6 +388,7 @@ class Store:
             id=row["id"],
         )
 
+    @serialized
     async def latest_summary(self, thread: Thread) -> Summary | None:
         async with self._db.execute(
             "SELECT * FROM summaries WHERE user_id = ? AND character_id = ? AND scope = ?"
@@ -344,6 +398,7 @@ class Store:
             row = await cursor.fetchone()
         return self._summary(row) if row else None
 
+    @serialized
     async def save_summary(self, thread: Thread, summary: Summary) -> int:
         """Store a new version; returns its id."""
         cursor = await self._db.execute(
@@ -363,6 +418,7 @@ class Store:
 
     # ---- usage ------------------------------------------------------------------------------
 
+    @serialized
     async def record_usage(self, record: UsageRecord, now: datetime) -> None:
         await self._db.execute(
             "INSERT INTO llm_usage (user_id, character_id, conversation_id, turn_id, kind,"
@@ -387,6 +443,7 @@ class Store:
             ),
         )
 
+    @serialized
     async def usage_records(self, user_id: int | None = None) -> list[UsageRecord]:
         query = "SELECT * FROM llm_usage"
         params: Iterable[object] = ()
@@ -415,6 +472,7 @@ class Store:
 
     # ---- the long-term profile --------------------------------------------------------------
 
+    @serialized
     async def facts(self, user_id: int, character_id: str, scope: str | None = None) -> list[Fact]:
         """The user's facts with one character, in one scope or all of them."""
         query = "SELECT * FROM facts WHERE user_id = ? AND character_id = ?"
@@ -425,6 +483,7 @@ class Store:
         async with self._db.execute(query + " ORDER BY id", params) as cursor:
             return [_fact(row) async for row in cursor]
 
+    @serialized
     async def fact_history(self, user_id: int, fact_id: int) -> list[FactVersion]:
         async with self._db.execute(
             "SELECT * FROM fact_history WHERE user_id = ? AND fact_id = ? ORDER BY id",
@@ -442,6 +501,7 @@ class Store:
                 async for row in cursor
             ]
 
+    @serialized
     async def apply_fact_changes(
         self,
         adds: list[Fact],
@@ -519,12 +579,14 @@ class Store:
             ),
         )
 
+    @serialized
     async def mark_extracted(self, conversation_id: int, status: str, now: datetime) -> None:
         await self._db.execute(
             "UPDATE conversations SET extracted_at = ?, extraction_status = ? WHERE id = ?",
             (_ts(now), status, conversation_id),
         )
 
+    @serialized
     async def conversations_pending_extraction(self) -> list[Conversation]:
         """Ended and never extracted: derived from the database, so a crash loses nothing."""
         async with self._db.execute(
@@ -533,6 +595,7 @@ class Store:
         ) as cursor:
             return [self._conversation(row) async for row in cursor]
 
+    @serialized
     async def record_rejection(
         self, thread: Thread, conversation_id: int | None, reason: str, now: datetime
     ) -> None:
@@ -542,6 +605,7 @@ class Store:
             (thread.user_id, thread.character_id, conversation_id, reason, _ts(now)),
         )
 
+    @serialized
     async def count_rejections(self, user_id: int | None = None) -> int:
         query, params = "SELECT COUNT(*) FROM memory_rejections", ()
         if user_id is not None:
@@ -552,6 +616,7 @@ class Store:
 
     # ---- characters per channel -------------------------------------------------------------
 
+    @serialized
     async def chosen_character(self, user_id: int, channel_key: str) -> str | None:
         async with self._db.execute(
             "SELECT character_id FROM character_choices WHERE user_id = ? AND channel_key = ?",
@@ -560,6 +625,7 @@ class Store:
             row = await cursor.fetchone()
         return str(row[0]) if row else None
 
+    @serialized
     async def choose_character(
         self, user_id: int, channel_key: str, character_id: str, now: datetime
     ) -> None:
@@ -570,6 +636,7 @@ class Store:
             (user_id, channel_key, character_id, _ts(now)),
         )
 
+    @serialized
     async def bound_character(self, platform: str, channel_id: str) -> str | None:
         async with self._db.execute(
             "SELECT character_id FROM channel_bindings WHERE platform = ? AND channel_id = ?",
@@ -578,6 +645,7 @@ class Store:
             row = await cursor.fetchone()
         return str(row[0]) if row else None
 
+    @serialized
     async def bind_channel(
         self, platform: str, channel_id: str, character_id: str | None, by: str, now: datetime
     ) -> None:
@@ -598,22 +666,26 @@ class Store:
 
     # ---- search over the turn log (FTS5 specifics live in memory/fts.py) --------------------
 
+    @serialized
     async def search_turns(
         self, user_id: int, character_id: str, scope: str | None, terms: list[Term], limit: int
     ) -> list[int]:
         return await fts.matching_turns(self._db, user_id, character_id, scope, terms, limit)
 
+    @serialized
     async def search_term_counts(
         self, user_id: int, character_id: str, scope: str | None, terms: list[Term]
     ) -> list[int]:
         return await fts.term_counts(self._db, user_id, character_id, scope, terms)
 
+    @serialized
     async def purge_search_index(self) -> None:
         """Run after deleting turns: their words leave the index segments, and the WAL (which
         still holds the old pages) is checkpointed and truncated."""
         await fts.optimize(self._db)
         await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    @serialized
     async def thread_text_stats(
         self, user_id: int, character_id: str, scope: str | None
     ) -> tuple[int, int]:
@@ -626,6 +698,7 @@ class Store:
             row = await cursor.fetchone()
         return (int(row[0]), int(row[1])) if row else (0, 0)
 
+    @serialized
     async def exchange_turns(
         self, user_id: int, character_id: str, scope: str | None, turn_ids: list[int]
     ) -> list[tuple[int, int | None, Turn]]:
@@ -648,6 +721,7 @@ class Store:
         ) as cursor:
             return [(row[0], row[1], self._turn(row)) async for row in cursor]
 
+    @serialized
     async def turns_by_ids(self, user_id: int, character_id: str, ids: list[int]) -> list[Turn]:
         """The turns among `ids` that belong to this user with this character; others are absent."""
         async with self._db.execute(
@@ -659,6 +733,7 @@ class Store:
 
     # ---- the user's own memory controls (/memoria) -----------------------------------------
 
+    @serialized
     async def fact(self, user_id: int, character_id: str, fact_id: int) -> Fact | None:
         """One of this user's facts with this character; anyone else's is simply not found."""
         async with self._db.execute(
@@ -668,6 +743,7 @@ class Store:
             row = await cursor.fetchone()
         return _fact(row) if row else None
 
+    @serialized
     async def review_mode(self, user_id: int) -> bool:
         async with self._db.execute(
             "SELECT review_mode FROM user_preferences WHERE user_id = ?", (user_id,)
@@ -675,6 +751,7 @@ class Store:
             row = await cursor.fetchone()
         return bool(row[0]) if row else False
 
+    @serialized
     async def set_review_mode(self, user_id: int, on: bool) -> None:
         await self._db.execute(
             "INSERT INTO user_preferences (user_id, review_mode) VALUES (?, ?)"
@@ -682,6 +759,7 @@ class Store:
             (user_id, int(on)),
         )
 
+    @serialized
     async def delete_fact(self, user_id: int, character_id: str, fact_id: int) -> bool:
         async with self._db.execute(
             "DELETE FROM facts WHERE id = ? AND user_id = ? AND character_id = ?",
@@ -689,6 +767,7 @@ class Store:
         ) as cursor:
             return cursor.rowcount == 1
 
+    @serialized
     async def record_reply_sources(self, thread: Thread, sources: ReplySources) -> None:
         await self._db.execute(
             "INSERT OR REPLACE INTO reply_sources (turn_id, user_id, character_id, fact_ids,"
@@ -706,6 +785,7 @@ class Store:
             ),
         )
 
+    @serialized
     async def last_reply_sources(self, user_id: int, character_id: str) -> ReplySources | None:
         async with self._db.execute(
             "SELECT * FROM reply_sources WHERE user_id = ? AND character_id = ?"
@@ -724,6 +804,7 @@ class Store:
             created_at=datetime.fromisoformat(row["created_at"]),
         )
 
+    @serialized
     async def summary_by_id(self, user_id: int, summary_id: int) -> Summary | None:
         async with self._db.execute(
             "SELECT * FROM summaries WHERE id = ? AND user_id = ?", (summary_id, user_id)
@@ -731,6 +812,7 @@ class Store:
             row = await cursor.fetchone()
         return self._summary(row) if row else None
 
+    @serialized
     async def export_rows(
         self, user_id: int, character_id: str
     ) -> dict[str, list[dict[str, object]]]:
@@ -749,6 +831,7 @@ class Store:
                 rows[table] = [dict(row) async for row in cur]
         return rows
 
+    @serialized
     async def forget(self, user_id: int, character_id: str) -> dict[str, int]:
         """Delete everything this user has with this character, from every table and index."""
         owned = "WHERE user_id = ? AND character_id = ?"
@@ -770,6 +853,7 @@ class Store:
         await self.purge_search_index()
         return counts
 
+    @serialized
     async def import_rows(
         self, user_id: int, character_id: str, data: dict[str, Any], now: datetime
     ) -> dict[str, int]:

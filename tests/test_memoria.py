@@ -18,13 +18,21 @@ ANA = Caller("telegram", "u1", "Ana", "dm", "c1")
 BEA = Caller("telegram", "u2", "Bea", "dm", "c2")
 
 
-async def learn(app: App, fake: FakeAnthropic, clock: FakeClock, caller: Caller, text: str,
-                *operations: tuple[str, str, str]) -> None:
+async def learn(
+    app: App,
+    fake: FakeAnthropic,
+    clock: FakeClock,
+    caller: Caller,
+    text: str,
+    *operations: tuple[str, str, str],
+) -> None:
     """One session in which the caller says `text` and the extraction records `operations`."""
     await app.commands.chat(caller, text)
     turn = user_turn_ids(app)[-1]
-    fake.queue(record(*(op(kind, key, value, [turn]) for kind, key, value in operations)),
-               route="record_profile")
+    fake.queue(
+        record(*(op(kind, key, value, [turn]) for kind, key, value in operations)),
+        route="record_profile",
+    )
     await end_by_timer(app, clock)
 
 
@@ -34,8 +42,15 @@ def fact_ids(app: App) -> dict[str, int]:
 
 
 async def test_view_fix_history_delete(app: App, fake_anthropic, clock) -> None:
-    await learn(app, fake_anthropic, clock, ANA, "Soy vegetariana y vivo en Bilbao",
-                ("semantic", "diet", "vegetariana"), ("semantic", "city", "Bilbao"))
+    await learn(
+        app,
+        fake_anthropic,
+        clock,
+        ANA,
+        "Soy vegetariana y vivo en Bilbao",
+        ("semantic", "diet", "vegetariana"),
+        ("semantic", "city", "Bilbao"),
+    )
     view = await app.commands.memoria(ANA, "ver", "")
     assert view.private
     ids = fact_ids(app)
@@ -53,8 +68,11 @@ async def test_view_fix_history_delete(app: App, fake_anthropic, clock) -> None:
 async def test_another_users_fact_is_not_found(app: App, fake_anthropic, clock) -> None:
     await learn(app, fake_anthropic, clock, ANA, "Me llamo Ana", ("semantic", "name", "Ana"))
     theirs = fact_ids(app)["name"]
-    for action, args in (("borrar", f"{theirs}"), ("corregir", f"{theirs} Bea"),
-                         ("caduca", f"{theirs} 30d")):
+    for action, args in (
+        ("borrar", f"{theirs}"),
+        ("corregir", f"{theirs} Bea"),
+        ("caduca", f"{theirs} 30d"),
+    ):
         try:
             await app.commands.memoria(BEA, action, args)
         except Exception as exc:  # the adapters' error handler turns this into a reply
@@ -71,10 +89,12 @@ async def test_forget_needs_confirmation_and_leaves_no_trace(
     canary = "CANARY-7f3a9e1b"
 
     def summarise(body: dict[str, Any]) -> ToolUse:
-        first = int(body["messages"][0]["content"][0]["text"].split("Turns to fold in:\n[")[1]
-                    .split("]")[0])
-        return ToolUse("write_summary",
-                       summary_input(canon=[f"La clave es {canary} {{cite:{first}}}"]))
+        first = int(
+            body["messages"][0]["content"][0]["text"].split("Turns to fold in:\n[")[1].split("]")[0]
+        )
+        return ToolUse(
+            "write_summary", summary_input(canon=[f"La clave es {canary} {{cite:{first}}}"])
+        )
 
     fake_anthropic.queue(summarise, route="write_summary")
     await app.commands.chat(ANA, f"Apunta mi clave: {canary}")
@@ -82,17 +102,23 @@ async def test_forget_needs_confirmation_and_leaves_no_trace(
         await app.commands.chat(ANA, f"mensaje {i}")
         await app.companion.drain()
     turn = user_turn_ids(app)[0]
-    fake_anthropic.queue(record(op("semantic", "secret_code", canary, [turn])),
-                         route="record_profile")
+    fake_anthropic.queue(
+        record(op("semantic", "secret_code", canary, [turn])), route="record_profile"
+    )
     await end_by_timer(app, clock)
     await learn(app, fake_anthropic, clock, BEA, "Yo soy Bea", ("semantic", "name", "Bea"))
     with sqlite3.connect(app.settings.database_path) as raw:
-        places = [t for (t,) in raw.execute("SELECT 'turns' FROM turns WHERE text LIKE ?",
-                                            (f"%{canary}%",))]
-        places += [t for (t,) in raw.execute("SELECT 'summary' FROM summaries WHERE "
-                                             "fields_json LIKE ?", (f"%{canary}%",))]
-        places += [t for (t,) in raw.execute("SELECT 'fact' FROM facts WHERE value = ?",
-                                             (canary,))]
+        places = [
+            t
+            for (t,) in raw.execute("SELECT 'turns' FROM turns WHERE text LIKE ?", (f"%{canary}%",))
+        ]
+        places += [
+            t
+            for (t,) in raw.execute(
+                "SELECT 'summary' FROM summaries WHERE fields_json LIKE ?", (f"%{canary}%",)
+            )
+        ]
+        places += [t for (t,) in raw.execute("SELECT 'fact' FROM facts WHERE value = ?", (canary,))]
     assert {"turns", "summary", "fact"} <= set(places)
     ask = await app.commands.memoria(ANA, "olvidar", "")
     assert [b.data for b in ask.buttons] == ["mem:forget:detective_bilbao", "mem:cancel"]
@@ -107,8 +133,7 @@ async def test_forget_needs_confirmation_and_leaves_no_trace(
 
 
 async def test_export_then_import_round_trip(app: App, fake_anthropic, clock, tmp_path) -> None:
-    await learn(app, fake_anthropic, clock, ANA, "Soy enfermera",
-                ("semantic", "job", "enfermera"))
+    await learn(app, fake_anthropic, clock, ANA, "Soy enfermera", ("semantic", "job", "enfermera"))
     ids = fact_ids(app)
     await app.commands.memoria(ANA, "corregir", f"{ids['job']} enfermera en Cruces")
     exported = await app.commands.memoria(ANA, "exportar", "")
@@ -127,7 +152,8 @@ async def test_export_then_import_round_trip(app: App, fake_anthropic, clock, tm
     for table in ("facts", "fact_history", "turns"):
         strip = {"id", "fact_id", "conversation_id", "evidence"}
         assert [{k: v for k, v in row.items() if k not in strip} for row in again[table]] == [
-            {k: v for k, v in row.items() if k not in strip} for row in data[table]]
+            {k: v for k, v in row.items() if k not in strip} for row in data[table]
+        ]
     new_turn = again["turns"][0]["id"]
     assert again["facts"][0]["evidence"] == [new_turn]
 
@@ -135,8 +161,15 @@ async def test_export_then_import_round_trip(app: App, fake_anthropic, clock, tm
 async def test_review_mode_accept_and_reject(app: App, fake_anthropic, clock) -> None:
     on = await app.commands.memoria(ANA, "revisar", "on")
     assert "activado" in on.text
-    await learn(app, fake_anthropic, clock, ANA, "Tengo dos gatos y un loro",
-                ("semantic", "cats", "dos gatos"), ("semantic", "parrot", "un loro"))
+    await learn(
+        app,
+        fake_anthropic,
+        clock,
+        ANA,
+        "Tengo dos gatos y un loro",
+        ("semantic", "cats", "dos gatos"),
+        ("semantic", "parrot", "un loro"),
+    )
     await app.commands.chat(ANA, "hola")
     assert "gatos" not in fake_anthropic.bodies()[-1]["system"][1]["text"]  # pending: unused
     view = await app.commands.memoria(ANA, "ver", "")

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 
 from tests.fakes.discord_gateway import FakeGateway
@@ -58,7 +59,7 @@ async def read_body(request: web.Request) -> tuple[Any, list[UploadedFile]]:
     if request.content_type.startswith("multipart/"):
         reader = await request.multipart()
         while (part := await reader.next()) is not None:
-            if not isinstance(part, web.BodyPartReader):
+            if not isinstance(part, aiohttp.BodyPartReader):
                 continue
             if part.name == "payload_json":
                 payload = json.loads(await part.text())

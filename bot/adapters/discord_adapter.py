@@ -1,0 +1,237 @@
+"""The Discord adapter: discord.py events in, `Commands` calls, replies out.
+
+Setup in the Discord developer portal (https://discord.com/developers/applications):
+
+* Bot > Privileged Gateway Intents: enable **Message Content**. Without it Discord sends guild
+  messages with empty text (except those that mention the bot), and connecting with the intent
+  requested but not enabled fails with ``PrivilegedIntentsRequired``.
+* Invite the bot with the ``bot`` and ``applications.commands`` scopes. Slash commands are synced
+  globally at start; Discord may take a while to show changed ones everywhere.
+
+Where the bot answers: always in DMs; in guild channels when mentioned, when a message replies
+to one of its messages, or on every message of a channel an admin bound to a character
+(``/personaje vincular``). Other bots, itself included, and webhooks are never answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+
+import discord
+import yarl
+from discord import app_commands
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+
+from bot.adapters.base import InFlight
+from bot.adapters.discord_slash import add_slash_commands
+from bot.adapters.discord_views import NO_PINGS, Responder, message_caller, parts, reply_to
+from bot.commands import Answer, ArrivalOrder, Caller, Commands
+from bot.config import Settings
+from memory.errors import UserFacingError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_READY_TIMEOUT = 60.0
+# Ordinary posts and replies; joins, pins, boosts and other system messages are not chat.
+CHAT_MESSAGE_TYPES = (discord.MessageType.default, discord.MessageType.reply)
+
+
+# Gateway close codes that mean a configuration problem rather than a network one.
+GATEWAY_CLOSE_REASONS = {
+    4004: "authentication failed; check DISCORD_BOT_TOKEN",
+    4013: "invalid intents",
+    4014: "privileged intents not enabled; turn on Message Content in the developer portal",
+}
+
+
+def gateway_failure(error: BaseException | None) -> str:
+    if isinstance(error, discord.PrivilegedIntentsRequired):
+        return GATEWAY_CLOSE_REASONS[4014]
+    code = getattr(error, "code", None)
+    return GATEWAY_CLOSE_REASONS.get(code or 0) or (repr(error) if error else "closed cleanly")
+
+
+def intents() -> discord.Intents:
+    chosen = discord.Intents.none()
+    chosen.guilds = chosen.dm_messages = chosen.guild_messages = True
+    chosen.message_content = True  # privileged: must be enabled in the developer portal
+    return chosen
+
+
+class DiscordRedirect:
+    """Point discord.py at another Discord API (DISCORD_API_BASE_URL): a proxy or a test fake.
+
+    discord.py has no per-client setting for this: the REST base (``Route.BASE``) and the
+    gateway (``DiscordWebSocket.DEFAULT_GATEWAY``) are class attributes, so they are
+    process-wide and every client in the process follows them. One process runs one Discord
+    bot, which makes that acceptable; ``undo`` puts back what was there so that nothing leaks
+    past the adapter's life (tests start several adapters in one process).
+
+    The REST base is set at construction, before anything can call the API. The gateway is not
+    guessed from the REST URL: after login, ``GET /gateway/bot`` of the configured API says
+    where it is (a REST-only proxy answers with Discord's own gateway, a fake with its own).
+    """
+
+    def __init__(self, api_base_url: str) -> None:
+        self._saved = (Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY)
+        self.base = api_base_url.rstrip("/")
+        self.active = self.base != Route.BASE
+        if self.active:
+            Route.BASE = self.base
+        self._gateway: yarl.URL | None = None
+
+    async def follow_gateway(self, client: discord.Client) -> None:
+        if not self.active:
+            return
+        _, url, _ = await client.http.get_bot_gateway()
+        self._gateway = yarl.URL(url)
+        DiscordWebSocket.DEFAULT_GATEWAY = self._gateway
+        log.info("discord: API at %s, gateway at %s", self.base, url)
+
+    def undo(self) -> None:
+        # Only our own values are put back: another adapter may have set newer ones since.
+        if self.active and self.base == Route.BASE:
+            Route.BASE = self._saved[0]
+        if self._gateway is not None and self._gateway == DiscordWebSocket.DEFAULT_GATEWAY:
+            DiscordWebSocket.DEFAULT_GATEWAY = self._saved[1]
+
+
+class DiscordAdapter:
+    name = "discord"
+
+    def __init__(
+        self,
+        settings: Settings,
+        commands: Commands,
+        *,
+        guild_ready_timeout: float = 2.0,
+        ready_timeout: float = DEFAULT_READY_TIMEOUT,
+    ) -> None:
+        """``guild_ready_timeout``: how long discord.py waits for more guilds before on_ready
+        (tests pass a tiny value); ``ready_timeout``: how long start() waits to be connected."""
+        self._settings = settings
+        self._commands = commands
+        self._ready_timeout = ready_timeout
+        self._inflight = InFlight()
+        self._order = ArrivalOrder()
+        self._redirect = DiscordRedirect(settings.discord_api_base_url)
+        self._client = discord.Client(
+            intents=intents(), allowed_mentions=NO_PINGS, guild_ready_timeout=guild_ready_timeout
+        )
+        self._responder = Responder(commands)
+        self._client.add_dynamic_items(self._responder.button_type)
+        self._tree = app_commands.CommandTree(self._client)
+        self._tree.error(self._responder.on_command_error)
+        add_slash_commands(self._tree, commands, self._responder)
+        self._client.event(self.on_ready)
+        self._client.event(self.on_message)
+        self._gateway_task: asyncio.Task[None] | None = None
+
+    @property
+    def client(self) -> discord.Client:
+        return self._client
+
+    async def start(self) -> None:
+        """Log in, sync the slash commands, connect, and return once Discord says READY."""
+        token = self._settings.discord_bot_token
+        if token is None:
+            raise UserFacingError("DISCORD_BOT_TOKEN is not set; put the bot's token in .env.")
+        try:
+            await self._client.login(token.get_secret_value())
+            await self._redirect.follow_gateway(self._client)
+            synced = await self._tree.sync()
+            log.info("discord: %d slash commands synced globally", len(synced))
+        except BaseException:
+            await self._client.close()  # login opened an HTTP session
+            raise
+        self._gateway_task = asyncio.create_task(self._client.connect(), name="discord-gateway")
+        await self._wait_until_ready(self._gateway_task)
+
+    async def _wait_until_ready(self, gateway: asyncio.Task[None]) -> None:
+        ready = asyncio.ensure_future(self._client.wait_until_ready())
+        done, _ = await asyncio.wait(
+            {gateway, ready}, timeout=self._ready_timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if ready in done:
+            return
+        ready.cancel()
+        await self._client.close()
+        if gateway in done:
+            error = None if gateway.cancelled() else gateway.exception()
+            raise RuntimeError(
+                f"discord: the gateway connection ended before READY: {gateway_failure(error)}"
+            ) from error
+        raise TimeoutError(
+            f"discord: no READY from the gateway within {self._ready_timeout:.0f} s; check "
+            "network access to Discord, DISCORD_API_BASE_URL and DISCORD_BOT_TOKEN"
+        )
+
+    async def stop(self) -> None:
+        """Take no new messages, let the replies in flight finish (bounded), disconnect."""
+        await self._inflight.drain(self._settings.shutdown_grace_seconds)
+        await self._client.close()
+        if self._gateway_task is not None:
+            try:
+                await self._gateway_task
+            except Exception:
+                log.exception("discord: the gateway connection ended with an error")
+        self._redirect.undo()
+
+    async def on_ready(self) -> None:
+        # Fired again after every new gateway session, not only the first one.
+        user, guilds = self._client.user, len(self._client.guilds)
+        log.info("discord: connected as %s (id %s) to %d guild(s)", user, user and user.id, guilds)
+
+    async def on_message(self, message: discord.Message) -> None:
+        """Every message the bot can see: answer those addressed to it."""
+        if message.author.bot or message.webhook_id is not None:
+            return  # answering bots (or our own echo) risks endless reply loops
+        if message.type not in CHAT_MESSAGE_TYPES:
+            return
+        if not self._inflight.accepting:
+            log.info("discord: shutting down; message %s left unanswered", message.id)
+            return
+        key = f"{message.channel.id}:{message.author.id}"
+        async with self._inflight.track(), self._order.hold(key):
+            caller = message_caller(message)
+            try:
+                if not await self._addressed(message, caller):
+                    return
+                answer = await self._answer(message, caller)
+            except Exception as exc:
+                answer = await self._responder.error_answer(caller, exc)
+            await reply_to(message, parts(answer, self._responder.view_of(answer)))
+
+    async def _addressed(self, message: discord.Message, caller: Caller) -> bool:
+        """DMs always; in a guild: a mention, a reply to the bot, or a bound channel."""
+        if caller.channel_kind == "dm":
+            return True
+        me = self._client.user
+        assert me is not None  # messages only arrive once logged in
+        if any(user.id == me.id for user in message.mentions):
+            return True
+        own_role = message.guild.self_role if message.guild else None
+        if own_role is not None and own_role in message.role_mentions:
+            return True
+        replied = message.reference.resolved if message.reference else None
+        if isinstance(replied, discord.Message) and replied.author.id == me.id:
+            return True
+        return await self._commands.is_bound(caller)
+
+    async def _answer(self, message: discord.Message, caller: Caller) -> Answer:
+        text = self._without_own_mentions(message)
+        if not text and (message.attachments or message.stickers):
+            return await self._commands.refusal(caller, "attachment")
+        async with message.channel.typing():  # shown for the whole generation
+            return await self._commands.chat(caller, text, str(message.id))
+
+    def _without_own_mentions(self, message: discord.Message) -> str:
+        me = self._client.user
+        assert me is not None
+        tags = [rf"<@!?{me.id}>"]
+        if message.guild and message.guild.self_role:
+            tags.append(rf"<@&{message.guild.self_role.id}>")
+        return re.sub(rf"\s*(?:{'|'.join(tags)})\s*", " ", message.content).strip()
