@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from bot.app import open_app
+from bot.cli_memory import register as register_memory
+from bot.cli_memory import run_memory
 from bot.config import Settings
 from bot.logging_setup import configure_logging
 from bot.runner import run_bot
@@ -38,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     characters_commands = characters.add_subparsers(dest="action", required=True)
     characters_commands.add_parser("list", help="list the characters and their files")
     characters_commands.add_parser("lint", help="warn where a sheet breaks the writing rules")
+    register_memory(commands)
     return parser
 
 
@@ -94,6 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_chat(settings, args.character, args.user))
         if args.command == "run":
             return asyncio.run(run_bot(settings))
+        if args.command == "memory":
+            return asyncio.run(run_memory(args, settings))
     except CharacterFileError as exc:
         print(f"companion: character files are invalid, refusing to start:\n{exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,122 @@
+"""`companion memory show|export|import|forget`: support and erasure requests, for admins.
+
+These commands need only the database (no LLM): they work on a stopped bot too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from bot.app import system_clock
+from bot.config import Settings
+from bot.memoria import format_view
+from memory.characters import CharacterBook
+from memory.errors import UserFacingError
+from memory.models import User
+from memory.privacy import MemoryService
+from memory.store import Store
+
+
+def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    memory = commands.add_parser("memory", help="show, export, import or forget a user's memory")
+    actions = memory.add_subparsers(dest="memory_action", required=True, metavar="ACTION")
+    for name, help_text in (
+        ("show", "print what characters remember about a user"),
+        ("export", "write a user's memory with a character as JSON"),
+        ("import", "read an export back into a user's memory"),
+        ("forget", "delete a user's memory (with a confirmation)"),
+    ):
+        action = actions.add_parser(name, help=help_text)
+        if name == "import":
+            action.add_argument("file", type=Path, help="an export written by `memory export`")
+        action.add_argument("--platform", required=True, help="telegram, discord or terminal")
+        action.add_argument("--user", required=True, help="the user's id on that platform")
+        action.add_argument(
+            "--character", help="character id (default: every character; required for export)"
+        )
+        if name == "export":
+            action.add_argument("--out", type=Path, help="file to write (default: stdout)")
+        if name == "forget":
+            action.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
+
+async def run_memory(args: argparse.Namespace, settings: Settings) -> int:
+    book = CharacterBook.load(settings.characters_dir)
+    store = await Store.open(settings.database_path)
+    try:
+        service = MemoryService(
+            store, settings.lifetimes(), system_clock(settings), lambda _user, _character: None
+        )
+        user = await store.find_user(args.platform, args.user)
+        if args.memory_action == "import":
+            user = user or await store.upsert_user(
+                args.platform, args.user, args.user, system_clock(settings)()
+            )
+            return await _import(service, user, args.file, args.character)
+        if user is None:
+            raise UserFacingError(
+                f"no user {args.user} on {args.platform} in {settings.database_path}"
+            )
+        characters = [args.character] if args.character else book.ids()
+        if args.memory_action == "show":
+            for character_id in characters:
+                view = await service.view(user, character_id, "dm")
+                print(f"== {character_id}\n{format_view(view, character_id, 'en')}\n")
+            return 0
+        if args.memory_action == "export":
+            return await _export(service, user, args.character, args.out)
+        return await _forget(service, user, characters, args.yes)
+    finally:
+        await store.close()
+
+
+async def _export(
+    service: MemoryService, user: User, character: str | None, out: Path | None
+) -> int:
+    if character is None:
+        raise UserFacingError("memory export needs --character (one export per character)")
+    data = await service.export(user, character)
+    text = json.dumps(data, ensure_ascii=False, indent=1)
+    if out is None:
+        print(text)
+    else:
+        await asyncio.to_thread(out.write_text, text, encoding="utf-8")
+        print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+async def _import(service: MemoryService, user: User, file: Path, character: str | None) -> int:
+    try:
+        data = json.loads(await asyncio.to_thread(file.read_text, encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UserFacingError(f"{file}: cannot be read as JSON: {exc}") from exc
+    character_id = character or data.get("character_id")
+    if not character_id:
+        raise UserFacingError(f"{file} names no character_id; pass --character")
+    counts = await service.import_(user, character_id, data)
+    print(f"imported into {character_id}: {counts}")
+    return 0
+
+
+async def _forget(service: MemoryService, user: User, characters: list[str], yes: bool) -> int:
+    if not yes:
+        platform_id = user.platform_user_id
+        try:
+            answer = await asyncio.to_thread(
+                input,
+                f"Delete ALL memory of user {platform_id} with {', '.join(characters)}? "
+                "Type the user id to confirm: ",
+            )
+        except EOFError:
+            answer = ""
+        if answer.strip() != platform_id:
+            print("not confirmed; nothing deleted")
+            return 1
+    for character_id in characters:
+        counts = await service.forget(user, character_id)
+        print(f"{character_id}: deleted {counts}")
+    return 0
