@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
 from memory.models import Incoming
+
+# Half of a UTF-16 surrogate pair, alone: JSON can carry one ("\ud800"), but it cannot be
+# encoded as UTF-8, so SQLite and the LLM's HTTP body would both fail on it.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_input(value: str) -> str:
+    """Text as a platform delivered it, made storable: lone surrogates become U+FFFD."""
+    return _LONE_SURROGATE.sub("\ufffd", value)
+
+
+def is_blank(value: str) -> bool:
+    """Nothing visible: only whitespace and format characters (zero-width space and joiners,
+    BOM, direction marks), which str.strip() keeps."""
+    return all(ch.isspace() or unicodedata.category(ch) == "Cf" for ch in value)
 
 
 @dataclass(frozen=True)
@@ -17,6 +34,10 @@ class Caller:
     display_name: str
     channel_kind: Literal["dm", "group"]
     channel_id: str
+
+    def __post_init__(self) -> None:
+        # A display name comes from the platform as is; see clean_input.
+        object.__setattr__(self, "display_name", clean_input(self.display_name))
 
     @property
     def channel_key(self) -> str:

@@ -20,6 +20,8 @@ from memory.extraction import ProfileExtractor
 from memory.models import Conversation
 from memory.privacy import MemoryService
 from memory.profile import ProfileService
+from memory.responder import Responder
+from memory.retrieval import Retriever
 from memory.store import Store
 from memory.summary import Summariser
 from memory.tokens import TokenEstimator
@@ -84,8 +86,18 @@ async def open_app(
         {c.id: c.name for c in characters.all()},
         model=settings.llm_summary_model,
     )
+    responder = Responder(
+        llm,
+        store,
+        Retriever(store, tokens),
+        engine_settings.budgets,
+        engine_settings.max_reply_tokens,
+        engine_settings.lore_page_cap_tokens,
+        tokens,
+        clock,
+    )
     companion = Companion(
-        store, characters, llm, summariser, engine_settings, clock, tokens, profile=profile
+        store, characters, responder, summariser, engine_settings, clock, tokens, profile=profile
     )
 
     async def extract_later(conversation: Conversation) -> None:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 from collections.abc import Sequence
 
 from pydantic import ValidationError
 
 from bot.app import open_app
+from bot.cli_admin import register as register_admin
+from bot.cli_admin import run_admin
 from bot.cli_memory import register as register_memory
 from bot.cli_memory import run_memory
 from bot.config import Settings
@@ -18,7 +21,7 @@ from bot.runner import run_bot
 from bot.terminal import run_chat
 from memory.characters import CharacterBook, CharacterFileError
 from memory.errors import UserFacingError
-from memory.lint import lint_character
+from memory.lint import lint_character, lint_lore
 from memory.store import SchemaTooNewError, Store
 
 
@@ -40,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     characters_commands = characters.add_subparsers(dest="action", required=True)
     characters_commands.add_parser("list", help="list the characters and their files")
     characters_commands.add_parser("lint", help="warn where a sheet breaks the writing rules")
+    register_admin(commands, characters_commands)
     register_memory(commands)
     return parser
 
@@ -67,6 +71,11 @@ def _characters(settings: Settings, action: str) -> int:
             )
         return 0
     warnings = [w for character in book.all() for w in lint_character(character)]
+    for character in book.all():
+        report, lore_warnings = lint_lore(character, settings.lore_page_cap_tokens)
+        for line in report:
+            print(line)
+        warnings += lore_warnings
     for warning in warnings:
         print(f"warning: {warning}")
     print(f"{len(book.ids())} character(s), {len(warnings)} warning(s)")
@@ -89,6 +98,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     configure_logging(settings.log_level, settings.secrets())
     try:
+        # Card import/export and stats first: `characters` treats other actions as lint.
+        code = asyncio.run(run_admin(args, settings))
+        if code is not None:
+            return code
         if args.command == "migrate":
             return asyncio.run(_migrate(settings))
         if args.command == "characters":
@@ -107,6 +120,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception:
+        # Through logging, not Python's default traceback printer, so that configured secrets
+        # are redacted: PTB's InvalidToken message, for one, holds the bot token.
+        logging.getLogger("companion").critical("companion: stopped by an error", exc_info=True)
+        return 1
     return 1
 
 

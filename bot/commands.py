@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.answers import Answer, Button, Caller
+from bot.answers import Answer, Button, Caller, clean_input, is_blank
 from bot.memoria import Memoria
 from bot.texts import text
 from memory.characters import Character
@@ -116,12 +116,12 @@ class Commands:
     async def chat(self, caller: Caller, message: str, message_id: str | None = None) -> Answer:
         """One message to the current character, within the size and rate limits."""
         async with self._order.hold(f"{caller.platform}:{caller.user_id}:{caller.channel_key}"):
-            return await self._chat(caller, message, message_id)
+            return await self._chat(caller, clean_input(message), message_id)
 
     async def _chat(self, caller: Caller, message: str, message_id: str | None) -> Answer:
         character = await self.character_for(caller)
         language = character.language
-        if not message.strip():
+        if is_blank(message):  # zero-width characters alone are no text either
             return Answer(text(language, "empty"), ok=False)
         if len(message) > self._limits.max_message_chars:
             limit = self._limits.max_message_chars

@@ -43,6 +43,7 @@ class Settings(BaseSettings):
     summary_cap_tokens: int = Field(450, ge=100)
     budget_window_tokens: int = Field(3000, ge=200)
     budget_fragments_tokens: int = Field(600, ge=0)
+    lore_page_cap_tokens: int = Field(1500, ge=100)
     window_keep_turns: int = Field(12, ge=0)
     window_trigger_turns: int = Field(32, ge=2)
     inactivity_timeout_minutes: float = Field(30.0, gt=0)
@@ -77,6 +78,11 @@ class Settings(BaseSettings):
     rate_limit_messages: int = Field(8, ge=1)
     rate_limit_window_seconds: float = Field(60.0, gt=0)
     shutdown_grace_seconds: float = Field(20.0, ge=0)
+
+    # Price table for `companion stats` (USD per million tokens); cache reads bill at 0.1x and
+    # cache writes at 1.25x of the input price.
+    price_input_per_mtok: float = Field(3.0, ge=0)
+    price_output_per_mtok: float = Field(15.0, ge=0)
 
     timezone: str = "UTC"
     log_level: str = "INFO"
@@ -139,6 +145,7 @@ class Settings(BaseSettings):
             inactivity_timeout=timedelta(minutes=self.inactivity_timeout_minutes),
             max_reply_tokens=self.llm_max_reply_tokens,
             max_sessions_in_ram=self.max_sessions_in_ram,
+            lore_page_cap_tokens=self.lore_page_cap_tokens,
         )
 
 

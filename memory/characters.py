@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from memory.lore_files import LoreFileError, LorePage, read_pages
+
 RetrievalMode = Literal["auto", "tool", "off"]
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,40}$")
 
 
 class CharacterFileError(Exception):
@@ -49,6 +53,14 @@ class Character(_Strict):
     model: str | None = None
     temperature: float | None = Field(default=None, ge=0.0, le=1.0)
     retrieval: RetrievalMode = "auto"
+    # Lore pages: the prompt carries only their index; `read_lore` reads a page. Written here
+    # under `lore:` or as Markdown files in a folder `<file stem>.lore/` beside the YAML.
+    lore: tuple[LorePage, ...] = ()
+    # What an imported character card carries that the prompt does not use (example dialogue,
+    # alternate greetings, the card's system_prompt and post_history_instructions, lore book
+    # settings, unknown extensions): never read into the prompt, kept only so that
+    # `companion characters export` writes it back (see memory/cards.py).
+    card_passthrough: dict[str, Any] = Field(default_factory=dict)
     source_path: str = Field(default="", exclude=True)
 
     @field_validator("traits", "speech_rules", "does_not_know")
@@ -80,10 +92,35 @@ def load_character(path: Path) -> Character:
     raw.setdefault("id", path.stem)
     raw["source_path"] = str(path)
     try:
-        return Character.model_validate(raw)
+        character = Character.model_validate(raw)
     except ValidationError as exc:
         details = "; ".join(_describe(exc))
         raise CharacterFileError(f"{path}: {details}") from exc
+    return _with_lore_files(character, path)
+
+
+def _with_lore_files(character: Character, path: Path) -> Character:
+    """Add the Markdown pages of `<stem>.lore/` beside the YAML; every slug must be unique and
+    simple, because the slugs are the enum of read_lore's schema."""
+    folder = path.parent / f"{path.stem}.lore"
+    try:
+        pages = [*character.lore, *read_pages(folder)]
+    except LoreFileError as exc:
+        raise CharacterFileError(str(exc)) from exc
+    seen: set[str] = set()
+    for page in pages:
+        if not _SLUG.match(page.slug):
+            raise CharacterFileError(
+                f"{path}: field 'lore': page slug '{page.slug}' must be "
+                "lowercase letters, digits, '_' or '-' (at most 41)"
+            )
+        if page.slug in seen:
+            raise CharacterFileError(
+                f"{path}: field 'lore': page '{page.slug}' is defined twice "
+                f"(in the YAML and in {folder})"
+            )
+        seen.add(page.slug)
+    return character.model_copy(update={"lore": tuple(pages)}) if pages else character
 
 
 class CharacterBook:

@@ -11,18 +11,17 @@ from typing import Any, Protocol
 
 from memory.characters import Character, CharacterBook
 from memory.errors import UserFacingError
-from memory.llm import LLM, LLMError, LLMRequest, LLMResponse
 from memory.models import (
     Conversation,
     Incoming,
     Reply,
     ReplySources,
     Thread,
-    UsageRecord,
     User,
 )
 from memory.profile import ProfileLines
-from memory.prompt import Budgets, PromptState, RenderedPrompt, render
+from memory.prompt import Budgets
+from memory.responder import Responder
 from memory.session import Session, SessionCache
 from memory.store import Store
 from memory.summary import CompactionInput, Summariser
@@ -46,6 +45,7 @@ class EngineSettings:
     inactivity_timeout: timedelta = timedelta(minutes=30)
     max_reply_tokens: int = 600
     max_sessions_in_ram: int = 2000
+    lore_page_cap_tokens: int = 1500
 
 
 class ProfileSource(Protocol):
@@ -59,7 +59,7 @@ class Companion:
         self,
         store: Store,
         characters: CharacterBook,
-        llm: LLM,
+        responder: Responder,
         summariser: Summariser,
         settings: EngineSettings,
         clock: Clock,
@@ -68,7 +68,7 @@ class Companion:
     ) -> None:
         self._store = store
         self._characters = characters
-        self._llm = llm
+        self._responder = responder
         self._summariser = summariser
         self._settings = settings
         self._clock = clock
@@ -120,12 +120,11 @@ class Companion:
             )
             session.window.append(turn)
             session.previous_activity, session.last_activity = session.last_activity, now
-            prompt = self.render(session, character, now)
-            response = await self._call(session, character, prompt, turn.id)
-            if response is None:
+            generated = await self._responder.respond(session, character, now, turn.id)
+            if generated is None:
                 return Reply(APOLOGY[character.language], ok=False, turn_id=turn.id)
             reply_turn = await self._store.add_turn(
-                session.conversation, "assistant", response.text, self._clock()
+                session.conversation, "assistant", generated.text, self._clock()
             )
             session.window.append(reply_turn)
             await self._store.record_reply_sources(
@@ -135,79 +134,13 @@ class Companion:
                     fact_ids=session.profile.fact_ids,
                     summary_id=session.summary.id if session.summary else None,
                     window_turn_ids=tuple(t.id for t in session.window[:-1]),
-                    fragment_turn_ids=(),
+                    fragment_turn_ids=generated.fragment_turn_ids,
                     created_at=reply_turn.created_at,
                 ),
             )
             if self._compaction_due(session):
                 self._start_compaction(session, character, keep=self._settings.window_keep_turns)
-        return Reply(response.text, turn_id=reply_turn.id)
-
-    def render(self, session: Session, character: Character, now: datetime) -> RenderedPrompt:
-        state = PromptState(
-            character=character,
-            user_name=session.user.display_name or session.user.platform_user_id,
-            is_group=session.thread.is_group,
-            profile_lines=session.profile.lines,
-            summary=session.summary,
-            window=tuple(session.window),
-            previous_activity=session.previous_activity,
-        )
-        return render(state, now, self._settings.budgets, self._tokens)
-
-    async def _call(
-        self, session: Session, character: Character, prompt: RenderedPrompt, turn_id: int
-    ) -> LLMResponse | None:
-        request = LLMRequest(
-            kind="reply",
-            system=prompt.system,
-            messages=prompt.messages,
-            max_tokens=self._settings.max_reply_tokens,
-            temperature=character.temperature,
-            model=character.model,
-        )
-        record = UsageRecord(
-            kind="reply",
-            model=character.model or "",
-            ok=False,
-            user_id=session.user.id,
-            character_id=character.id,
-            conversation_id=session.conversation.id,
-            turn_id=turn_id,
-        )
-        try:
-            response = await self._llm.complete(request)
-            if not response.text.strip():
-                raise LLMError("the model returned an empty reply")
-        except LLMError as exc:
-            log.error(
-                "reply failed for %s (turn %s kept): %s",
-                session.thread,
-                turn_id,
-                exc,
-                exc_info=exc.__cause__ or exc,
-            )
-            await self._store.record_usage(replace(record, error=str(exc)[:500]), self._clock())
-            return None
-        usage = response.usage
-        await self._store.record_usage(
-            replace(
-                record,
-                ok=True,
-                model=response.model,
-                input_tokens=usage.input_tokens,
-                cache_read_tokens=usage.cache_read_tokens,
-                cache_write_tokens=usage.cache_write_tokens,
-                output_tokens=usage.output_tokens,
-                latency_ms=response.latency_ms,
-            ),
-            self._clock(),
-        )
-        estimated = sum(self._tokens.count(b.text) for b in prompt.system) + sum(
-            self._tokens.count(m.text) for m in prompt.messages
-        )
-        self._tokens.calibrate(estimated, usage.total_input)
-        return response
+        return Reply(generated.text, turn_id=reply_turn.id)
 
     # ---- sessions ---------------------------------------------------------------------------
 

@@ -52,6 +52,8 @@ _WORD = re.compile(r"[^\W_]+")
 
 def fold(text: str) -> str:
     """Lower case without diacritics, as unicode61 with remove_diacritics 2 folds it."""
+    if text.isascii():  # the common case, and NFKD is slow
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.lower())
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 

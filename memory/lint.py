@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from memory.characters import Character
+from memory.lore import DESCRIPTION_CHARS, MAX_HEADINGS, headings, render_lore_index
 from memory.prompt import render_character_sheet
 from memory.tokens import TokenEstimator
 
@@ -64,3 +65,56 @@ def lint_character(character: Character, tokens: TokenEstimator | None = None) -
     if not character.opening_messages:
         warn("opening_messages", "no pinned opening message to set the tone and the scene")
     return found
+
+
+def lint_lore(
+    character: Character, cap_tokens: int, tokens: TokenEstimator | None = None
+) -> tuple[list[str], list[LintWarning]]:
+    """The lore's margins (report lines) and what breaks the limits (warnings)."""
+    tokens = tokens or TokenEstimator()
+    if not character.lore:
+        return [], []
+    index = render_lore_index(character.lore, character.language)
+    sizes = {page.slug: tokens.count(page.content) for page in character.lore}
+    largest = max(sizes, key=lambda slug: sizes[slug])
+    report = [
+        f"{character.id}: lore index {tokens.count(index)} tokens for {len(sizes)} page(s), "
+        "inside the cached sheet",
+        f"{character.id}: largest page '{largest}' {sizes[largest]} tokens of the "
+        f"{cap_tokens} cap ({sizes[largest] / cap_tokens:.0%})",
+    ]
+    found = []
+    for page in character.lore:
+        where = f"lore.{page.slug}"
+        if sizes[page.slug] > cap_tokens:
+            found.append(
+                LintWarning(
+                    character.id,
+                    where,
+                    (
+                        f"{sizes[page.slug]} tokens, over the {cap_tokens} cap by "
+                        f"{sizes[page.slug] - cap_tokens}: read_lore will cut it; split the page"
+                    ),
+                )
+            )
+        count = len(headings(page.content))
+        if count > MAX_HEADINGS:
+            found.append(
+                LintWarning(
+                    character.id,
+                    where,
+                    (f"{count} '## ' headings; the index shows the first {MAX_HEADINGS}"),
+                )
+            )
+        if len(page.description) > DESCRIPTION_CHARS:
+            found.append(
+                LintWarning(
+                    character.id,
+                    where,
+                    (
+                        f"description of {len(page.description)} characters is cut to "
+                        f"{DESCRIPTION_CHARS} in the index"
+                    ),
+                )
+            )
+    return report, found

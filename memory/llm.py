@@ -21,13 +21,40 @@ class TextBlock:
 
 
 @dataclass(frozen=True)
+class ToolUseBlock:
+    """The model asked for a tool (inside an assistant message)."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolResultBlock:
+    """A tool's answer (inside the user message that follows the request)."""
+
+    call_id: str
+    content: str
+    is_error: bool = False
+
+
+Block = TextBlock | ToolUseBlock | ToolResultBlock
+
+
+@dataclass(frozen=True)
 class ChatMessage:
     role: Role
-    blocks: tuple[TextBlock, ...]
+    blocks: tuple[Block, ...]
 
     @property
     def text(self) -> str:
-        return "\n\n".join(block.text for block in self.blocks)
+        parts = []
+        for block in self.blocks:
+            if isinstance(block, TextBlock):
+                parts.append(block.text)
+            elif isinstance(block, ToolResultBlock):
+                parts.append(block.content)
+        return "\n\n".join(parts)
 
 
 @dataclass(frozen=True)
@@ -55,6 +82,9 @@ class LLMRequest:
     tools: tuple[ToolSpec, ...] = ()
     # Name of a tool the model must call: how structured output is asked for.
     force_tool: str | None = None
+    # False on the last tool round: the tools stay defined (the history holds tool calls) but
+    # the model must answer in words.
+    allow_tools: bool = True
 
 
 @dataclass(frozen=True)

@@ -104,6 +104,9 @@ class UsageRecord:
     cache_write_tokens: int = 0
     output_tokens: int = 0
     latency_ms: float = 0.0
+    tool_round: int = 0  # 0: the reply's first request; 1-2: after a round of tool calls
+    fragments: int = 0  # automatic fragments in the request
+    tools_called: str = ""  # the tools the model called in this response, comma-separated
 
 
 @dataclass(frozen=True, slots=True)

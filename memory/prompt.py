@@ -229,7 +229,9 @@ def render(
     )
     window = window_within_budget(state.window, budgets.window, tokens)
     history = [(m.role, m.text) for m in character.opening_messages]
-    history += [(turn.role, turn.text) for turn in window if turn.role != "tool"]
+    # A tool result (a lore page, a recalled turn) stays in the conversation as what the user
+    # side of the exchange brought in, so follow-ups on the same topic pay nothing more.
+    history += [("user" if turn.role == "tool" else turn.role, turn.text) for turn in window]
     if history and history[0][0] != "user":
         history.insert(0, ("user", label(character.language, "begin")))
     merged = _merge_roles(history)

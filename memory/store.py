@@ -8,7 +8,7 @@ import functools
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import date, datetime
 from importlib import resources
@@ -156,7 +156,10 @@ class Store:
         try:
             yield self._db
         except BaseException:
-            await self._db.execute("ROLLBACK")
+            # SQLite may already have rolled back (SQLITE_FULL, SQLITE_IOERR, ...): a ROLLBACK
+            # then fails with "no transaction is active" and hides the real error.
+            if self._db.in_transaction:
+                await self._db.execute("ROLLBACK")
             raise
         await self._db.execute("COMMIT")
 
@@ -423,8 +426,8 @@ class Store:
         await self._db.execute(
             "INSERT INTO llm_usage (user_id, character_id, conversation_id, turn_id, kind,"
             " model, ok, error, input_tokens, cache_read_tokens, cache_write_tokens,"
-            " output_tokens, latency_ms, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " output_tokens, latency_ms, created_at, tool_round, fragments, tools_called)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 record.user_id,
                 record.character_id,
@@ -440,17 +443,29 @@ class Store:
                 record.output_tokens,
                 record.latency_ms,
                 _ts(now),
+                record.tool_round,
+                record.fragments,
+                record.tools_called,
             ),
         )
 
     @serialized
-    async def usage_records(self, user_id: int | None = None) -> list[UsageRecord]:
-        query = "SELECT * FROM llm_usage"
-        params: Iterable[object] = ()
+    async def usage_records(
+        self, user_id: int | None = None, since: datetime | None = None
+    ) -> list[UsageRecord]:
+        clauses: list[str] = []
+        params: list[object] = []
         if user_id is not None:
-            query += " WHERE user_id = ?"
-            params = (user_id,)
-        async with self._db.execute(query + " ORDER BY id", tuple(params)) as cursor:
+            clauses.append("user_id = ?")
+            params.append(user_id)
+        if since is not None:
+            # julianday() compares instants: created_at carries the clock's TIMEZONE offset.
+            clauses.append("julianday(created_at) >= julianday(?)")
+            params.append(_ts(since))
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        async with self._db.execute(
+            f"SELECT * FROM llm_usage{where} ORDER BY id", params
+        ) as cursor:
             return [
                 UsageRecord(
                     kind=row["kind"],
@@ -466,6 +481,9 @@ class Store:
                     cache_write_tokens=row["cache_write_tokens"],
                     output_tokens=row["output_tokens"],
                     latency_ms=row["latency_ms"],
+                    tool_round=row["tool_round"],
+                    fragments=row["fragments"],
+                    tools_called=row["tools_called"],
                 )
                 async for row in cursor
             ]
@@ -701,10 +719,11 @@ class Store:
     @serialized
     async def exchange_turns(
         self, user_id: int, character_id: str, scope: str | None, turn_ids: list[int]
-    ) -> list[tuple[int, int | None, Turn]]:
-        """(first turn id, next exchange's first id, turn) for every turn of the exchanges that
-        hold `turn_ids`. An exchange runs from a user turn to the next user turn of the same
-        conversation; turns before a conversation's first user turn form one of their own."""
+    ) -> list[tuple[int, int | None, int | None, Turn]]:
+        """(first turn id, next exchange's first turn id, previous exchange's last turn id, turn)
+        for every turn of the exchanges that hold `turn_ids`. An exchange runs from a user turn
+        to the next user turn of the same conversation; turns before a conversation's first
+        user turn form one of their own."""
         async with self._db.execute(
             "WITH span AS (SELECT DISTINCT t.conversation_id AS cid,"
             " coalesce((SELECT p.id FROM turns p WHERE p.conversation_id = t.conversation_id"
@@ -714,12 +733,14 @@ class Store:
             "  AND n.id > t.id AND n.role = 'user' ORDER BY n.id LIMIT 1) AS hi"
             " FROM turns t WHERE t.id IN (SELECT value FROM json_each(?1))"
             " AND t.user_id = ?2 AND t.character_id = ?3 AND (?4 IS NULL OR t.scope = ?4))"
-            " SELECT span.lo, span.hi, m.* FROM span JOIN turns m ON m.conversation_id = span.cid"
+            " SELECT span.lo, span.hi, (SELECT max(p.id) FROM turns p"
+            "  WHERE p.conversation_id = span.cid AND p.id < span.lo) AS previous, m.*"
+            " FROM span JOIN turns m ON m.conversation_id = span.cid"
             " AND m.id >= span.lo AND (span.hi IS NULL OR m.id < span.hi)"
             " WHERE m.user_id = ?2 AND m.character_id = ?3 ORDER BY m.id",
             (json.dumps(turn_ids), user_id, character_id, scope),
         ) as cursor:
-            return [(row[0], row[1], self._turn(row)) async for row in cursor]
+            return [(row[0], row[1], row[2], self._turn(row)) async for row in cursor]
 
     @serialized
     async def turns_by_ids(self, user_id: int, character_id: str, ids: list[int]) -> list[Turn]:
@@ -987,3 +1008,14 @@ class Store:
                     ),
                 )
         return len(fact_ids)
+
+    @serialized
+    async def thread_turns_by_ids(self, thread: Thread, ids: list[int]) -> list[Turn]:
+        """The turns among `ids` in this very thread (user, character and scope): a DM turn is
+        never readable from a group, nor anyone else's from anywhere."""
+        async with self._db.execute(
+            "SELECT * FROM turns WHERE id IN (SELECT value FROM json_each(?))"
+            " AND user_id = ? AND character_id = ? AND scope = ? ORDER BY id",
+            (json.dumps(ids), thread.user_id, thread.character_id, thread.scope),
+        ) as cursor:
+            return [self._turn(row) async for row in cursor]

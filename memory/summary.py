@@ -191,7 +191,7 @@ class Summariser:
             "Previous summary:\n"
             + (format_summary(previous, job.language) if job.previous else "(none yet)")
             + "\n\nTurns to fold in:\n"
-            + format_turns(job.folded)
+            + format_turns(job.folded, frozenset(t.id for t in job.folded if t.role == "tool"))
         )
         system = _INSTRUCTIONS.format(
             name=job.character_name, language_name=language_name, cap=self._cap

@@ -7,7 +7,8 @@ import pytest
 
 from bot.app import open_app
 from memory.characters import CharacterBook, CharacterFileError, load_character
-from memory.lint import lint_character
+from memory.lint import lint_character, lint_lore
+from memory.lore import render_lore_index
 from tests.conftest import REPO, make_settings
 
 GOOD = (REPO / "characters" / "lighthouse_keeper.yaml").read_text()
@@ -96,3 +97,41 @@ def test_lint_warns_where_a_sheet_breaks_the_rules(tmp_path: Path) -> None:
     assert any(
         w.field == "sheet" and "over the 400" in w.message for w in lint_character(long_character)
     )
+
+
+def test_lore_pages_from_markdown_files_and_lint(tmp_path: Path) -> None:
+    path = write(tmp_path, "keeper.yaml", GOOD)
+    folder = tmp_path / "keeper.lore"
+    folder.mkdir()
+    (folder / "godrevy.md").write_text(
+        "# Godrevy lighthouse\n\n> The tower she kept.\n\n"
+        + "".join(f"## Part {i}\nword " * 1 + "\n" for i in range(12)),
+        encoding="utf-8",
+    )
+    (folder / "shop.md").write_text("# The shop\n\n" + "books and tea. " * 800, encoding="utf-8")
+    character = load_character(path)
+    assert [p.slug for p in character.lore] == ["godrevy", "shop"]
+    assert character.lore[0].description == "The tower she kept."
+    report, warnings = lint_lore(character, cap_tokens=1500)
+    assert report[0].startswith("keeper: lore index") and "2 page(s)" in report[0]
+    assert "largest page 'shop'" in report[1] and "of the 1500 cap" in report[1]
+    problems = {(w.field, w.message.split(",")[0]) for w in warnings}
+    assert ("lore.godrevy", "12 '## ' headings; the index shows the first 9") in problems
+    assert any(w.field == "lore.shop" and "over the 1500 cap" in w.message for w in warnings)
+    index = render_lore_index(character.lore, "en")
+    assert index.count("\n- ") == 2 and "Part 8" in index and "Part 9" not in index
+
+
+def test_lore_slug_defined_twice_is_an_error(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "keeper.yaml",
+        GOOD + "lore:\n  - {slug: shop, title: S, description: d, content: c}\n",
+    )
+    (tmp_path / "keeper.lore").mkdir()
+    (tmp_path / "keeper.lore" / "shop.md").write_text("# Shop\n\nbooks\n", encoding="utf-8")
+    with pytest.raises(CharacterFileError, match="page 'shop' is defined twice"):
+        load_character(path)
+    (tmp_path / "keeper.lore" / "shop.md").write_text("no title\n", encoding="utf-8")
+    with pytest.raises(CharacterFileError, match="first line must be the page title"):
+        load_character(path)

@@ -8,10 +8,33 @@ from typing import Any
 
 import anthropic
 
-from memory.llm import LLMError, LLMRequest, LLMResponse, TextBlock, ToolCall, Usage
+from memory.llm import (
+    Block,
+    LLMError,
+    LLMRequest,
+    LLMResponse,
+    ToolCall,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
 
 
-def _block(block: TextBlock) -> dict[str, Any]:
+def _block(block: Block) -> dict[str, Any]:
+    if isinstance(block, ToolUseBlock):
+        return {
+            "type": "tool_use",
+            "id": block.call_id,
+            "name": block.name,
+            "input": block.arguments,
+        }
+    if isinstance(block, ToolResultBlock):
+        return {
+            "type": "tool_result",
+            "tool_use_id": block.call_id,
+            "content": block.content,
+            "is_error": block.is_error,
+        }
     payload: dict[str, Any] = {"type": "text", "text": block.text}
     if block.cache == "1h":
         payload["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
@@ -40,6 +63,8 @@ def request_body(request: LLMRequest, default_model: str) -> dict[str, Any]:
         ]
     if request.force_tool:
         body["tool_choice"] = {"type": "tool", "name": request.force_tool}
+    elif request.tools and not request.allow_tools:
+        body["tool_choice"] = {"type": "none"}
     return body
 
 

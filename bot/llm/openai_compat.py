@@ -9,7 +9,17 @@ from typing import Any
 
 import httpx
 
-from memory.llm import LLMError, LLMRequest, LLMResponse, ToolCall, Usage
+from memory.llm import (
+    ChatMessage,
+    LLMError,
+    LLMRequest,
+    LLMResponse,
+    TextBlock,
+    ToolCall,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
 
 _RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504, 529}
 
@@ -19,7 +29,8 @@ def request_body(request: LLMRequest, default_model: str) -> dict[str, Any]:
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "\n\n".join(b.text for b in request.system)}
     ]
-    messages += [{"role": m.role, "content": m.text} for m in request.messages]
+    for message in request.messages:
+        messages += _messages(message)
     body: dict[str, Any] = {
         "model": request.model or default_model,
         "max_tokens": request.max_tokens,
@@ -41,7 +52,37 @@ def request_body(request: LLMRequest, default_model: str) -> dict[str, Any]:
         ]
     if request.force_tool:
         body["tool_choice"] = {"type": "function", "function": {"name": request.force_tool}}
+    elif request.tools and not request.allow_tools:
+        body["tool_choice"] = "none"
     return body
+
+
+def _messages(message: ChatMessage) -> list[dict[str, Any]]:
+    """Tool calls and results become the tool_calls / role "tool" messages of this API."""
+    calls = [b for b in message.blocks if isinstance(b, ToolUseBlock)]
+    results = [b for b in message.blocks if isinstance(b, ToolResultBlock)]
+    out: list[dict[str, Any]] = [
+        {"role": "tool", "tool_call_id": r.call_id, "content": r.content} for r in results
+    ]
+    text = "\n\n".join(b.text for b in message.blocks if isinstance(b, TextBlock))
+    if calls:
+        out.append(
+            {
+                "role": "assistant",
+                "content": text or None,
+                "tool_calls": [
+                    {
+                        "id": c.call_id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                    }
+                    for c in calls
+                ],
+            }
+        )
+    elif text or not results:
+        out.append({"role": message.role, "content": text})
+    return out
 
 
 def _parse(payload: dict[str, Any], model: str) -> LLMResponse:

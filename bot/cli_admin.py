@@ -1,0 +1,204 @@
+"""Admin subcommands: `characters import`, `characters export` and `stats`.
+
+bot/cli.py wires them: `register(commands, characters_commands)` in `build_parser`, and
+`await run_admin(args, settings)` before its own dispatch (None means "not mine").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bot.config import Settings
+from memory.cards import CardError, card_from_character, import_card, save_imported
+from memory.characters import Character, CharacterBook, CharacterFileError, load_character
+from memory.lint import lint_character
+from memory.lore_files import LoreFileError
+from memory.models import UsageRecord
+from memory.store import Store
+from memory.usage_stats import (
+    Prices,
+    format_table,
+    summarize,
+    totals,
+)
+
+_SINCE = re.compile(r"^(\d+)\s*([mhdw])$")
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+class AdminError(Exception):
+    """A failure the admin can fix; printed as one line, exit status 2."""
+
+
+def register(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    characters: argparse._SubParsersAction[argparse.ArgumentParser] | None = None,
+) -> None:
+    """Add the subcommands; `characters` is the `characters` parser's own subparsers (made
+    here when the main parser has no `characters` command yet, as in tests)."""
+    if characters is None:
+        parent = commands.add_parser("characters", help="manage character files")
+        characters = parent.add_subparsers(dest="action", required=True)
+    imp = characters.add_parser(
+        "import", help="make a character file from a SillyTavern card (V2/V3, JSON or PNG)"
+    )
+    imp.add_argument("file", type=Path, help="the card: .json, or a .png that embeds it")
+    imp.add_argument("--out", type=Path, help="folder to write to (default: CHARACTERS_DIR)")
+    imp.add_argument("--force", action="store_true", help="overwrite an existing file")
+    exp = characters.add_parser("export", help="write a character as a V2 card (JSON)")
+    exp.add_argument("id", help="character id (see characters list)")
+    exp.add_argument("--out", type=Path, help="file to write (default: standard output)")
+    exp.add_argument("--force", action="store_true", help="overwrite an existing file")
+    stats = commands.add_parser(
+        "stats", help="LLM calls, tokens, cache share, latency and cost per character and kind"
+    )
+    stats.add_argument("--since", help="only calls newer than this: 30m, 24h, 7d, 2w or a date")
+    stats.add_argument("--price-input", type=float, help="USD per million input tokens")
+    stats.add_argument("--price-output", type=float, help="USD per million output tokens")
+
+
+async def run_admin(args: argparse.Namespace, settings: Settings) -> int | None:
+    command = getattr(args, "command", None)
+    action = getattr(args, "action", None)
+    try:
+        if command == "characters" and action == "import":
+            return _import(args, settings)
+        if command == "characters" and action == "export":
+            return _export(args, settings)
+        if command == "stats":
+            return await _stats(args, settings)
+    except (AdminError, CardError, CharacterFileError, LoreFileError) as exc:
+        print(f"companion: {exc}", file=sys.stderr)
+        return 2
+    return None
+
+
+# ---- characters import / export --------------------------------------------------------------
+
+
+def _import(args: argparse.Namespace, settings: Settings) -> int:
+    imported = import_card(args.file)
+    folder: Path = args.out or settings.characters_dir
+    character = imported.character
+    _refuse_duplicate_id(folder, character.id)
+    try:
+        path, pages = save_imported(imported, folder, overwrite=args.force)
+    except FileExistsError as exc:
+        raise AdminError(f"{exc}; pass --force to overwrite it") from exc
+    load_character(path)  # the file must load as the bot will load it
+    where = f" and {len(pages)} lore page(s) in {pages[0].parent}/" if pages else ""
+    print(f"imported {args.file} -> {path}{where}")
+    review = [
+        *imported.notes,
+        *(f"lint: {w.field}: {w.message}" for w in lint_character(character)),
+    ]
+    if review:
+        print(f"needs a human ({len(review)}):")
+        for line in review:
+            print(f"  - {line}")
+    return 0
+
+
+def _refuse_duplicate_id(folder: Path, character_id: str) -> None:
+    """A second file with the same id would stop the bot at start-up; catch it now."""
+    target = folder / f"{character_id}.yaml"
+    for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):
+        if path == target:
+            continue
+        try:
+            other = load_character(path)
+        except CharacterFileError:
+            continue  # `characters lint` reports broken files; they do not block an import
+        if other.id == character_id:
+            raise AdminError(
+                f"{path} already uses the id '{character_id}'; rename one of them first"
+            )
+
+
+def _find_character(folder: Path, character_id: str) -> Character:
+    direct = folder / f"{character_id}.yaml"
+    if direct.is_file():
+        return load_character(direct)
+    book = CharacterBook.load(folder)
+    found = book.get(character_id)
+    if found is None:
+        raise AdminError(
+            f"no character '{character_id}' in {folder}; known ids: {', '.join(book.ids())}"
+        )
+    return found
+
+
+def _export(args: argparse.Namespace, settings: Settings) -> int:
+    character = _find_character(settings.characters_dir, args.id)
+    card = card_from_character(character)
+    text = json.dumps(card, ensure_ascii=False, indent=2) + "\n"
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    if args.out.exists() and not args.force:
+        raise AdminError(f"{args.out} already exists; pass --force to overwrite it")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    entries = len(card["data"].get("character_book", {}).get("entries", []))
+    print(f"exported {character.id} -> {args.out} (V2 card, {entries} lore entries)")
+    return 0
+
+
+# ---- stats -----------------------------------------------------------------------------------
+
+
+def parse_since(text: str, now: datetime) -> datetime:
+    """'7d' -> now minus 7 days; an ISO date or datetime is taken as UTC when it has no zone."""
+    match = _SINCE.match(text.strip().lower())
+    if match:
+        return now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError as exc:
+        raise AdminError(
+            f"--since {text!r}: expected 30m, 24h, 7d, 2w, or a date such as 2026-11-01"
+        ) from exc
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+async def load_usage(store: Store, since: datetime | None) -> list[UsageRecord]:
+    """The usage rows, newer than `since` when given."""
+    return await store.usage_records(since=since)
+
+
+def _prices(args: argparse.Namespace, settings: Settings) -> Prices:
+    # The price table comes from the settings (PRICE_INPUT_PER_MTOK, PRICE_OUTPUT_PER_MTOK);
+    # flags win.
+    default_in = settings.price_input_per_mtok
+    default_out = settings.price_output_per_mtok
+    return Prices(
+        input_per_mtok=args.price_input if args.price_input is not None else default_in,
+        output_per_mtok=args.price_output if args.price_output is not None else default_out,
+    )
+
+
+async def _stats(args: argparse.Namespace, settings: Settings) -> int:
+    since = parse_since(args.since, datetime.now(UTC)) if args.since else None
+    prices = _prices(args, settings)
+    if not settings.database_path.exists():
+        print(f"no usage recorded yet: {settings.database_path} does not exist")
+        return 0
+    store = await Store.open(settings.database_path, migrate=False)
+    try:
+        records = await load_usage(store, since)
+    finally:
+        await store.close()
+    window = f" since {since.isoformat(timespec='minutes')}" if since else ""
+    print(
+        f"LLM usage{window}: {len(records)} call(s); prices per million tokens: input "
+        f"${prices.input_per_mtok:g}, output ${prices.output_per_mtok:g}, cache read "
+        f"{prices.cache_read_factor:g}x and cache write {prices.cache_write_factor:g}x input"
+    )
+    if records:
+        print(format_table(summarize(records, prices), totals(records, prices)))
+    return 0

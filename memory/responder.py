@@ -1,0 +1,233 @@
+"""One reply: recall fragments, render the prompt, call the LLM, run at most two tool rounds.
+
+Every call is recorded in llm_usage with its tool round and fragment count, so the cost and the
+latency of retrieval can be read from the database.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from memory.characters import Character
+from memory.llm import (
+    LLM,
+    ChatMessage,
+    LLMError,
+    LLMRequest,
+    LLMResponse,
+    TextBlock,
+    ToolResultBlock,
+    ToolSpec,
+    ToolUseBlock,
+)
+from memory.lore import render_lore_index
+from memory.models import UsageRecord
+from memory.prompt import Budgets, Fragment, PromptState, RenderedPrompt, render
+from memory.retrieval import Retriever
+from memory.session import Session
+from memory.store import Store
+from memory.tokens import TokenEstimator
+from memory.tools import ToolBox
+
+log = logging.getLogger(__name__)
+
+MAX_TOOL_ROUNDS = 2
+MAX_FRAGMENTS = 4
+
+
+@dataclass(frozen=True)
+class Generated:
+    text: str
+    fragment_turn_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Call:
+    session: Session
+    character: Character
+    turn_id: int
+    fragments: int
+
+
+class Responder:
+    def __init__(
+        self,
+        llm: LLM,
+        store: Store,
+        retriever: Retriever | None,
+        budgets: Budgets,
+        max_reply_tokens: int,
+        lore_cap_tokens: int,
+        tokens: TokenEstimator,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._llm = llm
+        self._store = store
+        self._retriever = retriever
+        self._budgets = budgets
+        self._max_reply_tokens = max_reply_tokens
+        self._lore_cap = lore_cap_tokens
+        self._tokens = tokens
+        self._clock = clock
+
+    async def respond(
+        self, session: Session, character: Character, now: datetime, turn_id: int
+    ) -> Generated | None:
+        """The reply to the newest user turn of the session's window, or None on failure."""
+        fragments = await self._fragments(session, character)
+        prompt = render(
+            self._state(session, character, fragments), now, self._budgets, self._tokens
+        )
+        toolbox = self._toolbox(session, character)
+        call = _Call(session, character, turn_id, len(fragments))
+        messages = list(prompt.messages)
+        for tool_round in range(MAX_TOOL_ROUNDS + 1):
+            may_use_tools = tool_round < MAX_TOOL_ROUNDS
+            response = await self._call(
+                call, prompt, messages, toolbox.specs(), may_use_tools, tool_round
+            )
+            if response is None:
+                return None
+            if not (response.tool_calls and may_use_tools):
+                break
+            messages += await self._run_tools(session, toolbox, response)
+        if not response.text.strip():
+            await self._fail(call, tool_round, LLMError("the model returned an empty reply"))
+            return None
+        return Generated(response.text, tuple(i for f in fragments for i in f.turn_ids))
+
+    def _state(
+        self, session: Session, character: Character, fragments: list[Fragment]
+    ) -> PromptState:
+        return PromptState(
+            character=character,
+            user_name=session.user.display_name or session.user.platform_user_id,
+            is_group=session.thread.is_group,
+            profile_lines=session.profile.lines,
+            summary=session.summary,
+            window=tuple(session.window),
+            previous_activity=session.previous_activity,
+            fragments=tuple(fragments),
+            lore_index=render_lore_index(character.lore, character.language),
+        )
+
+    def _names(self, session: Session, character: Character) -> tuple[str, str]:
+        return (session.user.display_name or "User", character.name)
+
+    async def _fragments(self, session: Session, character: Character) -> list[Fragment]:
+        """Automatic recall from earlier conversations: only above the relevance threshold."""
+        if self._retriever is None or character.retrieval != "auto" or not session.window:
+            return []
+        window_ids = {t.id for t in session.window}
+        return await self._retriever.fragments(
+            session.thread,
+            session.window[-1].text,
+            window_ids,
+            self._budgets.fragments,
+            MAX_FRAGMENTS,
+            names=self._names(session, character),
+        )
+
+    def _toolbox(self, session: Session, character: Character) -> ToolBox:
+        memory_tools = self._retriever is not None and character.retrieval != "off"
+        return ToolBox(
+            self._store,
+            self._retriever,
+            session.thread,
+            memory_tools,  # type: ignore[arg-type]
+            character.lore,
+            self._lore_cap,
+            self._tokens,
+            self._names(session, character),
+        )
+
+    async def _run_tools(
+        self, session: Session, toolbox: ToolBox, response: LLMResponse
+    ) -> list[ChatMessage]:
+        """Run the calls, store each result as a tool turn (it stays in the conversation)."""
+        uses, results = [], []
+        for call in response.tool_calls:
+            outcome = await toolbox.run(call)
+            uses.append(ToolUseBlock(call.call_id, call.name, call.arguments))
+            results.append(ToolResultBlock(call.call_id, outcome.text, outcome.is_error))
+            if not outcome.is_error:
+                turn = await self._store.add_turn(
+                    session.conversation, "tool", f"[{call.name}]\n{outcome.text}", self._clock()
+                )
+                session.window.append(turn)
+        said = (TextBlock(response.text),) if response.text.strip() else ()
+        return [ChatMessage("assistant", (*said, *uses)), ChatMessage("user", tuple(results))]
+
+    async def _call(
+        self,
+        call: _Call,
+        prompt: RenderedPrompt,
+        messages: list[ChatMessage],
+        tools: tuple[ToolSpec, ...],
+        may_use_tools: bool,
+        tool_round: int,
+    ) -> LLMResponse | None:
+        request = LLMRequest(
+            kind="reply",
+            system=prompt.system,
+            messages=tuple(messages),
+            max_tokens=self._max_reply_tokens,
+            temperature=call.character.temperature,
+            model=call.character.model,
+            tools=tools,
+            allow_tools=may_use_tools,
+        )
+        try:
+            response = await self._llm.complete(request)
+        except LLMError as exc:
+            await self._fail(call, tool_round, exc)
+            return None
+        usage = response.usage
+        await self._store.record_usage(
+            replace(
+                self._record(call, tool_round),
+                ok=True,
+                model=response.model,
+                input_tokens=usage.input_tokens,
+                cache_read_tokens=usage.cache_read_tokens,
+                cache_write_tokens=usage.cache_write_tokens,
+                output_tokens=usage.output_tokens,
+                latency_ms=response.latency_ms,
+                tools_called=",".join(c.name for c in response.tool_calls),
+            ),
+            self._clock(),
+        )
+        if tool_round == 0:
+            estimated = sum(self._tokens.count(b.text) for b in prompt.system) + sum(
+                self._tokens.count(m.text) for m in prompt.messages
+            )
+            self._tokens.calibrate(estimated, usage.total_input)
+        return response
+
+    def _record(self, call: _Call, tool_round: int) -> UsageRecord:
+        return UsageRecord(
+            kind="reply",
+            model=call.character.model or "",
+            ok=False,
+            user_id=call.session.user.id,
+            character_id=call.character.id,
+            conversation_id=call.session.conversation.id,
+            turn_id=call.turn_id,
+            tool_round=tool_round,
+            fragments=call.fragments,
+        )
+
+    async def _fail(self, call: _Call, tool_round: int, error: LLMError) -> None:
+        log.error(
+            "reply failed for %s (turn %s kept): %s",
+            call.session.thread,
+            call.turn_id,
+            error,
+            exc_info=error.__cause__ or error,
+        )
+        await self._store.record_usage(
+            replace(self._record(call, tool_round), error=str(error)[:500]), self._clock()
+        )
