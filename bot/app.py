@@ -14,6 +14,7 @@ from bot.commands import Commands, Limits
 from bot.config import Settings
 from bot.llm import ClosableLLM, build_llm
 from bot.memoria import Memoria
+from bot.reload import CharacterReloader
 from memory.characters import CharacterBook
 from memory.companion import Companion
 from memory.extraction import ProfileExtractor
@@ -76,14 +77,14 @@ async def open_app(
         lifetimes,
         settings.budget_profile_tokens,
         tokens,
-        {c.id: c.language for c in characters.all()},
+        characters,
     )
     extractor = ProfileExtractor(
         llm,
         store,
         lifetimes,
         clock,
-        {c.id: c.name for c in characters.all()},
+        characters,
         model=settings.llm_summary_model,
     )
     responder = Responder(
@@ -103,7 +104,10 @@ async def open_app(
     async def extract_later(conversation: Conversation) -> None:
         companion.spawn(extractor.extract(conversation))
 
+    reloader = CharacterReloader(settings.characters_dir, characters)
+
     async def sweep() -> None:
+        await reloader.check()
         await companion.end_idle_conversations()
         await extractor.extract_pending()
 
@@ -126,6 +130,7 @@ async def open_app(
         companion,
         store,
         Memoria(memory_service),
+        reloader,
         Limits(
             settings.max_message_chars,
             settings.rate_limit_messages,

@@ -12,8 +12,9 @@ from datetime import datetime
 
 from bot.answers import Answer, Button, Caller, clean_input, is_blank
 from bot.memoria import Memoria
+from bot.reload import CharacterReloader
 from bot.texts import text
-from memory.characters import Character
+from memory.characters import Character, CharacterFileError
 from memory.companion import Companion
 from memory.errors import UserFacingError
 from memory.store import Store
@@ -80,6 +81,7 @@ class Commands:
         companion: Companion,
         store: Store,
         memoria: Memoria,
+        reloader: CharacterReloader,
         limits: Limits,
         admin_ids: list[str],
         clock: Callable[[], datetime],
@@ -88,6 +90,7 @@ class Commands:
         self._companion = companion
         self._store = store
         self._memoria = memoria
+        self._reloader = reloader
         self._limits = limits
         self._admins = set(admin_ids)
         self._clock = clock
@@ -203,6 +206,18 @@ class Commands:
             return Answer(text(current.language, "unbound"))
         bound = self._companion.character(character_id)
         return Answer(text(bound.language, "bound", name=bound.name))
+
+    async def reload(self, caller: Caller) -> Answer:
+        """Admin: reload the character files now; a broken file is refused, with its error."""
+        current = await self.character_for(caller)
+        if not self.is_admin(caller):
+            return Answer(text(current.language, "admins_only"), ok=False, private=True)
+        try:
+            return Answer(self._reloader.reload(), private=True)
+        except CharacterFileError as exc:
+            return Answer(
+                f"{text(current.language, 'reload_refused')}\n{exc}", ok=False, private=True
+            )
 
     async def reset(self, caller: Caller) -> Answer:
         character = await self.character_for(caller)

@@ -24,6 +24,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "error": "Algo ha fallado por mi parte. Inténtalo de nuevo en un momento.",
         "private_pointer": "Te he contestado por privado.",
         "start_private": "Para verlo en privado, ábreme un chat privado y escribe /start.",
+        "reload_refused": "Rechazado: sigo con la versión anterior de los personajes.",
     },
     "en": {
         "help": "You are talking to {name}. Write and I answer; I remember what you tell me.\n"
@@ -45,6 +46,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "error": "Something went wrong on my side. Please try again in a moment.",
         "private_pointer": "I've answered you in private.",
         "start_private": "To see it in private, open a private chat with me and send /start.",
+        "reload_refused": "Refused: still serving the previous version of the characters.",
     },
 }
 

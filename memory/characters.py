@@ -124,10 +124,26 @@ def _with_lore_files(character: Character, path: Path) -> Character:
 
 
 class CharacterBook:
-    """Every character of the folder, all valid, or an error naming every broken file."""
+    """Every character of the folder, all valid, or an error naming every broken file.
+
+    One instance is shared by everything that needs characters, so a live reload
+    (`replace_with`) reaches them all at once.
+    """
 
     def __init__(self, characters: dict[str, Character]) -> None:
         self._characters = characters
+
+    def replace_with(self, newer: CharacterBook) -> None:
+        """Serve `newer`'s characters from now on (new turns see them; nothing is restarted)."""
+        self._characters = dict(newer._characters)
+
+    def name_of(self, character_id: str) -> str:
+        character = self._characters.get(character_id)
+        return character.name if character else "the character"
+
+    def language_of(self, character_id: str) -> str:
+        character = self._characters.get(character_id)
+        return character.language if character else "en"
 
     @classmethod
     def load(cls, folder: Path) -> CharacterBook:

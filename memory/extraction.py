@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from memory.characters import CharacterBook
 from memory.guard import check_fact_value
 from memory.llm import LLM, ChatMessage, LLMError, LLMRequest, TextBlock, ToolSpec
 from memory.models import Conversation, Fact, Turn, UsageRecord
@@ -184,7 +185,7 @@ class ProfileExtractor:
         store: Store,
         lifetimes: Lifetimes,
         clock: Callable[[], datetime],
-        character_names: dict[str, str],
+        characters: CharacterBook,
         attempts: int = 3,
         model: str | None = None,
     ) -> None:
@@ -192,7 +193,7 @@ class ProfileExtractor:
         self._store = store
         self._lifetimes = lifetimes
         self._clock = clock
-        self._names = character_names
+        self._characters = characters
         self._attempts = attempts
         self._model = model
         self._in_flight: set[int] = set()
@@ -288,7 +289,7 @@ class ProfileExtractor:
         body = f"Current profile:\n{profile}\n\nSession turns:\n{format_turns(turns)}"
         if feedback:
             body += f"\n\nYour previous answer was rejected: {feedback}. Answer again."
-        name = self._names.get(conversation.thread.character_id, "the character")
+        name = self._characters.name_of(conversation.thread.character_id)
         return LLMRequest(
             kind="extraction",
             system=(TextBlock(_INSTRUCTIONS.format(name=name)),),

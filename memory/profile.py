@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from enum import Enum
 
+from memory.characters import CharacterBook
 from memory.labels import label
 from memory.models import Fact, Thread
 from memory.store import Store
@@ -167,15 +168,15 @@ class ProfileService:
         lifetimes: Lifetimes,
         budget: int,
         tokens: TokenEstimator,
-        language_of: dict[str, str],
+        characters: CharacterBook,
     ) -> None:
         self._store = store
         self._lifetimes = lifetimes
         self._budget = budget
         self._tokens = tokens
-        self._language_of = language_of
+        self._characters = characters
 
     async def lines_for(self, thread: Thread, now: datetime) -> ProfileLines:
         facts = await self._store.facts(thread.user_id, thread.character_id, thread.scope)
-        language = self._language_of.get(thread.character_id, "en")
+        language = self._characters.language_of(thread.character_id)
         return profile_lines(facts, now, self._lifetimes, language, self._budget, self._tokens)

@@ -72,6 +72,12 @@ class Personaje(app_commands.Group, name="personaje"):
         work = self._commands.bind(interaction_caller(interaction), None)
         await self._responder.respond(interaction, work, personal=False)
 
+    @app_commands.command(name="recargar")
+    async def recargar(self, interaction: discord.Interaction) -> None:
+        """Admin: recarga los ficheros de personajes; si alguno está roto, sigue el anterior."""
+        work = self._commands.reload(interaction_caller(interaction))
+        await self._responder.respond(interaction, work)
+
     @cambiar.autocomplete("character_id")
     @vincular.autocomplete("character_id")
     async def _character_ids(self, interaction: discord.Interaction, current: str) -> Choices:

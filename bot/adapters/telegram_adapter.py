@@ -224,7 +224,9 @@ class TelegramAdapter:
         """/personaje [id]: list the characters (with buttons) or switch to one."""
         caller = caller_of(update)
         args = context.args or []
-        if args and args[0] in ("vincular", "bind", "desvincular", "unbind"):
+        if args and args[0] in ("recargar", "reload"):
+            await self._reply_command(update, self._commands.reload(caller))
+        elif args and args[0] in ("vincular", "bind", "desvincular", "unbind"):
             bind_to = args[1] if args[0] in ("vincular", "bind") and len(args) > 1 else None
             await self._reply_command(update, self._commands.bind(caller, bind_to))
         elif args:
