@@ -16,6 +16,8 @@ from bot.cli_admin import run_admin
 from bot.cli_memory import register as register_memory
 from bot.cli_memory import run_memory
 from bot.config import Settings
+from bot.evaluation import register as register_eval
+from bot.evaluation import run_eval_command
 from bot.logging_setup import configure_logging
 from bot.runner import run_bot
 from bot.terminal import run_chat
@@ -45,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     characters_commands.add_parser("lint", help="warn where a sheet breaks the writing rules")
     register_admin(commands, characters_commands)
     register_memory(commands)
+    register_eval(commands)
     return parser
 
 
@@ -112,6 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(run_bot(settings))
         if args.command == "memory":
             return asyncio.run(run_memory(args, settings))
+        if args.command == "eval":
+            return asyncio.run(run_eval_command(args, settings))
     except CharacterFileError as exc:
         print(f"companion: character files are invalid, refusing to start:\n{exc}", file=sys.stderr)
         return 2

@@ -21,7 +21,7 @@ from memory.models import (
 )
 from memory.profile import ProfileLines
 from memory.prompt import Budgets
-from memory.responder import Responder
+from memory.responder import ProbeResult, Responder
 from memory.session import Session, SessionCache
 from memory.store import Store
 from memory.summary import CompactionInput, Summariser
@@ -188,6 +188,18 @@ class Companion:
             log.info("conversation %s ended (%s)", conversation.id, reason)
             for listener in self._end_listeners:
                 await listener(conversation)
+
+    async def probe(self, incoming: Incoming) -> ProbeResult:
+        """A control question asked of the memory as it stands, without adding to it."""
+        character = self.character(incoming.character_id)
+        user = await self._store.upsert_user(
+            incoming.platform, incoming.platform_user_id, incoming.display_name, self._clock()
+        )
+        thread = Thread(user.id, character.id, incoming.scope)
+        async with self._sessions.lock(thread):
+            now = self._clock()
+            session = await self._session(user, thread, now)
+            return await self._responder.probe(session, character, now, incoming.text)
 
     async def _known_thread(self, incoming: Incoming) -> tuple[User, Thread] | None:
         character = self.character(incoming.character_id)

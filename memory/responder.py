@@ -24,8 +24,15 @@ from memory.llm import (
     ToolUseBlock,
 )
 from memory.lore import render_lore_index
-from memory.models import UsageRecord
-from memory.prompt import Budgets, Fragment, PromptState, RenderedPrompt, render
+from memory.models import Turn, UsageRecord
+from memory.prompt import (
+    Budgets,
+    Fragment,
+    PromptState,
+    RenderedPrompt,
+    format_summary,
+    render,
+)
 from memory.retrieval import Retriever
 from memory.session import Session
 from memory.store import Store
@@ -42,6 +49,17 @@ MAX_FRAGMENTS = 4
 class Generated:
     text: str
     fragment_turn_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """A control question's answer, and what memory held when it was asked."""
+
+    reply: str
+    window: tuple[str, ...]
+    summary: str
+    profile: tuple[str, ...]
+    fragments: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -98,6 +116,52 @@ class Responder:
             await self._fail(call, tool_round, LLMError("the model returned an empty reply"))
             return None
         return Generated(response.text, tuple(i for f in fragments for i in f.turn_ids))
+
+    async def probe(
+        self, session: Session, character: Character, now: datetime, question: str
+    ) -> ProbeResult:
+        """Ask without remembering (`companion eval`): nothing is stored, no tool is offered."""
+        asked = Turn(0, session.conversation.id, "user", question, now)
+        view = replace(session, window=[*session.window, asked])
+        fragments = await self._fragments(view, character)
+        prompt = render(self._state(view, character, fragments), now, self._budgets, self._tokens)
+        request = LLMRequest(
+            kind="eval",
+            system=prompt.system,
+            messages=prompt.messages,
+            max_tokens=self._max_reply_tokens,
+            model=character.model,
+        )
+        try:
+            response = await self._llm.complete(request)
+            reply = response.text
+            await self._store.record_usage(
+                replace(
+                    self._record(_Call(session, character, 0, len(fragments)), 0),
+                    kind="eval",
+                    ok=True,
+                    model=response.model,
+                    turn_id=None,
+                    input_tokens=response.usage.input_tokens,
+                    cache_read_tokens=response.usage.cache_read_tokens,
+                    cache_write_tokens=response.usage.cache_write_tokens,
+                    output_tokens=response.usage.output_tokens,
+                    latency_ms=response.latency_ms,
+                ),
+                self._clock(),
+            )
+        except LLMError as exc:
+            reply = f"(the LLM failed: {exc})"
+        summary = (
+            format_summary(session.summary.fields, character.language) if (session.summary) else ""
+        )
+        return ProbeResult(
+            reply,
+            tuple(t.text for t in session.window),
+            summary,
+            session.profile.lines,
+            tuple(f.text for f in fragments),
+        )
 
     def _state(
         self, session: Session, character: Character, fragments: list[Fragment]

@@ -76,11 +76,14 @@ _EMPTY_TOOL_ANSWERS: dict[str, Any] = {
 }
 
 
-def _default(body: dict[str, Any]) -> Any:
+def empty_tool_answer(body: dict[str, Any]) -> ToolUse:
+    """A valid, empty answer to a forced tool (a summary or an extraction)."""
     route = route_of(body)
-    if route == "reply":
-        return Text("Entendido.")
     return ToolUse(route, _EMPTY_TOOL_ANSWERS.get(route, {}))
+
+
+def _default(body: dict[str, Any]) -> Any:
+    return Text("Entendido.") if route_of(body) == "reply" else empty_tool_answer(body)
 
 
 class FakeAnthropic:
@@ -114,6 +117,10 @@ class FakeAnthropic:
 
     def bodies(self, route: str = "reply") -> list[dict[str, Any]]:
         return [r.body for r in self.requests if r.route == route]
+
+    def requests_bodies(self) -> list[dict[str, Any]]:
+        """Every request body, whatever its route, in order."""
+        return [r.body for r in self.requests]
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
