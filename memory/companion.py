@@ -105,13 +105,9 @@ class Companion:
 
     async def handle(self, incoming: Incoming) -> Reply:
         """Store the user's turn, answer it, and schedule compaction when due."""
-        character = self.character(incoming.character_id)
         if not incoming.text.strip():
             raise UserFacingError("There is no text in that message to answer.")
-        user = await self._store.upsert_user(
-            incoming.platform, incoming.platform_user_id, incoming.display_name, self._clock()
-        )
-        thread = Thread(user.id, character.id, incoming.scope)
+        character, user, thread = await self._open_thread(incoming)
         async with self._sessions.lock(thread):
             now = self._clock()
             session = await self._session(user, thread, now)
@@ -191,15 +187,19 @@ class Companion:
 
     async def probe(self, incoming: Incoming) -> ProbeResult:
         """A control question asked of the memory as it stands, without adding to it."""
-        character = self.character(incoming.character_id)
-        user = await self._store.upsert_user(
-            incoming.platform, incoming.platform_user_id, incoming.display_name, self._clock()
-        )
-        thread = Thread(user.id, character.id, incoming.scope)
+        character, user, thread = await self._open_thread(incoming)
         async with self._sessions.lock(thread):
             now = self._clock()
             session = await self._session(user, thread, now)
             return await self._responder.probe(session, character, now, incoming.text)
+
+    async def _open_thread(self, incoming: Incoming) -> tuple[Character, User, Thread]:
+        """The character, the user (created on first contact) and their thread."""
+        character = self.character(incoming.character_id)
+        user = await self._store.upsert_user(
+            incoming.platform, incoming.platform_user_id, incoming.display_name, self._clock()
+        )
+        return character, user, Thread(user.id, character.id, incoming.scope)
 
     async def _known_thread(self, incoming: Incoming) -> tuple[User, Thread] | None:
         character = self.character(incoming.character_id)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from memory.characters import CharacterBook
 from memory.guard import check_fact_value
-from memory.llm import LLM, ChatMessage, LLMError, LLMRequest, TextBlock, ToolSpec
+from memory.llm import LLM, ChatMessage, LLMError, LLMRequest, LLMResponse, TextBlock, ToolSpec
 from memory.models import Conversation, Fact, Turn, UsageRecord
 from memory.profile import Lifetimes
 from memory.store import Store
@@ -263,9 +263,9 @@ class ProfileExtractor:
                     await self._store.record_rejection(
                         thread, conversation.id, feedback, self._clock()
                     )
-                await self._count(conversation, response.model, feedback, response.usage)
+                await self._count(conversation, response.model, feedback, response)
                 continue
-            await self._count(conversation, response.model, None, response.usage)
+            await self._count(conversation, response.model, None, response)
             await self._store.apply_fact_changes(
                 plan.adds, plan.updates, plan.deletes, plan.confirms, conversation.id, self._clock()
             )
@@ -302,22 +302,20 @@ class ProfileExtractor:
         )
 
     async def _count(
-        self, conversation: Conversation, model: str, error: str | None, usage: Any = None
+        self,
+        conversation: Conversation,
+        model: str,
+        error: str | None,
+        response: LLMResponse | None = None,
     ) -> None:
         thread = conversation.thread
-        await self._store.record_usage(
-            UsageRecord(
-                kind="extraction",
-                model=model,
-                ok=error is None,
-                user_id=thread.user_id,
-                character_id=thread.character_id,
-                conversation_id=conversation.id,
-                error=error[:500] if error else None,
-                input_tokens=usage.input_tokens if usage else 0,
-                cache_read_tokens=usage.cache_read_tokens if usage else 0,
-                cache_write_tokens=usage.cache_write_tokens if usage else 0,
-                output_tokens=usage.output_tokens if usage else 0,
-            ),
-            self._clock(),
+        record = UsageRecord(
+            kind="extraction",
+            model=model,
+            ok=error is None,
+            user_id=thread.user_id,
+            character_id=thread.character_id,
+            conversation_id=conversation.id,
+            error=error[:500] if error else None,
         )
+        await self._store.record_usage(record.measured(response), self._clock())

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import date, datetime
 from typing import Literal
 
+from memory.llm import LLMResponse
+
 TurnRole = Literal["user", "assistant", "tool"]
 FactKind = Literal["semantic", "emotional", "episodic"]
 FactOrigin = Literal["stated", "inferred", "imported"]
@@ -107,6 +109,21 @@ class UsageRecord:
     tool_round: int = 0  # 0: the reply's first request; 1-2: after a round of tool calls
     fragments: int = 0  # automatic fragments in the request
     tools_called: str = ""  # the tools the model called in this response, comma-separated
+
+    def measured(self, response: LLMResponse | None) -> UsageRecord:
+        """This record with a response's model, token figures and latency."""
+        if response is None:
+            return self
+        usage = response.usage
+        return replace(
+            self,
+            model=response.model or self.model,
+            input_tokens=usage.input_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            output_tokens=usage.output_tokens,
+            latency_ms=response.latency_ms,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -135,21 +135,13 @@ class Responder:
         try:
             response = await self._llm.complete(request)
             reply = response.text
-            await self._store.record_usage(
-                replace(
-                    self._record(_Call(session, character, 0, len(fragments)), 0),
-                    kind="eval",
-                    ok=True,
-                    model=response.model,
-                    turn_id=None,
-                    input_tokens=response.usage.input_tokens,
-                    cache_read_tokens=response.usage.cache_read_tokens,
-                    cache_write_tokens=response.usage.cache_write_tokens,
-                    output_tokens=response.usage.output_tokens,
-                    latency_ms=response.latency_ms,
-                ),
-                self._clock(),
+            record = replace(
+                self._record(_Call(session, character, 0, len(fragments)), 0),
+                kind="eval",
+                ok=True,
+                turn_id=None,
             )
+            await self._store.record_usage(record.measured(response), self._clock())
         except LLMError as exc:
             reply = f"(the LLM failed: {exc})"
         summary = (
@@ -250,20 +242,12 @@ class Responder:
             await self._fail(call, tool_round, exc)
             return None
         usage = response.usage
-        await self._store.record_usage(
-            replace(
-                self._record(call, tool_round),
-                ok=True,
-                model=response.model,
-                input_tokens=usage.input_tokens,
-                cache_read_tokens=usage.cache_read_tokens,
-                cache_write_tokens=usage.cache_write_tokens,
-                output_tokens=usage.output_tokens,
-                latency_ms=response.latency_ms,
-                tools_called=",".join(c.name for c in response.tool_calls),
-            ),
-            self._clock(),
+        record = replace(
+            self._record(call, tool_round),
+            ok=True,
+            tools_called=",".join(c.name for c in response.tool_calls),
         )
+        await self._store.record_usage(record.measured(response), self._clock())
         if tool_round == 0:
             estimated = sum(self._tokens.count(b.text) for b in prompt.system) + sum(
                 self._tokens.count(m.text) for m in prompt.messages

@@ -250,19 +250,12 @@ class Summariser:
         error: str | None,
         response: LLMResponse | None = None,
     ) -> None:
-        usage = response.usage if response else None
-        await self._record_usage(
-            UsageRecord(
-                kind="summary",
-                model=model,
-                ok=error is None,
-                user_id=job.thread.user_id,
-                character_id=job.thread.character_id,
-                error=error,
-                input_tokens=usage.input_tokens if usage else 0,
-                cache_read_tokens=usage.cache_read_tokens if usage else 0,
-                cache_write_tokens=usage.cache_write_tokens if usage else 0,
-                output_tokens=usage.output_tokens if usage else 0,
-                latency_ms=response.latency_ms if response else 0.0,
-            )
+        record = UsageRecord(
+            kind="summary",
+            model=model,
+            ok=error is None,
+            user_id=job.thread.user_id,
+            character_id=job.thread.character_id,
+            error=error,
         )
+        await self._record_usage(record.measured(response))
