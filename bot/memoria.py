@@ -125,7 +125,7 @@ def _number(args: list[str], lang: str) -> int:
 def format_view(view: MemoryView, name: str, lang: str) -> str:
     words = WORDS[lang]
     if not view.facts and view.summary is None:
-        return words["none"]
+        return f"{words['none']}\n\n{USAGE[lang]}"
     lines = [f"{words['title'].format(name=name)}:"]
     for kind, title in KIND_NAMES[lang].items():
         facts = [v for v in view.facts if v.fact.kind == kind and v.fact.status == "active"]

@@ -174,18 +174,25 @@ class Responder:
         return (session.user.display_name or "User", character.name)
 
     async def _fragments(self, session: Session, character: Character) -> list[Fragment]:
-        """Automatic recall from earlier conversations: only above the relevance threshold."""
+        """Automatic recall from earlier conversations: only above the relevance threshold.
+
+        Recall is a bonus: if it fails, the reply goes ahead without it (and the log says why).
+        """
         if self._retriever is None or character.retrieval != "auto" or not session.window:
             return []
         window_ids = {t.id for t in session.window}
-        return await self._retriever.fragments(
-            session.thread,
-            session.window[-1].text,
-            window_ids,
-            self._budgets.fragments,
-            MAX_FRAGMENTS,
-            names=self._names(session, character),
-        )
+        try:
+            return await self._retriever.fragments(
+                session.thread,
+                session.window[-1].text,
+                window_ids,
+                self._budgets.fragments,
+                MAX_FRAGMENTS,
+                names=self._names(session, character),
+            )
+        except Exception:
+            log.exception("recall failed for %s; answering without fragments", session.thread)
+            return []
 
     def _toolbox(self, session: Session, character: Character) -> ToolBox:
         memory_tools = self._retriever is not None and character.retrieval != "off"

@@ -6,6 +6,7 @@ A tool result is what the model will read, so every path that could reach anothe
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,6 +17,8 @@ from memory.models import Thread, Turn
 from memory.retrieval import Retriever
 from memory.store import Store
 from memory.tokens import TokenEstimator
+
+log = logging.getLogger(__name__)
 
 MAX_LOOKUP_IDS = 10
 MAX_PAGES_PER_CALL = 2
@@ -137,7 +140,12 @@ class ToolBox:
         }
         if call.name not in runners or call.name not in {s.name for s in self.specs()}:
             return ToolOutcome(f"unknown tool '{call.name}'", is_error=True)
-        return await runners[call.name](call.arguments)
+        try:
+            return await runners[call.name](call.arguments)
+        except Exception:
+            # The model gets a plain error and can answer without the tool; the log has why.
+            log.exception("tool %s failed for %s", call.name, self._thread)
+            return ToolOutcome(f"{call.name} failed; answer without it", is_error=True)
 
     async def _lookup(self, arguments: dict[str, Any]) -> ToolOutcome:
         raw = arguments.get("ids")

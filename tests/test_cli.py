@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sqlite3
 import sys
@@ -127,3 +128,23 @@ async def test_unknown_character_is_a_clear_error(
     )
     assert code == 2
     assert "Unknown character 'nobody'. Valid: detective_bilbao, lighthouse_keeper." in err
+
+
+async def test_memoria_in_the_terminal(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    env = env_for(tmp_path, fake_anthropic)
+    script = (
+        "Vivo en Deusto\n/memoria ver\n/memoria exportar\n/memoria olvidar\n"
+        "/press mem:forget:detective_bilbao\n/memoria ver\n"
+    )
+    code, out, err = await companion(
+        "chat", "--character", "detective_bilbao", "--user", "ana", env=env, stdin=script
+    )
+    assert code == 0, err
+    assert "Uso: /memoria ver" in out  # the view lists the subcommands
+    exported = Path(tmp_cwd(env)) / "memoria-detective_bilbao.json"
+    assert json.loads(exported.read_text())["turns"][0]["text"] == "Vivo en Deusto"
+    assert "/press mem:forget:detective_bilbao" in out  # the confirmation button, in text
+    assert "Koldo Arrieta te ha olvidado por completo" in out
+    assert out.rstrip().split("\n\n")[-2].endswith("No recuerdo nada de ti todavía.")
+    with sqlite3.connect(tmp_path / "c.db") as raw:
+        assert raw.execute("SELECT COUNT(*) FROM turns").fetchone()[0] == 0

@@ -398,7 +398,7 @@ async def test_slow_command_is_deferred_then_followed_up(
 
 async def test_memoria_ver_is_ephemeral_in_a_guild(h: Harness) -> None:
     response = await h.slash("memoria", user_id=ALICE, subcommand="ver")
-    assert response.ephemeral and response.content == WORDS["es"]["none"]
+    assert response.ephemeral and response.content.startswith(WORDS["es"]["none"])
 
 
 async def test_memoria_user_facing_error_is_shown(h: Harness) -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.app import App, open_app
+from memory.models import Fact, Thread
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import Delay, FakeAnthropic, Text
 from tests.fakes.telegram_api import FakeTelegram
@@ -163,3 +164,68 @@ async def test_shutdown_finishes_the_reply_in_flight(bot: Bot) -> None:
     delivered = await bot.fake.wait_for_messages(ANA, 1)
     await stopping
     assert delivered[0]["text"] == "Respuesta lenta."
+
+
+async def seed_fact(bot: Bot, user_id: int, key: str, value: str) -> int:
+    """A fact about the user, as an extraction would write it."""
+    bot.fake.send_private_text(user_id, f"Mi {key} es {value}")
+    await bot.fake.wait_until(
+        lambda: any(c["chat_id"] == user_id for c in bot.fake.sent_messages())
+    )
+    user = await bot.app.store.find_user("telegram", str(user_id))
+    assert user is not None
+    conversation = await bot.app.store.open_conversation(Thread(user.id, "detective_bilbao", "dm"))
+    assert conversation is not None
+    turn = (await bot.app.store.conversation_turns(conversation.id))[0]
+    now = bot.app.companion._clock()
+    fact = Fact(
+        0,
+        user.id,
+        "detective_bilbao",
+        "semantic",
+        key,
+        value,
+        "stated",
+        "dm",
+        (turn.id,),
+        "days:180",
+        None,
+        now,
+        now,
+        None,
+    )
+    await bot.app.store.apply_fact_changes([fact], [], [], [], None, now)
+    return (await bot.app.store.facts(user.id, "detective_bilbao"))[0].id
+
+
+async def test_memoria_fix_delete_and_another_users_number(bot: Bot) -> None:
+    fact_id = await seed_fact(bot, ANA, "ciudad", "Getxo")
+    bot.fake.send_command(ANA, ANA, "/memoria", args=f"corregir {fact_id} Bilbao")
+    fixed = (await bot.fake.wait_for_messages(ANA, 2))[-1]
+    assert fixed["text"] == f"Corregido: #{fact_id} ciudad = Bilbao."
+    bot.fake.send_private_text(BEA, "Hola")
+    await bot.fake.wait_for_messages(BEA, 1)
+    bot.fake.send_command(BEA, BEA, "/memoria", args=f"borrar {fact_id}")
+    refused = (await bot.fake.wait_for_messages(BEA, 2))[-1]
+    assert refused["text"] == f"There is no fact #{fact_id} in your memory."
+    bot.fake.send_command(ANA, ANA, "/memoria", args="ver")
+    view = (await bot.fake.wait_for_messages(ANA, 3))[-1]
+    assert f"#{fact_id} ciudad: Bilbao" in view["text"] and "antes: Getxo" in view["text"]
+
+
+async def test_memoria_forget_confirmed_with_a_button_and_export(bot: Bot) -> None:
+    await seed_fact(bot, ANA, "perro", "Beltza")
+    bot.fake.send_command(ANA, ANA, "/memoria", args="exportar")
+    await bot.fake.wait_until(lambda: bool(bot.fake.documents))
+    document = bot.fake.documents[-1]
+    assert document["filename"] == "memoria-detective_bilbao.json"
+    assert json.loads(document["content"])["facts"][0]["value"] == "Beltza"
+    bot.fake.send_command(ANA, ANA, "/memoria", args="olvidar")
+    ask = (await bot.fake.wait_for_messages(ANA, 4))[-1]  # reply, export note, file, question
+    buttons = [row[0]["callback_data"] for row in ask["reply_markup"]["inline_keyboard"]]
+    assert buttons == ["mem:forget:detective_bilbao", "mem:cancel"]
+    bot.fake.press_button(ANA, ANA, ask["message_id"], "mem:forget:detective_bilbao")
+    await bot.fake.wait_until(lambda: bool(bot.fake.edited_messages))
+    assert "te ha olvidado por completo" in bot.fake.edited_messages[-1]["text"]
+    user = await bot.app.store.find_user("telegram", str(ANA))
+    assert user is not None and await bot.app.store.facts(user.id, "detective_bilbao") == []
