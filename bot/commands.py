@@ -36,10 +36,26 @@ class RateLimiter:
         self._clock = clock
         self._hits: dict[str, deque[float]] = {}
         self._notified: dict[str, float] = {}
+        self._checks = 0
+
+    def __len__(self) -> int:
+        return len(self._hits)
+
+    def _forget_idle(self, now: float) -> None:
+        """Drop users with no hit in the window: otherwise every user ever seen stays in RAM."""
+        for key in [
+            k for k, hits in self._hits.items() if not hits or now - hits[-1] >= self._window
+        ]:
+            del self._hits[key]
+        for key in [k for k, when in self._notified.items() if now - when >= self._window]:
+            del self._notified[key]
 
     def check(self, key: str) -> tuple[bool, float]:
         """(allowed, seconds to wait); wait is 0 when a notice was already sent this window."""
         now = self._clock()
+        self._checks += 1
+        if self._checks % 1024 == 0:
+            self._forget_idle(now)
         hits = self._hits.setdefault(key, deque())
         while hits and now - hits[0] >= self._window:
             hits.popleft()

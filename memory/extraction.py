@@ -8,6 +8,7 @@ rejected whole and retried with the reason; after the retries the profile stays 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
@@ -24,6 +25,10 @@ from memory.store import Store
 from memory.summary import format_turns
 
 log = logging.getLogger(__name__)
+
+
+MAX_FACTS_SHOWN = 60
+_WORD = re.compile(r"\w+")
 
 
 class ProfileOperation(BaseModel):
@@ -178,6 +183,22 @@ def parse_extraction(arguments: dict[str, Any]) -> list[ProfileOperation]:
         raise ExtractionRejected(f"invalid output at '{where}': {first['msg']}") from exc
 
 
+def facts_for_extraction(existing: Sequence[Fact], turns: Sequence[Turn]) -> list[Fact]:
+    """The facts worth showing the extractor, at most MAX_FACTS_SHOWN: the request must not
+    grow with the profile. Facts whose key or value shares a word with the session come first
+    (they are the ones it may update or confirm), then the most recently confirmed."""
+    if len(existing) <= MAX_FACTS_SHOWN:
+        return list(existing)
+    said = {w for t in turns for w in _WORD.findall(t.text.casefold()) if len(w) > 3}
+
+    def related(fact: Fact) -> bool:
+        words = _WORD.findall(f"{fact.key.replace('_', ' ')} {fact.value}".casefold())
+        return any(w in said for w in words if len(w) > 3)
+
+    ranked = sorted(existing, key=lambda f: (not related(f), -f.confirmed_at.timestamp()))
+    return ranked[:MAX_FACTS_SHOWN]
+
+
 class ProfileExtractor:
     def __init__(
         self,
@@ -285,7 +306,12 @@ class ProfileExtractor:
         existing: Sequence[Fact],
         feedback: str,
     ) -> LLMRequest:
-        profile = "\n".join(f"[{f.kind}] {f.key} = {f.value}" for f in existing) or "(empty)"
+        shown = facts_for_extraction(existing, turns)
+        profile = "\n".join(f"[{f.kind}] {f.key} = {f.value}" for f in shown) or "(empty)"
+        if len(shown) < len(existing):
+            profile += (
+                f"\n(and {len(existing) - len(shown)} older facts not related to this session)"
+            )
         body = f"Current profile:\n{profile}\n\nSession turns:\n{format_turns(turns)}"
         if feedback:
             body += f"\n\nYour previous answer was rejected: {feedback}. Answer again."

@@ -39,8 +39,8 @@ STOP_WORDS = frozenset(_STOP_WORDS.split())
 # as do "canción" and "canciones". Crude next to a real stemmer, but language-neutral and
 # reproducible on the Python side, which scores exchanges from the same tokens.
 _SUFFIX_LIST = """
-ingly edly ings ing ed ies es s ly ers er ment ments ness ity ities ion ions
-amente mente aciones acion iones ando iendo ados adas idos idas ado ada ido ida
+ingly edly ings ing ed ies es s ly ers er ment ments ness ity ities ation ations
+amente mente aciones acion ando iendo ados adas idos idas ado ada ido ida
 aron ieron aba abas aban ias ar er ir os as
 """
 _SUFFIXES = tuple(sorted(set(_SUFFIX_LIST.split()), key=len, reverse=True))
@@ -89,8 +89,10 @@ class Term:
             return cls(word, stem(word), True)
         return cls(word, word, False)
 
-    def matches(self, token: str) -> bool:
-        return token.startswith(self.stem) if self.prefix else token == self.stem
+    def pattern(self) -> re.Pattern[str]:
+        """Finds the term in folded text the way the MATCH expression finds it in the index."""
+        end = "" if self.prefix else r"(?![^\W_])"
+        return re.compile(r"(?<![^\W_])" + re.escape(self.stem) + end)
 
     def expression(self) -> str:
         # Tokens hold letters and digits only, so quoting cannot break out of the string; the
@@ -152,7 +154,7 @@ async def matching_turns(
         " ORDER BY bm25(turn_search, 0.0, 1.0) LIMIT ?",
         (match_expression(user_id, character_id, scope, terms), limit),
     ) as cursor:
-        return [int(row[0]) async for row in cursor]
+        return [int(row[0]) for row in await cursor.fetchall()]
 
 
 async def term_counts(
@@ -163,15 +165,16 @@ async def term_counts(
     terms: list[Term],
 ) -> list[int]:
     """In how many of the thread's turns each term occurs (the document frequency of BM25)."""
-    counts = []
-    for term in terms:
-        async with db.execute(
-            "SELECT count(*) FROM turn_search WHERE turn_search MATCH ?",
-            (match_expression(user_id, character_id, scope, [term]),),
-        ) as cursor:
-            row = await cursor.fetchone()
-        counts.append(int(row[0]) if row else 0)
-    return counts
+    if not terms:
+        return []
+    # One statement, so one round trip to aiosqlite's thread however many terms there are.
+    one = "SELECT ?, count(*) FROM turn_search WHERE turn_search MATCH ?"
+    params: list[object] = []
+    for index, term in enumerate(terms):
+        params += [index, match_expression(user_id, character_id, scope, [term])]
+    async with db.execute(" UNION ALL ".join([one] * len(terms)), params) as cursor:
+        counts = dict(await cursor.fetchall())
+    return [int(counts.get(index, 0)) for index in range(len(terms))]
 
 
 async def optimize(db: aiosqlite.Connection) -> None:

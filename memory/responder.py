@@ -112,9 +112,6 @@ class Responder:
             if not (response.tool_calls and may_use_tools):
                 break
             messages += await self._run_tools(session, toolbox, response)
-        if not response.text.strip():
-            await self._fail(call, tool_round, LLMError("the model returned an empty reply"))
-            return None
         return Generated(response.text, tuple(i for f in fragments for i in f.turn_ids))
 
     async def probe(
@@ -248,13 +245,23 @@ class Responder:
         except LLMError as exc:
             await self._fail(call, tool_round, exc)
             return None
-        usage = response.usage
+        # An empty answer is a failed reply whose tokens were still spent: one row says both.
+        empty = not response.text.strip() and not (response.tool_calls and may_use_tools)
         record = replace(
             self._record(call, tool_round),
-            ok=True,
+            ok=not empty,
+            error="the model returned an empty reply" if empty else None,
             tools_called=",".join(c.name for c in response.tool_calls),
         )
         await self._store.record_usage(record.measured(response), self._clock())
+        if empty:
+            log.error(
+                "reply failed for %s (turn %s kept): the model returned an empty reply",
+                call.session.thread,
+                call.turn_id,
+            )
+            return None
+        usage = response.usage
         if tool_round == 0:
             estimated = sum(self._tokens.count(b.text) for b in prompt.system) + sum(
                 self._tokens.count(m.text) for m in prompt.messages

@@ -1,28 +1,32 @@
 """Recall from the turn log: whole exchanges, ranked by BM25, kept only above a relevance threshold.
 
-The unit is the exchange (a user turn and the reply after it), as the seed article asks: a turn
-alone often holds the question and not the answer. FTS5 finds the candidate turns of one user's
-thread with one character (memory/fts.py); this module groups them into exchanges and scores
-each exchange as one document with BM25, using the thread's own statistics, so that a word
-the user says every day weighs little and a name said once weighs a lot.
+The unit is the exchange (a user turn and the replies up to the next user turn), as the seed
+article asks: a turn alone often holds the question and not the answer. FTS5 finds candidate
+turns in one user's thread with one character (memory/fts.py); this module groups them into
+exchanges and scores each as one document with BM25 over the thread's own statistics, so a word
+the user says every day weighs little and a name said once weighs a lot. Then:
+- neighbours: the exchanges just before and after a strong match inherit half its score (the
+  answer to a question often comes one exchange later);
+- coverage: matching more of the query's distinct terms counts beyond the BM25 sum;
+- dates: a query that names a month ("in June", "en mayo de 2023") favours what was said then.
 
 Two scores per exchange:
-- `bm25`: the ranking score; rewards repetition, penalises length.
+- `bm25`: the ranking score.
 - `score`: the share of the query's IDF weight the exchange matches, 0-1. It does not grow with
-  the history or with the length of the query, so one threshold holds for every user: it is
-  the relevance threshold of the automatic fragments (with a floor relative to the best hit).
+  the history or the length of the query, so one absolute threshold holds for every user; with
+  a floor relative to the best hit, it decides which exchanges become this turn's fragments.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import time
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from memory.fts import Term, query_terms, words
+from memory.fts import Term, fold, query_terms, words
 from memory.models import Thread, Turn
 from memory.prompt import Fragment
 from memory.store import Store
@@ -37,6 +41,8 @@ _FRAGMENT_POOL = 50  # ranked exchanges looked at for fragments; the relative fl
 
 @dataclass(frozen=True, slots=True)
 class Exchange:
+    """A user turn and the reply to it, as recalled for one query."""
+
     turn_ids: tuple[int, ...]
     when: datetime
     text: str  # "Name: ...\nName: ..."
@@ -46,16 +52,18 @@ class Exchange:
 
 @dataclass(frozen=True, slots=True)
 class RankConfig:
-    """Constants of the ranking; threshold and relative were fitted on the FIT split of the
-    LoCoMo bench (bench/locomo_retrieval.py), never on the conversations it reports on."""
+    """Constants of the ranking. k1 and b are BM25's usual values; the others were chosen on the
+    FIT split of bench/locomo_retrieval.py (its first two conversations), threshold and relative
+    by its `--fit` search, never on the conversations the bench reports on."""
 
     k1: float = 1.2
     b: float = 0.75
-    candidates: int = 400  # turns fetched from FTS5 before exchange scoring
+    candidates: int = 200  # turns fetched from FTS5 (best BM25 first) before exchange scoring
     neighbour: float = 0.5  # share of the best adjacent exchange's score added to an exchange
     neighbour_sources: int = 10  # best candidates whose adjacent exchanges are fetched too
+    date_boost: float = 1.0  # bm25 x (1 + this) for exchanges from a month the query names
     coverage_power: float = 0.5  # bm25 x (share of the query matched) ** this
-    threshold: float = 0.5  # fragments: minimum `score`
+    threshold: float = 0.4  # fragments: minimum `score`
     relative: float = 0.5  # fragments: minimum share of the best hit's bm25
     max_fragments: int = 5  # the seed: three to five fragments a turn, no more
     stats_ttl_seconds: float = 300.0
@@ -136,40 +144,52 @@ class Retriever:
             return []
         counts = await store.search_term_counts(user_id, character_id, scope, terms)
         n_turns, n_chars = await self._thread_stats(user_id, character_id, scope)
-        # The stats are cached and the counts are not: in a thread that grew since, a term can
-        # be in more turns than the cached total, and its IDF would go negative (then a negative
-        # score raised to a fractional power is complex, and ranking crashed the reply).
+        # The stats are cached and the counts are not: a term in more turns than the cached
+        # total means the thread grew since, so refresh them. Left stale, that IDF would go
+        # negative (and a negative score raised to a fractional power is complex: ranking
+        # crashed the reply). The clamp stays as the last guard.
+        if max(counts, default=0) > n_turns:
+            self._stats.pop((user_id, character_id, scope), None)
+            n_turns, n_chars = await self._thread_stats(user_id, character_id, scope)
         n_turns = max([n_turns, *counts])
         # An exchange is about two turns long; lengths are measured in characters.
         average = max(2.0 * n_chars / max(n_turns, 1), 1.0)
         idf = [math.log(1 + (n_turns - df + 0.5) / (df + 0.5)) for df in counts]
-        match = _Matcher(terms)
+        patterns = [term.pattern() for term in terms]
         candidates = _group(await store.exchange_turns(user_id, character_id, scope, ids))
         for candidate in candidates:
-            self._score(candidate, match, idf, average)
+            self._score(candidate, terms, patterns, idf, average)
         if config.neighbour > 0:
             wanted = _missing_neighbours(candidates, config.neighbour_sources)
             found = await store.exchange_turns(user_id, character_id, scope, wanted)
             for candidate in _group(found):
-                self._score(candidate, match, idf, average)
+                self._score(candidate, terms, patterns, idf, average)
                 candidates.append(candidate)
             _spread_to_neighbours(candidates, config.neighbour)
+        months = named_months(query)
+        if months and config.date_boost > 0:
+            for candidate in candidates:
+                if _in_months(candidate.turns[0].created_at, months):
+                    candidate.bm25 *= 1 + config.date_boost
         candidates = [c for c in candidates if c.bm25 > 0]
         candidates.sort(key=lambda c: (-c.bm25, -c.first_id))
         return candidates
 
     def _score(
-        self, candidate: _Candidate, match: _Matcher, idf: list[float], average: float
+        self,
+        candidate: _Candidate,
+        terms: list[Term],
+        patterns: list[re.Pattern[str]],
+        idf: list[float],
+        average: float,
     ) -> None:
         k1, b = self.config.k1, self.config.b
-        texts = [t.text for t in candidate.turns if t.role != "tool"]
-        tf = [0] * len(idf)
-        for token, count in Counter(token for text in texts for token in words(text)).items():
-            for index in match(token):
-                tf[index] += count
+        texts = [fold(t.text) for t in candidate.turns if t.role != "tool"]
         norm = k1 * (1 - b + b * sum(len(text) for text in texts) / average)
         total = matched = 0.0
-        for freq, weight in zip(tf, idf, strict=True):
+        for term, pattern, weight in zip(terms, patterns, idf, strict=True):
+            # The substring test is cheap and rules out most pairs before the regex runs.
+            freq = sum(len(pattern.findall(text)) for text in texts if term.stem in text)
             part = freq * (k1 + 1) / (freq + norm) if freq else 0.0
             total += weight * part
             matched += weight * min(part, 1.0)
@@ -235,19 +255,53 @@ def select_fragments(
     return chosen
 
 
-class _Matcher:
-    """Which query terms a token matches, memoised: candidates share most of their words."""
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        [
+            ("january", "enero"),
+            ("february", "febrero"),
+            ("march", "marzo"),
+            ("april", "abril"),
+            ("may", "mayo"),
+            ("june", "junio"),
+            ("july", "julio"),
+            ("august", "agosto"),
+            ("september", "septiembre", "setiembre"),
+            ("october", "octubre"),
+            ("november", "noviembre"),
+            ("december", "diciembre"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+_VERB_LIKE = {"may", "march"}  # months only next to a number: "may I", "march on"
 
-    def __init__(self, terms: list[Term]) -> None:
-        self.terms = terms
-        self.seen: dict[str, tuple[int, ...]] = {}
 
-    def __call__(self, token: str) -> tuple[int, ...]:
-        found = self.seen.get(token)
-        if found is None:
-            found = tuple(i for i, term in enumerate(self.terms) if term.matches(token))
-            self.seen[token] = found
-        return found
+def named_months(query: str) -> set[tuple[int | None, int]]:
+    """(year or None, month) of every month the query names ("in June", "15 de mayo de 2023")."""
+    tokens = words(query)
+    found: set[tuple[int | None, int]] = set()
+    for index, token in enumerate(tokens):
+        month = _MONTHS.get(token)
+        if month is None:
+            continue
+        near = [t for t in tokens[max(index - 3, 0) : index + 4] if t.isdigit()]
+        if token in _VERB_LIKE and not near:
+            continue
+        year = next((int(t) for t in near if len(t) == 4), None)
+        found.add((year, month))
+    return found
+
+
+def _in_months(moment: datetime, months: set[tuple[int | None, int]]) -> bool:
+    """Said in that month, or in the week after it (people tell of things once they are done)."""
+    for year, month in months:
+        for day in (moment, moment - timedelta(days=7)):
+            if day.month == month and (year is None or day.year == year):
+                return True
+    return False
 
 
 def _unpack(where: Where) -> tuple[int, str, str | None]:

@@ -11,7 +11,7 @@ import asyncio
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from memory.models import Conversation, Summary, Thread, Turn, User
@@ -29,7 +29,6 @@ class Session:
     last_activity: datetime
     previous_activity: datetime | None = None
     compacting: bool = False
-    extras: dict[str, object] = field(default_factory=dict)
 
 
 class SessionCache:

@@ -300,10 +300,6 @@ class Store:
         ) as cursor:
             return [self._conversation(row) async for row in cursor]
 
-    @serialized
-    async def open_conversations(self) -> list[Conversation]:
-        async with self._db.execute("SELECT * FROM conversations WHERE ended_at IS NULL") as cursor:
-            return [self._conversation(row) async for row in cursor]
 
     # ---- the turn log -----------------------------------------------------------------------
 
@@ -740,7 +736,8 @@ class Store:
             " WHERE m.user_id = ?2 AND m.character_id = ?3 ORDER BY m.id",
             (json.dumps(turn_ids), user_id, character_id, scope),
         ) as cursor:
-            return [(row[0], row[1], row[2], self._turn(row)) async for row in cursor]
+            # One fetchall: iterating would cross to aiosqlite's thread once per row.
+            return [(row[0], row[1], row[2], self._turn(row)) for row in await cursor.fetchall()]
 
     @serialized
     async def turns_by_ids(self, user_id: int, character_id: str, ids: list[int]) -> list[Turn]:
@@ -750,7 +747,7 @@ class Store:
             " AND user_id = ? AND character_id = ?",
             (json.dumps(ids), user_id, character_id),
         ) as cursor:
-            return [self._turn(row) async for row in cursor]
+            return [self._turn(row) for row in await cursor.fetchall()]
 
     # ---- the user's own memory controls (/memoria) -----------------------------------------
 

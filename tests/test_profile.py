@@ -299,3 +299,22 @@ async def test_anchors_survive_compactions_verbatim(
     body = fake_anthropic.bodies()[-1]
     canon = body["system"][2]["text"]
     assert "«Te pago 300 euros y el pedido es el 48213-B, ¿vale?» {cite:1}" in canon
+
+
+def test_the_extraction_request_does_not_grow_with_the_profile() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from memory.extraction import MAX_FACTS_SHOWN, facts_for_extraction
+    from memory.models import Fact, Turn
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    facts = [Fact(i, 1, "c", "semantic", f"hobby_{i}", f"colecciona cosas número {i}",
+                  "stated", "dm", (1,), "days:180", None, start, start + timedelta(days=i), None)
+             for i in range(100)]
+    facts[3] = Fact(3, 1, "c", "semantic", "boat", "un velero llamado Itsaso", "stated", "dm",
+                    (1,), "days:180", None, start, start, None)
+    turns = [Turn(9, 1, "user", "He vendido el velero Itsaso", start)]
+    shown = facts_for_extraction(facts, turns)
+    assert len(shown) == MAX_FACTS_SHOWN
+    assert shown[0].key == "boat"  # related to the session: first, although the oldest
+    assert shown[1].key == "hobby_99"  # then the most recently confirmed

@@ -1,0 +1,260 @@
+"""Shared pieces of the load benches (throughput, overhead, memory_bound): a fake LLM of fixed
+latency that times itself per message, a per-store-method timer, percentiles and RSS.
+
+The fake LLM attributes its own time to the message being handled through a context variable:
+`Companion.handle` awaits `llm.complete` in the caller's task, so the variable set by the bench
+around one `chat()` call is the one the fake sees. Background jobs (compaction, extraction) run in
+tasks spawned from that call and inherit a copy of the context, so their LLM time would land on
+the same record: only `kind == "reply"` time is attributed, the rest is only counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import os
+import re
+import resource
+import shutil
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import wraps
+from pathlib import Path
+from typing import Any
+
+from bot.answers import Caller
+from bot.config import Settings
+from memory.extraction import EXTRACTION_TOOL
+from memory.llm import LLMError, LLMRequest, LLMResponse, ToolCall, Usage
+from memory.store import Store
+from memory.summary import SUMMARY_TOOL
+from memory.tokens import CHARS_PER_TOKEN
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH_MODEL = "bench-fixed-latency"
+FOLDED_ID = re.compile(r"^\[(\d+)\] ", re.MULTILINE)
+REPLY = "Entiendo. Cuéntame un poco más de eso, que me interesa."
+
+
+@dataclass
+class MessageTiming:
+    """What one message cost: set by the bench, filled in by the fake LLM and the store timer."""
+
+    llm_seconds: float = 0.0
+    store_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    store_calls: int = 0
+
+
+CURRENT: contextvars.ContextVar[MessageTiming | None] = contextvars.ContextVar(
+    "bench_message", default=None
+)
+# The Store method a round trip to the DB thread is made for (set by the store timer).
+STORE_METHOD: contextvars.ContextVar[str] = contextvars.ContextVar("bench_store_method")
+
+
+def _summary_arguments(request: LLMRequest) -> dict[str, list[str]]:
+    """A minimal valid write_summary call: every field present, one cited claim."""
+    _, _, folded = request.messages[-1].text.partition("Turns to fold in:\n")
+    ids = FOLDED_ID.findall(folded)
+    arguments: dict[str, list[str]] = {name: [] for name in SUMMARY_TOOL.input_schema["required"]}
+    if ids:
+        arguments["tone"] = [f"friendly and relaxed {{cite:{ids[-1]}}}"]
+        arguments["relationship"] = [f"getting to know each other {{cite:{ids[0]}}}"]
+    return arguments
+
+
+class FixedLatencyLLM:
+    """Sleeps `latency` seconds with asyncio (as a network call would), then answers briefly."""
+
+    def __init__(self, latency: float) -> None:
+        self.latency = latency
+        self.calls: Counter[str] = Counter()
+        # How late the event loop woke the sleeper: a direct measure of loop congestion.
+        self.overshoot: list[float] = []
+
+    async def close(self) -> None:
+        return None
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        started = time.perf_counter()
+        self.calls[request.kind] += 1
+        if self.latency > 0:
+            await asyncio.sleep(self.latency)
+        if request.kind == "reply":
+            text, calls = REPLY, ()
+        elif request.kind == "summary":
+            text, calls = "", (ToolCall(SUMMARY_TOOL.name, _summary_arguments(request), "b"),)
+        elif request.kind == "extraction":
+            text, calls = "", (ToolCall(EXTRACTION_TOOL.name, {"operations": []}, "b"),)
+        else:
+            raise LLMError(f"the bench LLM has no answer for '{request.kind}' requests")
+        chars = sum(len(b.text) for b in request.system)
+        chars += sum(len(m.text) for m in request.messages)
+        usage = Usage(input_tokens=int(chars / CHARS_PER_TOKEN), output_tokens=20)
+        elapsed = time.perf_counter() - started
+        if self.latency > 0:
+            self.overshoot.append(elapsed - self.latency)
+        record = CURRENT.get()
+        if record is not None and request.kind == "reply":
+            record.llm_seconds += elapsed
+        return LLMResponse(text, BENCH_MODEL, usage, calls, latency_ms=elapsed * 1000)
+
+
+def time_store_calls(store: Store) -> None:
+    """Wrap every public coroutine method of this Store instance so that its wall time (queue
+    wait on the aiosqlite thread included) is added to the current message's record. Instance
+    attributes shadow the class methods, so every holder of this store is timed; no engine file
+    changes."""
+    for name in dir(Store):
+        method = getattr(store, name)
+        if name.startswith("_") or not inspect.iscoroutinefunction(method):
+            continue
+        setattr(store, name, _timed(name, method))
+
+
+def _timed(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    @wraps(method)
+    async def timed(*args: Any, **kwargs: Any) -> Any:
+        if STORE_METHOD.get(None) is not None:  # called by another Store method: counted there
+            return await method(*args, **kwargs)
+        started = time.perf_counter()
+        token = STORE_METHOD.set(name)
+        try:
+            return await method(*args, **kwargs)
+        finally:
+            STORE_METHOD.reset(token)
+            record = CURRENT.get()
+            if record is not None:
+                record.store_seconds[name] += time.perf_counter() - started
+                record.store_calls += 1
+
+    return timed
+
+
+@dataclass
+class WorkerLoad:
+    """Round trips to the aiosqlite thread, and how long that one thread was busy running them
+    (SQLite work, plus waiting for the GIL between C calls): it is the only place SQL runs."""
+
+    round_trips: int = 0
+    busy_seconds: float = 0.0
+    # By Store method (the outermost one timed by time_store_calls; "other" outside them).
+    trips_by_method: Counter[str] = field(default_factory=Counter)
+    busy_by_method: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+    def top(self, messages: int, count: int = 8) -> list[dict[str, Any]]:
+        """The Store methods that keep the DB thread busiest, per message."""
+        ranked = sorted(self.busy_by_method.items(), key=lambda item: -item[1])[:count]
+        return [
+            {
+                "method": name,
+                "db_ms_per_message": round(busy / messages * 1000, 3),
+                "round_trips_per_message": round(self.trips_by_method[name] / messages, 2),
+            }
+            for name, busy in ranked
+        ]
+
+
+def count_round_trips(store: Store) -> WorkerLoad:
+    """Wrap this store's connection's `_execute` (aiosqlite's one door to its thread)."""
+    load = WorkerLoad()
+    db = store._db
+    original = db._execute
+
+    async def execute(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        load.round_trips += 1
+        method = STORE_METHOD.get("other")
+        load.trips_by_method[method] += 1
+
+        def timed() -> Any:  # runs on the worker thread, the only writer of the busy figures
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                elapsed = time.perf_counter() - started
+                load.busy_seconds += elapsed
+                load.busy_by_method[method] += elapsed
+
+        return await original(timed)
+
+    db._execute = execute  # type: ignore[method-assign]
+    return load
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """Nearest-rank percentile; 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def distribution_ms(seconds: Sequence[float]) -> dict[str, float]:
+    return {
+        f"p{int(q * 100)}": round(percentile(seconds, q) * 1000, 3) for q in (0.5, 0.95, 0.99)
+    } | {"max": round(max(seconds, default=0.0) * 1000, 3), "n": len(seconds)}
+
+
+def rss_mb() -> tuple[float, float]:
+    """(current, peak) resident set size in MB: VmRSS and VmHWM, or ru_maxrss for both."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return peak, peak
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
+
+
+def load_average() -> float:
+    """The 1-minute load average: other processes on the machine skew every timing here."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return -1.0
+
+
+def characters_with_retrieval(folder: Path, mode: str | None) -> Path:
+    """The repo's characters, or a copy in `folder` whose every sheet has `retrieval: mode`:
+    turning automatic recall off shows what it costs per message."""
+    if mode is None:
+        return REPO / "characters"
+    target = folder / f"characters-retrieval-{mode}"
+    shutil.copytree(REPO / "characters", target, dirs_exist_ok=True)
+    for sheet in target.glob("*.y*ml"):
+        text = re.sub(r"(?m)^retrieval:.*\n?", "", sheet.read_text(encoding="utf-8"))
+        sheet.write_text(f'{text.rstrip()}\nretrieval: "{mode}"\n', encoding="utf-8")
+    return target
+
+
+def bench_settings(database: Path, **overrides: Any) -> Settings:
+    """The bot's settings with no .env, a throw-away database, the repo's characters, and a rate
+    limit no bench user can reach (the bench measures the engine, not the limiter)."""
+    values: dict[str, Any] = {
+        "database_path": database,
+        "characters_dir": REPO / "characters",
+        "llm_model": BENCH_MODEL,
+        "rate_limit_messages": 1_000_000,
+    }
+    return Settings(_env_file=None, **(values | overrides))  # type: ignore[call-arg]
+
+
+def caller(index: int) -> Caller:
+    return Caller("bench", f"user-{index}", f"User {index}", "dm", f"dm-{index}")
+
+
+USER_LINES = (
+    "Hoy he salido a caminar por el puerto y me he acordado de lo que me contaste.",
+    "No he dormido muy bien, tengo la entrevista del viernes en la cabeza todo el rato.",
+    "Mi hermana viene a verme el fin de semana, hace meses que no la veo.",
+    "¿Tú qué harías si tuvieras que elegir entre quedarte o mudarte a otra ciudad?",
+    "He empezado a leer la novela que me recomendaste, de momento me está gustando.",
+    "El trabajo ha sido un caos hoy, pero al menos he terminado el informe a tiempo.",
+)
+
+
+def user_line(user: int, message: int) -> str:
+    return f"{USER_LINES[(user + message) % len(USER_LINES)]} ({message + 1})"

@@ -1,0 +1,312 @@
+"""Evidence recall of `Retriever.search` on LoCoMo: does recall bring back the turns that answer?
+
+    python bench/locomo_retrieval.py DATA_PATH [--json] [--fit-share 0.3]
+
+Each conversation is written into its own user's turn log through the real `Store`, on a
+temporary SQLite file: speaker_a is the user, speaker_b the character, one stored conversation
+per session, dated from `session_N_date_time` (a minute per line). Every question of categories
+1-4 is then searched for, with the two speakers' names passed as the Retriever's `names`.
+
+- recall@k: share of a question's evidence turns inside the top k exchanges; averaged per
+  question.
+- recall in 600 tokens: exchanges taken in rank order while their text fits 600 tokens
+  (TokenEstimator; the first that does not fit ends the list).
+- fragment recall: the same for `Retriever.fragments` (threshold, at most 5, 600 tokens), and
+  the share of foreign questions (the next conversation's) that still get a fragment: the
+  threshold's false alarms.
+
+The first `--fit-share` of the conversations is the FIT split, the only one the ranking
+constants were chosen on (`--fit` prints the grid search); figures are reported for the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.locomo import load_conversations, parse_locomo_date, sessions_of
+from memory.models import Thread
+from memory.retrieval import Exchange, RankConfig, Retriever, select_fragments
+from memory.store import Store
+from memory.tokens import TokenEstimator
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+BUDGET = 600
+POOL = 50  # exchanges fetched per question: enough for every metric below
+CHARACTER = "locomo"
+_DIA = re.compile(r"D(\d+):(\d+)")
+
+
+@dataclass
+class Loaded:
+    sample_id: str
+    thread: Thread
+    names: tuple[str, str]
+    turn_of: dict[str, int]  # dia_id -> turn id
+    questions: list[dict[str, Any]]
+
+
+@dataclass
+class Outcome:
+    category: int
+    evidence: set[int]
+    ranked: list[Exchange]
+    ms: float
+    foreign: list[Exchange] = field(default_factory=list)
+
+
+def _evidence_ids(raw: list[str], turn_of: dict[str, int]) -> set[int]:
+    """Evidence ids as turn ids. The data has a few malformed ids ("D8:6; D9:17", "D:11:26") and
+    some that name no line; those that cannot be resolved are left out."""
+    found = set()
+    for item in raw:
+        for number, line in _DIA.findall(item.replace("D:", "D")):
+            turn = turn_of.get(f"D{number}:{line}")
+            if turn is not None:
+                found.add(turn)
+    return found
+
+
+def _line_text(line: dict[str, Any]) -> str:
+    # A shared photo is part of what was said; LoCoMo gives it as a caption.
+    caption = line.get("blip_caption")
+    return f"{line['text']} [shares a photo: {caption}]" if caption else str(line["text"])
+
+
+async def load(store: Store, item: dict[str, Any]) -> Loaded:
+    body = item["conversation"]
+    user_name, character_name = body["speaker_a"], body["speaker_b"]
+    sample_id = str(item.get("sample_id", "?"))
+    sessions = sessions_of(body)
+    first = sessions[0][1] if sessions else parse_locomo_date("12:00 pm on 1 January, 2023")
+    user = await store.upsert_user("locomo", sample_id, user_name, first)
+    thread = Thread(user.id, CHARACTER, "dm")
+    turn_of: dict[str, int] = {}
+    for _, start, lines in sessions:
+        conversation = await store.start_conversation(thread, start)
+        at = start
+        for line in lines:
+            role = "user" if line["speaker"] == user_name else "assistant"
+            turn = await store.add_turn(conversation, role, _line_text(line), at)
+            turn_of[str(line["dia_id"])] = turn.id
+            at += timedelta(minutes=1)
+        await store.end_conversation(conversation.id, "bench", at)
+    questions = [q for q in item.get("qa", []) if q.get("category") in CATEGORIES]
+    return Loaded(sample_id, thread, (user_name, character_name), turn_of, questions)
+
+
+async def evaluate(retriever: Retriever, loaded: Loaded, foreign: Loaded | None) -> list[Outcome]:
+    outcomes = []
+    foreign_questions = foreign.questions if foreign else []
+    for index, qa in enumerate(loaded.questions):
+        evidence = _evidence_ids(qa.get("evidence", []), loaded.turn_of)
+        if not evidence:
+            continue
+        started = time.perf_counter()
+        ranked = await retriever.search(
+            loaded.thread, str(qa["question"]), POOL, names=loaded.names
+        )
+        ms = (time.perf_counter() - started) * 1000
+        outcome = Outcome(int(qa["category"]), evidence, ranked, ms)
+        if foreign_questions:
+            question = str(foreign_questions[index % len(foreign_questions)]["question"])
+            outcome.foreign = await retriever.search(
+                loaded.thread, question, POOL, names=loaded.names
+            )
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _recall(evidence: set[int], exchanges: Sequence[Exchange] | Sequence[Any]) -> float:
+    covered = {turn for exchange in exchanges for turn in exchange.turn_ids}
+    return len(evidence & covered) / len(evidence)
+
+
+def _within(ranked: list[Exchange], budget: int, tokens: TokenEstimator) -> list[Exchange]:
+    kept, used = [], 0
+    for exchange in ranked:
+        used += tokens.count(exchange.text)
+        if used > budget:
+            break
+        kept.append(exchange)
+    return kept
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0.0
+
+
+def summarise(outcomes: list[Outcome], config: RankConfig) -> dict[str, Any]:
+    tokens = TokenEstimator()
+    if not outcomes:
+        return {"questions": 0}
+
+    def figures(group: list[Outcome]) -> dict[str, Any]:
+        fragments = [
+            select_fragments(o.ranked, BUDGET, config.max_fragments, config, tokens) for o in group
+        ]
+        alarms = [
+            select_fragments(o.foreign, BUDGET, config.max_fragments, config, tokens) for o in group
+        ]
+        return {
+            "questions": len(group),
+            "recall_at_5": round(
+                statistics.fmean(_recall(o.evidence, o.ranked[:5]) for o in group), 4
+            ),
+            "recall_at_10": round(
+                statistics.fmean(_recall(o.evidence, o.ranked[:10]) for o in group), 4
+            ),
+            "recall_600_tokens": round(
+                statistics.fmean(
+                    _recall(o.evidence, _within(o.ranked, BUDGET, tokens)) for o in group
+                ),
+                4,
+            ),
+            "fragment_recall": round(
+                statistics.fmean(
+                    _recall(o.evidence, f) for o, f in zip(group, fragments, strict=True)
+                ),
+                4,
+            ),
+            "fragments_per_question": round(statistics.fmean(len(f) for f in fragments), 2),
+            "foreign_fragment_rate": round(statistics.fmean(bool(a) for a in alarms), 4)
+            if any(o.foreign for o in group)
+            else None,
+        }
+
+    result = figures(outcomes)
+    latencies = [o.ms for o in outcomes]
+    result["search_p50_ms"] = round(statistics.median(latencies), 2)
+    result["search_p95_ms"] = round(_percentile(latencies, 0.95), 2)
+    result["by_category"] = {
+        CATEGORIES[c]: figures([o for o in outcomes if o.category == c])
+        for c in CATEGORIES
+        if any(o.category == c for o in outcomes)
+    }
+    return result
+
+
+def fit_count(conversations: int, share: float) -> int:
+    """How many leading conversations form the FIT split: at least one, and never all of them
+    when there are two or more."""
+    if conversations < 2:
+        return 0
+    return min(max(round(share * conversations), 1), conversations - 1)
+
+
+async def collect(path: Path, config: RankConfig | None) -> list[tuple[str, list[Outcome]]]:
+    """Load every conversation into one temporary database and search every question."""
+    data = load_conversations(path)
+    with tempfile.TemporaryDirectory() as folder:
+        store = await Store.open(Path(folder) / "locomo.db")
+        try:
+            loaded = [await load(store, item) for item in data]
+            retriever = Retriever(store, TokenEstimator(), config)
+            results = []
+            for index, conversation in enumerate(loaded):
+                foreign = loaded[(index + 1) % len(loaded)] if len(loaded) > 1 else None
+                outcomes = await evaluate(retriever, conversation, foreign)
+                results.append((conversation.sample_id, outcomes))
+        finally:
+            await store.close()
+    return results
+
+
+async def run(path: Path, fit_share: float, config: RankConfig | None = None) -> dict[str, Any]:
+    config = config or RankConfig()
+    results = await collect(path, config)
+    cut = fit_count(len(results), fit_share)
+    fit, held = results[:cut], results[cut:]
+    report = summarise([o for _, outcomes in held for o in outcomes], config)
+    report["held_out_conversations"] = [sample for sample, _ in held]
+    report["fit"] = summarise([o for _, outcomes in fit for o in outcomes], config)
+    report["fit_conversations"] = [sample for sample, _ in fit]
+    report["config"] = {
+        name: getattr(config, name) for name in ("k1", "b", "neighbour", "threshold", "relative")
+    }
+    return report
+
+
+def fit_fragments(outcomes: list[Outcome], config: RankConfig, max_alarm: float) -> RankConfig:
+    """The fragment threshold and relative floor, offline (no new searches): among the settings
+    whose foreign questions get a fragment at most `max_alarm` of the time, those within one
+    point of the best fragment recall; of these, the one injecting the fewest fragments."""
+    trials = []
+    for threshold in [x / 20 for x in range(4, 19)]:
+        for relative in [x / 10 for x in range(0, 10)]:
+            trial = replace(config, threshold=threshold, relative=relative)
+            figures = summarise(outcomes, trial)
+            if (figures["foreign_fragment_rate"] or 0.0) <= max_alarm:
+                trials.append(
+                    (figures["fragment_recall"], figures["fragments_per_question"], trial)
+                )
+    if not trials:
+        return config
+    best = max(recall for recall, _, _ in trials)
+    return min((t for t in trials if t[0] >= best - 0.01), key=lambda t: t[1])[2]
+
+
+def table(report: dict[str, Any]) -> str:
+    columns = ["questions", "recall_at_5", "recall_at_10", "recall_600_tokens"]
+    columns += ["fragment_recall", "fragments_per_question", "foreign_fragment_rate"]
+    heads = ["n", "R@5", "R@10", "R@600tok", "frag R", "frag/q", "foreign"]
+    lines = [f"{'':24}" + "".join(f"{h:>9}" for h in heads)]
+
+    def row(name: str, figures: dict[str, Any]) -> None:
+        cells = "".join(
+            f"{figures.get(c) if figures.get(c) is not None else '-':>9}" for c in columns
+        )
+        lines.append(f"{name:24}{cells}")
+
+    for label, part in (("FIT", report["fit"]), ("HELD-OUT", report)):
+        if not part.get("questions"):
+            continue
+        row(f"{label} overall", part)
+        for name, figures in part["by_category"].items():
+            row(f"  {name}", figures)
+        lines.append(
+            f"{'':24}search latency p50 {part['search_p50_ms']} ms, p95 {part['search_p95_ms']} ms"
+        )
+    lines.append(
+        f"fit: {', '.join(report['fit_conversations']) or '-'}; "
+        f"held out: {', '.join(report['held_out_conversations'])}"
+    )
+    lines.append(f"config: {report['config']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", type=Path, help="LoCoMo JSON (locomo10.json or a cut of it)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--fit-share", type=float, default=0.3)
+    parser.add_argument("--fit", action="store_true", help="fit the fragment threshold on FIT")
+    args = parser.parse_args(argv)
+    if args.fit:
+        results = asyncio.run(collect(args.data, RankConfig()))
+        fit = results[: fit_count(len(results), args.fit_share)]
+        chosen = fit_fragments([o for _, outcomes in fit for o in outcomes], RankConfig(), 0.10)
+        print(f"threshold={chosen.threshold} relative={chosen.relative}")
+        return 0
+    report = asyncio.run(run(args.data, args.fit_share))
+    print(json.dumps(report) if args.json else table(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,313 @@
+"""Messages per second with many concurrent users, against a fake LLM of fixed latency.
+
+Every user is a coroutine that sends `--messages` messages one after the other, each waiting for
+its answer, through `app.commands.chat(Caller, text)`: the path every adapter takes (arrival-order
+gate, character look-up, limits, then `Companion.handle`). All users start together. The engine is
+the real one (`open_app`: a Store on a SQLite file in a temporary folder, the repo's characters,
+the Summariser, the profile extractor); only the LLM is in-process (bench/load_common.py): it
+sleeps `--latency` with asyncio and answers briefly, and valid minimal tool calls for summary and
+extraction requests.
+
+Figures, per user count:
+- achieved messages/s = answered messages / wall time (first send to last answer);
+- ideal = users / latency: every user's messages are sequential, so with a free bot each user
+  completes one message per latency;
+- overhead per message = end-to-end time of `chat()` minus the time spent inside the fake LLM
+  for that message's reply (measured inside the fake, around its sleep). The fake's own wake-up
+  delay (how late the busy loop resumed its sleep) is therefore counted as LLM time; the column
+  "e2e - latency" subtracts only the nominal latency, so it also charges that delay to the bot;
+- store: time inside Store methods per message (aiosqlite queue wait included).
+
+Usage: .venv/bin/python bench/throughput.py [--users 100,1000] [--messages 5]
+       [--latency 0.5] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # run as a script: make `bench`, `bot` and `memory` importable
+    sys.path.insert(0, str(REPO))
+
+from bench.load_common import (  # noqa: E402
+    CURRENT,
+    FixedLatencyLLM,
+    MessageTiming,
+    bench_settings,
+    caller,
+    characters_with_retrieval,
+    count_round_trips,
+    distribution_ms,
+    load_average,
+    rss_mb,
+    time_store_calls,
+    user_line,
+)
+from bench.store_patches import PATCHES, apply_patch  # noqa: E402
+from bot.app import App, open_app  # noqa: E402
+
+SHARE_TARGET, OVERHEAD_P99_TARGET_MS = 0.90, 20.0
+
+
+@dataclass(frozen=True)
+class Sample:
+    e2e: float
+    llm: float
+    store: float
+    ok: bool
+
+
+@dataclass
+class Outcome:
+    samples: list[Sample]
+    errors: Counter[str]
+
+
+async def one_user(app: App, index: int, messages: int, delay: float, outcome: Outcome) -> None:
+    who = caller(index)
+    await asyncio.sleep(delay)
+    for message in range(messages):
+        timing = MessageTiming()
+        token = CURRENT.set(timing)
+        started = time.perf_counter()
+        try:
+            answer = await app.commands.chat(who, user_line(index, message))
+        except Exception as exc:  # counted, not raised: one failure must not hide the figures
+            outcome.errors[f"{type(exc).__name__}: {str(exc)[:80]}"] += 1
+            continue
+        finally:
+            CURRENT.reset(token)
+        e2e = time.perf_counter() - started
+        store = sum(timing.store_seconds.values())
+        outcome.samples.append(Sample(e2e, timing.llm_seconds, store, answer.ok))
+
+
+async def drive(
+    users: int,
+    messages: int,
+    latency: float,
+    ramp: float,
+    folder: Path,
+    patch: str,
+    retrieval: str | None,
+) -> dict[str, Any]:
+    llm = FixedLatencyLLM(latency)
+    characters = characters_with_retrieval(folder, retrieval)
+    settings = bench_settings(folder / f"throughput-{users}.db", characters_dir=characters)
+    async with open_app(settings, llm=llm, start_scheduler=False) as app:
+        apply_patch(app.store, patch)
+        time_store_calls(app.store)
+        await app.companion.drain()  # the start-up extraction sweep: nothing is pending
+        worker = count_round_trips(app.store)
+        outcome = Outcome([], Counter())
+        # Evenly spread start offsets (none by default): the ramp's last offset is part of the
+        # ideal wall time, so the share stays comparable.
+        delays = [ramp * i / users for i in range(users)]
+        # CPU seconds: the event loop's thread alone, and the whole process (the DB thread too).
+        cpu_main, cpu_all = time.thread_time(), time.process_time()
+        started = time.perf_counter()
+        await asyncio.gather(
+            *(one_user(app, i, messages, delays[i], outcome) for i in range(users))
+        )
+        wall = time.perf_counter() - started
+        cpu_main, cpu_all = time.thread_time() - cpu_main, time.process_time() - cpu_all
+        trips, busy, top = worker.round_trips, worker.busy_seconds, worker.top(users * messages)
+        sessions = app.companion.sessions_in_ram
+        drain_started = time.perf_counter()
+        await app.companion.drain()  # background compactions still running after the last reply
+        drain = time.perf_counter() - drain_started
+        rss, peak = rss_mb()
+    sent = users * messages
+    return figures(users, messages, latency, max(delays), wall, outcome, llm) | {
+        "db_round_trips_per_message": round(trips / sent, 1),
+        "db_thread_ms_per_message": round(busy / sent * 1000, 3),
+        "db_thread_busy_share": round(busy / wall, 3),
+        "db_thread_by_method": top,
+        "cpu_ms_per_message_loop_thread": round(cpu_main / sent * 1000, 3),
+        "cpu_ms_per_message_process": round(cpu_all / sent * 1000, 3),
+        "drain_seconds": round(drain, 3),
+        "sessions_in_ram": sessions,
+        "rss_mb": round(rss, 1),
+        "rss_peak_mb": round(peak, 1),
+    }
+
+
+def figures(
+    users: int,
+    messages: int,
+    latency: float,
+    last_start: float,
+    wall: float,
+    outcome: Outcome,
+    llm: FixedLatencyLLM,
+) -> dict[str, Any]:
+    samples = outcome.samples
+    answered = sum(1 for s in samples if s.ok)
+    # users x messages / (messages x latency), plus the last start offset when ramping.
+    ideal_wall = messages * latency + last_start
+    ideal = users * messages / ideal_wall if ideal_wall > 0 else float("inf")
+    achieved = answered / wall if wall > 0 else 0.0
+    return {
+        "users": users,
+        "messages_per_user": messages,
+        "latency_s": latency,
+        "messages_sent": users * messages,
+        "answered": answered,
+        "apologies": sum(1 for s in samples if not s.ok),
+        "errors": dict(outcome.errors),
+        "wall_seconds": round(wall, 3),
+        "ideal_wall_seconds": round(ideal_wall, 3),
+        "ramp_seconds": round(last_start, 3),
+        "achieved_msgs_per_s": round(achieved, 1),
+        "ideal_msgs_per_s": round(ideal, 1),
+        "share_of_ideal": round(achieved / ideal, 4) if ideal else 0.0,
+        "overhead_ms": distribution_ms([s.e2e - s.llm for s in samples]),
+        "e2e_minus_latency_ms": distribution_ms([s.e2e - latency for s in samples]),
+        "store_ms": distribution_ms([s.store for s in samples]),
+        "llm_wakeup_delay_ms": distribution_ms(llm.overshoot),
+        "llm_calls": dict(llm.calls),
+        "compactions": llm.calls.get("summary", 0),
+        "extractions": llm.calls.get("extraction", 0),
+    }
+
+
+def run(
+    users: Sequence[int] = (100, 1000),
+    messages: int = 5,
+    latency: float = 0.5,
+    patch: str = "none",
+    ramp: float = 0.0,
+    retrieval: str | None = None,
+) -> dict[str, Any]:
+    """One fresh app and database per user count; flat keys for the headline figures.
+    `patch` other than "none" measures a proposed Store fix (bench/store_patches.py)."""
+    started = time.perf_counter()
+    result: dict[str, Any] = {"path": "app.commands.chat", "store_patch": patch, "runs": {}}
+    result["retrieval"] = retrieval or "as in characters/"
+    result["load_average_1m_before"] = load_average()
+    with tempfile.TemporaryDirectory(prefix="bench-throughput-") as folder:
+        for count in users:
+            run_ = asyncio.run(
+                drive(count, messages, latency, ramp, Path(folder), patch, retrieval)
+            )
+            result["runs"][str(count)] = run_
+            result[f"share_of_ideal_{count}"] = run_["share_of_ideal"]
+            result[f"overhead_p99_ms_{count}"] = run_["overhead_ms"]["p99"]
+            result[f"overhead_p50_ms_{count}"] = run_["overhead_ms"]["p50"]
+    biggest = str(max(users))
+    # A run where some messages failed passes nothing, whatever its figures.
+    complete = result["runs"][biggest]["answered"] == result["runs"][biggest]["messages_sent"]
+    share, p99 = result[f"share_of_ideal_{biggest}"], result[f"overhead_p99_ms_{biggest}"]
+    result["targets"] = {
+        f"share_of_ideal_{biggest} >= {SHARE_TARGET}": complete and share >= SHARE_TARGET,
+        f"overhead_p99_ms_{biggest} <= {OVERHEAD_P99_TARGET_MS}": complete
+        and p99 <= OVERHEAD_P99_TARGET_MS,
+        f"every message of the {biggest}-user run answered": complete,
+    }
+    result["load_average_1m_after"] = load_average()
+    result["run_seconds"] = round(time.perf_counter() - started, 2)
+    return result
+
+
+def _dist(d: dict[str, float]) -> str:
+    return f"{d['p50']:.1f}/{d['p95']:.1f}/{d['p99']:.1f}"
+
+
+def format_table(result: dict[str, Any]) -> str:
+    first = next(iter(result["runs"].values()))
+    lines = [
+        f"Throughput via {result['path']}: fake LLM {first['latency_s'] * 1000:.0f} ms, "
+        f"{first['messages_per_user']} sequential messages per user, starts spread over "
+        f"{first['ramp_seconds']} s; store patch: {result['store_patch']}; retrieval: "
+        f"{result['retrieval']}",
+        "",
+        " users | answered | wall s | ideal s |  msg/s | ideal | share  | overhead ms p50/p95/p99"
+        " | e2e-latency p50/p95/p99 | store ms p50/p95/p99 | LLM wake-up delay p50/p99",
+    ]
+    for users, r in result["runs"].items():
+        lines.append(
+            f"{users:>6} | {r['answered']:>8} | {r['wall_seconds']:>6.2f} | "
+            f"{r['ideal_wall_seconds']:>7.2f} | {r['achieved_msgs_per_s']:>6.1f} | "
+            f"{r['ideal_msgs_per_s']:>5.0f} | {r['share_of_ideal']:>6.1%} | "
+            f"{_dist(r['overhead_ms']):>23} | {_dist(r['e2e_minus_latency_ms']):>23} | "
+            f"{_dist(r['store_ms']):>20} | {r['llm_wakeup_delay_ms']['p50']:.1f}/"
+            f"{r['llm_wakeup_delay_ms']['p99']:.1f}"
+        )
+    lines.append("")
+    for users, r in result["runs"].items():
+        lines.append(
+            f"{users} users: LLM calls {r['llm_calls']}, background compactions "
+            f"{r['compactions']}, extractions {r['extractions']}, apologies {r['apologies']}, "
+            f"errors {sum(r['errors'].values())} {r['errors'] or ''}, sessions in RAM "
+            f"{r['sessions_in_ram']}, drain {r['drain_seconds']} s, RSS {r['rss_mb']} MB"
+        )
+        lines.append(
+            f"    CPU per message: {r['cpu_ms_per_message_loop_thread']} ms on the event loop's "
+            f"thread, {r['cpu_ms_per_message_process']} ms in the whole process"
+        )
+        lines.append(
+            f"    DB thread: {r['db_round_trips_per_message']} round trips and "
+            f"{r['db_thread_ms_per_message']} ms per message, busy "
+            f"{r['db_thread_busy_share']:.0%} of the wall time; by Store method (DB-thread ms"
+            " / round trips per message): "
+            + ", ".join(
+                f"{m['method']} {m['db_ms_per_message']:.3f}/{m['round_trips_per_message']:g}"
+                for m in r["db_thread_by_method"]
+            )
+        )
+    lines.append("")
+    lines += [f"{'PASS' if ok else 'FAIL'}  {name}" for name, ok in result["targets"].items()]
+    lines.append(
+        f"run time: {result['run_seconds']} s; load average (1 min) before/after: "
+        f"{result['load_average_1m_before']}/{result['load_average_1m_after']} on "
+        f"{os.cpu_count()} CPUs"
+    )
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", default="100,1000", help="comma-separated user counts")
+    parser.add_argument("--messages", type=int, default=5, help="messages per user, in sequence")
+    parser.add_argument("--latency", type=float, default=0.5, help="fake LLM latency, seconds")
+    parser.add_argument(
+        "--ramp", type=float, default=0.0, help="spread user starts over this many seconds"
+    )
+    parser.add_argument(
+        "--retrieval", choices=("auto", "tool", "off"), help="override every character's mode"
+    )
+    parser.add_argument(
+        "--patch", choices=PATCHES, default="none", help="measure a proposed Store fix"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object (the table to stderr)"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    users = [int(part) for part in args.users.split(",") if part.strip()]
+    result = run(users, args.messages, args.latency, args.patch, args.ramp, args.retrieval)
+    if args.json:  # stdout holds the one JSON object; the table goes to stderr, for people
+        print(format_table(result), file=sys.stderr)
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        print(format_table(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

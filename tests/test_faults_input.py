@@ -1,0 +1,239 @@
+"""Bad input through the real adapters (PTB against the fake Bot API, discord.py against the fake
+Discord): every message gets a clear answer or refusal, nothing crashes (the next ordinary
+message is answered), and nothing the bot posts can ping or render the user's markup.
+
+The fake LLM repeats the user's text in its answer: the worst case for injection."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.adapters.discord_adapter import DiscordAdapter
+from bot.app import open_app
+from bot.texts import text
+from tests.conftest import FakeClock, make_settings
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.discord_api import FakeDiscord, SentMessage
+from tests.fault_helpers import TelegramBot, echo_llm, query, telegram_bot
+
+ANA = 1001
+GROUP = -100_777
+ALICE = 4242
+
+EMPTY = text("es", "empty")
+HUNDRED_KB = "a" * 102_400
+INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"  # zero-width space, (non-)joiners, word joiner, BOM
+RTL = "\u202eolleh\u202c שלום مرحبا \u200f!"  # a right-to-left override, Hebrew, Arabic, RLM
+EMOJI = "🕵️\u200d♂️🔎💀🙂"
+LONE_SURROGATE = "hola \ud800 mundo \udfff"  # as JSON can carry it: "\ud800"
+INJECTIONS = [
+    "@everyone @here mirad esto",
+    "<@&123> <@4242> <#1> avisad al rol",
+    "[pincha aquí](tg://user?id=1) y [esto](https://example.com)",
+    "*negrita* _cursiva_ `código` ~tachado~ ||spoiler|| <b>html</b> <a href='x'>a</a>",
+]
+
+
+def too_long(length: int) -> str:
+    return text("es", "too_long", length=length, limit=4000, over=length - 4000)
+
+
+def no_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+# -- Telegram ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def tg(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> AsyncIterator[TelegramBot]:
+    fake_anthropic.default = echo_llm
+    async with telegram_bot(tmp_path, fake_anthropic, clock) as bot:
+        yield bot
+
+
+async def tg_exchange(bot: TelegramBot, message: str, chat: int = ANA, **kw: Any) -> str:
+    """Send one message and return the bot's (single) answer to it."""
+    before = len(bot.fake.sent_messages(chat))
+    if chat == ANA:
+        bot.fake.send_private_text(ANA, message, first_name="Ana")
+    else:
+        bot.fake.send_group_text(chat, ANA, message, **kw)
+    sent = await bot.fake.wait_for_messages(chat, before + 1)
+    assert len(sent) == before + 1
+    return str(sent[-1]["text"])
+
+
+def assert_plain_text_only(bot: TelegramBot) -> None:
+    """Telegram renders markup only when asked to (parse_mode or entities): the bot never asks."""
+    assert bot.adapter.application.bot.defaults is None
+    for method in ("sendMessage", "editMessageText"):
+        for params in bot.fake.calls_to(method):
+            assert params.get("parse_mode") is None, params
+            assert not params.get("entities"), params
+    for sent in bot.fake.sent_messages():
+        assert not sent["message"].get("entities"), sent
+
+
+async def test_telegram_empty_and_invisible_messages_are_refused(
+    tg: TelegramBot, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert await tg_exchange(tg, "   \n\t  ") == EMPTY
+    assert await tg_exchange(tg, INVISIBLE) == EMPTY
+    assert await tg_exchange(tg, f" {INVISIBLE} \n ") == EMPTY
+    # A mention of the bot and nothing else, in a group.
+    assert await tg_exchange(tg, "", chat=GROUP, mention_bot=True) == EMPTY
+    # An update whose text is empty (the real API never sends one): no answer, no crash.
+    tg.fake.send_private_text(ANA, "")
+    assert await tg_exchange(tg, "hola") == "Re: hola"
+    assert len(tg.llm.bodies()) == 1
+    assert query(tg.app.settings.database_path, "SELECT role, text FROM turns") == [
+        ("user", "hola"),
+        ("assistant", "Re: hola"),
+    ]
+    assert no_errors(caplog) == []
+
+
+async def test_telegram_100_kb_is_refused_without_the_llm(
+    tg: TelegramBot, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert await tg_exchange(tg, HUNDRED_KB) == too_long(len(HUNDRED_KB))
+    assert tg.llm.bodies() == []
+    assert query(tg.app.settings.database_path, "SELECT COUNT(*) FROM turns") == [(0,)]
+    assert await tg_exchange(tg, "¿sigues?") == "Re: ¿sigues?"
+    assert no_errors(caplog) == []
+
+
+@pytest.mark.parametrize("message", [EMOJI, RTL, f"{INVISIBLE}hola{INVISIBLE}"])
+async def test_telegram_unusual_but_valid_text_is_answered_verbatim(
+    tg: TelegramBot, message: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert await tg_exchange(tg, message) == f"Re: {message}"
+    stored = query(tg.app.settings.database_path, "SELECT text FROM turns WHERE role = 'user'")
+    assert stored == [(message,)]
+    assert await tg_exchange(tg, "vale") == "Re: vale"
+    assert no_errors(caplog) == []
+
+
+async def test_telegram_lone_surrogates_are_answered_not_crashed(
+    tg: TelegramBot, caplog: pytest.LogCaptureFixture
+) -> None:
+    answer = await tg_exchange(tg, LONE_SURROGATE)
+    assert answer == "Re: hola \ufffd mundo \ufffd"  # the broken halves become U+FFFD
+    stored = query(tg.app.settings.database_path, "SELECT text FROM turns WHERE role = 'user'")
+    assert stored == [("hola \ufffd mundo \ufffd",)]
+    assert await tg_exchange(tg, "vale") == "Re: vale"
+    assert no_errors(caplog) == []
+
+
+async def test_telegram_lone_surrogate_in_the_name_is_harmless(
+    tg: TelegramBot, caplog: pytest.LogCaptureFixture
+) -> None:
+    tg.fake.send_private_text(ANA, "hola", first_name="An\ud800a")
+    [answer] = await tg.fake.wait_for_messages(ANA)
+    assert answer["text"] == "Re: hola"
+    assert no_errors(caplog) == []
+
+
+async def test_telegram_markup_and_mentions_are_sent_as_plain_text(
+    tg: TelegramBot, caplog: pytest.LogCaptureFixture
+) -> None:
+    for message in INJECTIONS:
+        assert await tg_exchange(tg, message) == f"Re: {message}"  # verbatim, not rendered
+        group_answer = await tg_exchange(tg, message, chat=GROUP, mention_bot=True)
+        assert group_answer == f"Re: {message}"
+    assert_plain_text_only(tg)
+    assert no_errors(caplog) == []
+
+
+async def test_telegram_keeps_answering_after_every_kind_of_bad_input(
+    tg: TelegramBot, caplog: pytest.LogCaptureFixture
+) -> None:
+    bad = ["", " ", INVISIBLE, HUNDRED_KB, EMOJI, RTL, LONE_SURROGATE, *INJECTIONS]
+    for message in bad:
+        tg.fake.send_private_text(ANA, message)
+    tg.fake.send_private_text(ANA, "fin")
+    # One answer per message except the empty update, in order, the last one to "fin".
+    sent = await tg.fake.wait_for_messages(ANA, len(bad))
+    assert sent[-1]["text"] == "Re: fin"
+    assert len(sent) == len(bad)
+    assert_plain_text_only(tg)
+    assert no_errors(caplog) == []
+
+
+# -- Discord ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def dc(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> AsyncIterator[FakeDiscord]:
+    fake_anthropic.default = echo_llm
+    async with FakeDiscord() as fake:
+        settings = make_settings(
+            tmp_path,
+            fake_anthropic,
+            discord_bot_token=fake.token,
+            discord_api_base_url=f"{fake.url}/api/v10",
+        )
+        async with open_app(settings, clock=clock, start_scheduler=False) as app:
+            adapter = DiscordAdapter(
+                settings, app.commands, guild_ready_timeout=0.05, ready_timeout=5
+            )
+            await adapter.start()
+            try:
+                yield fake
+            finally:
+                await adapter.stop()
+
+
+async def dc_exchange(fake: FakeDiscord, message: str, guild: bool = False) -> str:
+    channel = fake.channel_id if guild else fake.dm_channel_id(ALICE)
+    before = len(fake.sent_messages(channel))
+    if guild:
+        await fake.guild_message(ALICE, message, mention_bot=True)
+    else:
+        await fake.dm(ALICE, message)
+    sent = await fake.wait_for_messages(channel, before + 1)
+    return str(sent[before].content)
+
+
+def assert_no_pings(sent: list[SentMessage]) -> None:
+    """Discord pings whatever `allowed_mentions` allows: nothing but the replied-to author."""
+    assert sent
+    for message in sent:
+        assert message.allowed_mentions == {"parse": [], "replied_user": True}, message.payload
+
+
+async def test_discord_bad_input_is_answered_and_pings_nobody(
+    dc: FakeDiscord, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert await dc_exchange(dc, "  \n ") == EMPTY
+    assert await dc_exchange(dc, INVISIBLE) == EMPTY
+    assert await dc_exchange(dc, "", guild=True) == EMPTY  # only the bot's mention
+    assert await dc_exchange(dc, HUNDRED_KB) == too_long(len(HUNDRED_KB))
+    for message in (EMOJI, RTL):
+        assert await dc_exchange(dc, message) == f"Re: {message}"
+    assert await dc_exchange(dc, LONE_SURROGATE) == "Re: hola \ufffd mundo \ufffd"
+    for message in INJECTIONS:
+        assert await dc_exchange(dc, message) == f"Re: {message}"
+        assert await dc_exchange(dc, message, guild=True) == f"Re: {message}"
+    assert await dc_exchange(dc, "fin") == "Re: fin"
+    assert_no_pings(dc.sent_messages())
+    assert no_errors(caplog) == []
+    assert dc.errors == []
+
+
+def test_input_constants_are_what_they_claim() -> None:
+    """Guard the fixtures themselves: the surrogates survive JSON as the platforms send them."""
+    assert json.loads(json.dumps(LONE_SURROGATE)) == LONE_SURROGATE
+    assert INVISIBLE.strip() != ""  # str.strip() alone does not see them as blank
+    assert len(HUNDRED_KB) == 100 * 1024

@@ -1,0 +1,54 @@
+"""Smoke runs of the load benches on tiny sizes: they run end to end against the real engine,
+and their JSON carries the headline keys with sane values."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bench import memory_bound, overhead, throughput
+
+
+def test_throughput_reports_share_of_ideal_and_overhead() -> None:
+    result = throughput.run(users=(20,), messages=3, latency=0.02)
+    run = result["runs"]["20"]
+    assert run["answered"] == 60, run["errors"]
+    assert 0.0 < result["share_of_ideal_20"] <= 1.2
+    assert result["overhead_p99_ms_20"] >= 0.0
+    assert result["overhead_p99_ms_20"] >= result["overhead_p50_ms_20"]
+    assert run["llm_calls"]["reply"] == 60
+    assert run["db_round_trips_per_message"] > 0
+
+
+def test_throughput_json_is_one_object(capsys: Any) -> None:
+    assert throughput.main(["--users", "5", "--messages", "2", "--latency", "0.01", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert {"share_of_ideal_5", "overhead_p99_ms_5", "runs", "targets"} <= printed.keys()
+
+
+def test_overhead_on_small_stores(tmp_path: Path) -> None:
+    result = overhead.run(
+        sizes=(1000, 2000), rounds=2, threads=2, first_touch=3, cache_dir=tmp_path
+    )
+    for key in ("p50_ms_1e3", "p95_ms_1e3", "p95_ms_warm_1e3", "p95_ms_2000"):
+        assert result[key] > 0.0, key
+    assert result["ratio_2000_vs_1e3"] > 0.0
+    store = result["stores"]["1e3"]
+    assert store["counts"]["turns"] == 1000
+    assert store["cold"]["n"] == 4 and store["warm"]["n"] == 4
+    assert store["first_touch"]["n"] == 3
+    # Built once, then served from the cache.
+    assert overhead.run(sizes=(1000,), rounds=1, threads=1, first_touch=0, cache_dir=tmp_path)[
+        "stores"
+    ]["1e3"]["cached"]
+
+
+def test_memory_bound_evicts_idle_sessions() -> None:
+    result = memory_bound.run(
+        users=60, messages=1, caps=(10, 100), concurrency=20, latency=0.0, isolate=False
+    )
+    assert result["sessions_in_ram_cap_10"] == 10
+    assert result["sessions_in_ram_cap_100"] == 60
+    assert result["rss_mb_after_60_users"] > 0
+    assert result["runs"]["10"]["failed_answers"] == 0

@@ -1,0 +1,360 @@
+"""Recall from the turn log: scoped to one user and one character, thresholded, dated, within
+budget, safe with any query, and forgetful when turns are deleted."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.locomo_retrieval import main as bench_main
+from memory.fts import query_terms
+from memory.models import Thread, Turn
+from memory.retrieval import Retriever, named_months
+from memory.store import Store
+from memory.tokens import TokenEstimator
+
+START = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
+CHARACTER = "detective_bilbao"
+
+SMALL_TALK = [
+    ("Buenas tardes, ¿qué tal el día?", "Tranquilo. Llueve sobre la ría."),
+    ("He comido lentejas con chorizo.", "Buen plato para un día gris."),
+    ("Mañana tengo médico a las diez.", "Apúntalo. Luego me cuentas."),
+    ("Estoy viendo una serie de detectives.", "Ninguna se parece a este oficio."),
+    ("Hoy el autobús llegó tarde otra vez.", "Bilbao y sus horarios."),
+    ("Mi vecina toca el piano por las noches.", "Peor sería la trompeta."),
+]
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    opened = await Store.open(tmp_path / "memory.db")
+    yield opened
+    await opened.close()
+
+
+async def talk(
+    store: Store,
+    thread: Thread,
+    exchanges: list[tuple[str, str]],
+    start: datetime = START,
+) -> list[tuple[Turn, Turn]]:
+    """Store each (user, reply) pair as one session on its own day."""
+    stored = []
+    for day, (user_text, reply_text) in enumerate(exchanges):
+        at = start + timedelta(days=day)
+        conversation = await store.start_conversation(thread, at)
+        user_turn = await store.add_turn(conversation, "user", user_text, at)
+        reply = await store.add_turn(
+            conversation, "assistant", reply_text, at + timedelta(minutes=1)
+        )
+        await store.end_conversation(conversation.id, "test", at + timedelta(minutes=2))
+        stored.append((user_turn, reply))
+    return stored
+
+
+async def new_thread(
+    store: Store, platform_user: str, character: str = CHARACTER, scope: str = "dm"
+) -> Thread:
+    user = await store.upsert_user("telegram", platform_user, platform_user, START)
+    return Thread(user.id, character, scope)
+
+
+def ids_of(exchanges: list[Any]) -> set[int]:
+    return {turn_id for exchange in exchanges for turn_id in exchange.turn_ids}
+
+
+async def test_search_never_crosses_users(store: Store) -> None:
+    ana = await new_thread(store, "ana")
+    bea = await new_thread(store, "bea")
+    [(ana_turn, ana_reply)] = await talk(store, ana, [("Mi gato Lenteja ronca.", "Qué gato.")])
+    [(bea_turn, bea_reply)] = await talk(store, bea, [("Mi gato Lenteja ronca.", "Qué gato.")])
+    retriever = Retriever(store)
+    for where in (ana, (ana.user_id, CHARACTER)):
+        found = await retriever.search(where, "¿cómo se llama mi gato Lenteja?", 10)
+        assert ids_of(found) == {ana_turn.id, ana_reply.id}
+    found = await retriever.search(bea, "gato Lenteja", 10)
+    assert ids_of(found) == {bea_turn.id, bea_reply.id}
+    fragments = await retriever.fragments(bea, "gato Lenteja", set(), 600)
+    assert ids_of(fragments) == {bea_turn.id, bea_reply.id}
+
+
+async def test_search_never_crosses_characters_nor_scopes(store: Store) -> None:
+    detective = await new_thread(store, "ana")
+    keeper = Thread(detective.user_id, "lighthouse_keeper", "dm")
+    group = Thread(detective.user_id, CHARACTER, "group:telegram:-100")
+    [(secret, _)] = await talk(store, detective, [("Mi contraseña es pez espada.", "Olvidada.")])
+    [(other, _)] = await talk(store, keeper, [("El pez espada del faro.", "Qué faro.")])
+    [(public, _)] = await talk(store, group, [("Un pez espada en la lonja.", "Ya.")])
+    retriever = Retriever(store)
+    in_dm = ids_of(await retriever.search(detective, "pez espada", 10))
+    assert secret.id in in_dm and other.id not in in_dm and public.id not in in_dm
+    in_group = ids_of(await retriever.fragments(group, "pez espada", set(), 600))
+    assert public.id in in_group and secret.id not in in_group
+    everywhere = ids_of(await retriever.search((detective.user_id, CHARACTER), "pez espada", 10))
+    assert {secret.id, public.id} <= everywhere and other.id not in everywhere
+    assert await retriever.search((detective.user_id, "nobody"), "pez espada", 10) == []
+
+
+async def test_lookup_returns_only_the_callers_own_turns(store: Store) -> None:
+    ana = await new_thread(store, "ana")
+    bea = await new_thread(store, "bea")
+    [(mine, reply)] = await talk(store, ana, [("Vivo en Deusto.", "Buen barrio.")])
+    [(theirs, _)] = await talk(store, bea, [("Vivo en Getxo.", "Lejos.")])
+    [(other_character, _)] = await talk(
+        store, Thread(ana.user_id, "lighthouse_keeper", "dm"), [("Hola faro.", "Hola.")]
+    )
+    wanted: list[Any] = [mine.id, reply.id, theirs.id, other_character.id, 0, -3, 10**6, 2**70]
+    found = await Retriever(store).lookup(ana.user_id, CHARACTER, wanted)
+    assert found[mine.id] == mine and found[reply.id] is not None
+    assert found[reply.id].text == "Buen barrio."  # type: ignore[union-attr]
+    for stranger in wanted[2:]:
+        assert found[stranger] is None
+    assert await Retriever(store).lookup(ana.user_id, CHARACTER, []) == {}
+
+
+async def test_fragments_are_dated_relevant_fresh_and_within_budget(store: Store) -> None:
+    ana = await new_thread(store, "ana")
+    history = [
+        ("Mi hermana Itziar se casa en octubre en Gernika.", "Enhorabuena a Itziar."),
+        *SMALL_TALK,
+        ("La boda de Itziar será en el caserío de mis abuelos.", "Buen sitio para una boda."),
+        *SMALL_TALK,
+        ("Itziar quiere que lleve el anillo de la abuela a la boda.", "Guárdalo bien."),
+    ]
+    stored = await talk(store, ana, history)
+    first, second, third = stored[0], stored[len(SMALL_TALK) + 1], stored[-1]
+    retriever = Retriever(store)
+    query = "¿Te acuerdas de la boda de mi hermana Itziar?"
+    fragments = await retriever.fragments(ana, query, set(), 600)
+    by_ids = {f.turn_ids: f for f in fragments}
+    assert set(by_ids) == {(a.id, b.id) for a, b in (first, second, third)}
+    for user_turn, reply in (first, second, third):
+        fragment = by_ids[(user_turn.id, reply.id)]
+        assert fragment.when == user_turn.created_at
+        assert fragment.text == f"User: {user_turn.text}\nCharacter: {reply.text}"
+
+    window = {third[0].id, third[1].id}
+    fresh = await retriever.fragments(ana, query, window, 600)
+    assert all(not window & set(f.turn_ids) for f in fresh) and len(fresh) == 2
+
+    assert await retriever.fragments(ana, "¿Qué opinas de la física cuántica?", set(), 600) == []
+    assert await retriever.fragments(ana, "", set(), 600) == []
+
+    tokens = TokenEstimator()
+    budget = tokens.count(f"[{START:%Y-%m-%d}] {fragments[0].text}") + 5
+    tight = await retriever.fragments(ana, query, set(), budget)
+    assert len(tight) == 1
+    assert sum(tokens.count(f"[{f.when:%Y-%m-%d}] {f.text}") for f in tight) <= budget
+    assert len(await retriever.fragments(ana, query, set(), 600, max_fragments=2)) == 2
+
+
+async def test_an_exchange_is_the_user_turn_and_its_reply_with_names(store: Store) -> None:
+    ana = await new_thread(store, "ana")
+    stored = await talk(store, ana, [("¿Qué le pasó a tu socio?", "Le dispararon en Abando.")])
+    found = await Retriever(store).search(ana, "Abando", 5, names=("Ana", "Ander"))
+    assert len(found) == 1
+    assert found[0].turn_ids == (stored[0][0].id, stored[0][1].id)
+    assert found[0].text == "Ana: ¿Qué le pasó a tu socio?\nAnder: Le dispararon en Abando."
+    assert 0 < found[0].score <= 1
+    # The names label the speakers but are not searched for: every exchange is between them.
+    assert await Retriever(store).search(ana, "Ana Ander", 5, names=("Ana", "Ander")) == []
+
+
+HOSTILE = [
+    '"',
+    '""',
+    "AND OR NOT",
+    "*",
+    "NEAR(",
+    "NEAR(gato perro, 2)",
+    "gato*",
+    "^gato",
+    "text: gato",
+    "owner : o1c64",
+    "{owner text}: gato",
+    "gato) OR (perro",
+    "🐈🔥",
+    "",
+    "   ",
+    "¿¡Ñandú, pingüino y acción!?",
+    "x" * 5000,
+    "a - b + c : d ; e ' f",
+    "\x00",
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+async def test_hostile_queries_never_raise(store: Store, query: str) -> None:
+    ana = await new_thread(store, "ana")
+    bea = await new_thread(store, "bea")
+    await talk(store, ana, [("El gato y el perro del ñandú.", "Pingüino en acción.")])
+    [(theirs, _)] = await talk(store, bea, [("gato perro owner text o1c64", "NEAR")])
+    retriever = Retriever(store)
+    found = await retriever.search(ana, query, 10)
+    assert theirs.id not in ids_of(found)
+    assert theirs.id not in ids_of(await retriever.fragments(ana, query, set(), 600))
+
+
+def test_query_terms_drop_stop_words_and_fold_accents() -> None:
+    terms = query_terms("¿Qué pasó con la CANCIÓN que me cantaste en el 2023?")
+    assert [t.word for t in terms] == ["paso", "cancion", "cantaste", "2023"]
+    assert terms[1].expression() == '"cancion"*' and terms[3].expression() == '"2023"'
+    assert named_months("what did I do in May 2023?") == {(2023, 5)}
+    assert named_months("¿qué hice en junio?") == {(None, 6)}
+    assert named_months("may I ask you something?") == set()
+
+
+def everything_in(path: Path) -> str:
+    """Every value of every table of the database file, FTS shadow tables included."""
+    seen = []
+    with sqlite3.connect(path) as raw:
+        tables = [
+            row[0] for row in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        ]
+        for table in tables:
+            if table == "turn_search":  # the virtual table itself: its shadow tables hold its data
+                continue
+            for row in raw.execute(f'SELECT * FROM "{table}"'):
+                for value in row:
+                    if isinstance(value, bytes):
+                        value = value.decode("latin-1")
+                    seen.append(str(value).lower())
+    return "\n".join(seen)
+
+
+def index_terms(path: Path) -> set[str]:
+    with sqlite3.connect(path) as raw:
+        raw.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, turn_search, 'row')")
+        return {row[0] for row in raw.execute("SELECT term FROM temp.vocab")}
+
+
+def raw_bytes(path: Path) -> bytes:
+    """The database file and its write-ahead log, byte for byte, lower-cased."""
+    wal = Path(f"{path}-wal")
+    return (path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")).lower()
+
+
+async def test_deleted_turns_leave_search_and_every_table(store: Store) -> None:
+    ana = await new_thread(store, "ana")
+    stored = await talk(
+        store,
+        ana,
+        [("Mi mote secreto es Zumalakarregi.", "Zumalakarregi, apuntado."), *SMALL_TALK[:2]],
+    )
+    retriever = Retriever(store)
+    assert await retriever.search(ana, "Zumalakarregi", 5)
+    assert "zumalakarregi" in everything_in(store.path)  # the scan does see the index
+    assert "zumalakarregi" in index_terms(store.path)
+    for turn in stored[0]:
+        await store._db.execute("DELETE FROM turns WHERE id = ?", (turn.id,))
+    assert await retriever.search(ana, "Zumalakarregi", 5) == []
+    await store.purge_search_index()
+    assert "zumalakarregi" not in everything_in(store.path)
+    assert "zumalakarregi" not in index_terms(store.path)
+    assert not {"mote", "secreto", "apuntado"} & index_terms(store.path)
+    assert "lentejas" in index_terms(store.path)  # the other turns stay findable
+    assert await retriever.search(ana, "lentejas", 5)
+    assert b"zumalakarregi" not in raw_bytes(store.path)
+
+
+async def test_forgetting_a_character_empties_its_index(store: Store) -> None:
+    ana = await new_thread(store, "ana")
+    bea = await new_thread(store, "bea")
+    await talk(store, ana, [("Guardo el mapa del tesoro en Mundaka.", "Secreto guardado.")])
+    await talk(store, bea, [("Mi tesoro es mi perro.", "Buen tesoro.")])
+    await store.forget(ana.user_id, CHARACTER)
+    assert "mundaka" not in everything_in(store.path)
+    assert "mundaka" not in index_terms(store.path)
+    assert await Retriever(store).search(ana, "tesoro Mundaka", 5) == []
+    assert await Retriever(store).search(bea, "tesoro", 5)
+
+
+def write_locomo(path: Path) -> Path:
+    lines = [
+        ("Ada", "D1:1", "I adopted a grey cat called Pebble last week."),
+        ("Bo", "D1:2", "Pebble is a lovely name for a cat!"),
+        ("Ada", "D1:3", "I also started pottery classes on Tuesdays."),
+        ("Bo", "D1:4", "Pottery sounds relaxing."),
+    ]
+    later = [
+        ("Bo", "D2:1", "How is the pottery going?"),
+        ("Ada", "D2:2", "I made a blue vase for my mother.", "a photo of a blue vase"),
+        ("Bo", "D2:3", "She will love the vase."),
+    ]
+
+    def session(rows: list[tuple[str, ...]]) -> list[dict[str, str]]:
+        out = []
+        for speaker, dia_id, text, *caption in rows:
+            line = {"speaker": speaker, "dia_id": dia_id, "text": text}
+            if caption:
+                line["blip_caption"] = caption[0]
+            out.append(line)
+        return out
+
+    conversation = {
+        "speaker_a": "Ada",
+        "speaker_b": "Bo",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": session(lines),
+        "session_2_date_time": "10:05 am on 12 June, 2023",
+        "session_2": session(later),
+        "session_3_date_time": "9:00 am on 20 June, 2023",
+    }
+    qa = [
+        {
+            "question": "What is the name of Ada's cat?",
+            "answer": "Pebble",
+            "evidence": ["D1:1"],
+            "category": 4,
+        },
+        {
+            "question": "What did Ada make in pottery in June?",
+            "answer": "a vase",
+            "evidence": ["D1:3; D2:2"],
+            "category": 1,
+        },
+        {
+            "question": "When did Ada adopt Pebble?",
+            "answer": "May",
+            "evidence": ["D1:1"],
+            "category": 2,
+        },
+        {"question": "Would Ada like a dog?", "answer": "-", "evidence": ["D9:9"], "category": 3},
+        {
+            "question": "What is Ada's dog called?",
+            "adversarial_answer": "Rex",
+            "evidence": [],
+            "category": 5,
+        },
+    ]
+    data = [{"sample_id": f"conv-{n}", "conversation": conversation, "qa": qa} for n in range(3)]
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_the_bench_runs_on_a_small_locomo_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_locomo(tmp_path / "locomo.json")
+    started = time.monotonic()
+    assert bench_main([str(data), "--json", "--fit-share", "0.3"]) == 0
+    assert time.monotonic() - started < 5
+    report = json.loads(capsys.readouterr().out)
+    for key in ("recall_at_5", "recall_at_10", "recall_600_tokens", "search_p95_ms"):
+        assert key in report
+    for key in ("recall_at_5", "recall_at_10", "recall_600_tokens"):
+        assert 0.0 <= report[key] <= 1.0
+    assert report["questions"] == 6  # two held-out conversations, 3 answerable questions each
+    assert report["recall_at_10"] == 1.0
+    assert report["fit_conversations"] == ["conv-0"]
+    assert report["held_out_conversations"] == ["conv-1", "conv-2"]
+    assert bench_main([str(data)]) == 0
+    assert "HELD-OUT" in capsys.readouterr().out
