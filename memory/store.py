@@ -8,7 +8,7 @@ import functools
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from datetime import date, datetime
 from importlib import resources
@@ -148,6 +148,14 @@ class Store:
     async def close(self) -> None:
         await self._db.close()
 
+    async def _all(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
+        """Every row, in one trip to the database thread (a cursor costs three)."""
+        return list(await self._db.execute_fetchall(sql, tuple(params)))
+
+    async def _one(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Row | None:
+        rows = await self._all(sql, params)
+        return rows[0] if rows else None
+
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         # BEGIN IMMEDIATE takes the write lock up front, so a transaction never fails halfway
@@ -170,8 +178,7 @@ class Store:
             "CREATE TABLE IF NOT EXISTS schema_migrations ("
             " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
         )
-        async with self._db.execute("SELECT version FROM schema_migrations") as cursor:
-            return {row[0] async for row in cursor}
+        return {row[0] for row in await self._all("SELECT version FROM schema_migrations")}
 
     async def _check_schema_not_newer(self) -> None:
         known = {version for version, _, _ in available_migrations()}
@@ -209,14 +216,12 @@ class Store:
 
     @serialized
     async def schema_version(self) -> int:
-        async with self._db.execute("SELECT MAX(version) FROM schema_migrations") as cursor:
-            row = await cursor.fetchone()
+        row = await self._one("SELECT MAX(version) FROM schema_migrations")
         return int(row[0] or 0) if row else 0
 
     @serialized
     async def integrity_check(self) -> str:
-        async with self._db.execute("PRAGMA integrity_check") as cursor:
-            row = await cursor.fetchone()
+        row = await self._one("PRAGMA integrity_check")
         return str(row[0]) if row else "no answer"
 
     # ---- users and conversations ------------------------------------------------------------
@@ -225,26 +230,24 @@ class Store:
     async def upsert_user(
         self, platform: str, platform_user_id: str, display_name: str, now: datetime
     ) -> User:
-        async with self._db.execute(
+        row = await self._one(
             "INSERT INTO users (platform, platform_user_id, display_name, created_at)"
             " VALUES (?, ?, ?, ?)"
             " ON CONFLICT (platform, platform_user_id) DO UPDATE SET"
             " display_name = excluded.display_name"
             " RETURNING id, platform, platform_user_id, display_name",
             (platform, platform_user_id, display_name, _ts(now)),
-        ) as cursor:
-            row = await cursor.fetchone()
+        )
         assert row is not None
         return User(row["id"], row["platform"], row["platform_user_id"], row["display_name"])
 
     @serialized
     async def find_user(self, platform: str, platform_user_id: str) -> User | None:
-        async with self._db.execute(
+        row = await self._one(
             "SELECT id, platform, platform_user_id, display_name FROM users"
             " WHERE platform = ? AND platform_user_id = ?",
             (platform, platform_user_id),
-        ) as cursor:
-            row = await cursor.fetchone()
+        )
         if row is None:
             return None
         return User(row["id"], row["platform"], row["platform_user_id"], row["display_name"])
@@ -263,22 +266,20 @@ class Store:
 
     @serialized
     async def open_conversation(self, thread: Thread) -> Conversation | None:
-        async with self._db.execute(
+        row = await self._one(
             "SELECT * FROM conversations WHERE user_id = ? AND character_id = ? AND scope = ?"
             " AND ended_at IS NULL ORDER BY id DESC LIMIT 1",
             (thread.user_id, thread.character_id, thread.scope),
-        ) as cursor:
-            row = await cursor.fetchone()
+        )
         return self._conversation(row) if row else None
 
     @serialized
     async def start_conversation(self, thread: Thread, now: datetime) -> Conversation:
-        async with self._db.execute(
+        row = await self._one(
             "INSERT INTO conversations (user_id, character_id, scope, started_at,"
             " last_activity_at) VALUES (?, ?, ?, ?, ?) RETURNING *",
             (thread.user_id, thread.character_id, thread.scope, _ts(now), _ts(now)),
-        ) as cursor:
-            row = await cursor.fetchone()
+        )
         assert row is not None
         return self._conversation(row)
 
@@ -294,12 +295,13 @@ class Store:
 
     @serialized
     async def conversations_idle_since(self, cutoff: datetime) -> list[Conversation]:
-        async with self._db.execute(
-            "SELECT * FROM conversations WHERE ended_at IS NULL AND last_activity_at < ?",
-            (_ts(cutoff),),
-        ) as cursor:
-            return [self._conversation(row) async for row in cursor]
-
+        return [
+            self._conversation(row)
+            for row in await self._all(
+                "SELECT * FROM conversations WHERE ended_at IS NULL AND last_activity_at < ?",
+                (_ts(cutoff),),
+            )
+        ]
 
     # ---- the turn log -----------------------------------------------------------------------
 
@@ -314,7 +316,7 @@ class Store:
     ) -> Turn:
         thread = conversation.thread
         async with self._transaction() as db:
-            async with db.execute(
+            row = await self._one(
                 "INSERT INTO turns (conversation_id, user_id, character_id, scope, role, text,"
                 " created_at, platform_message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                 " RETURNING id",
@@ -328,8 +330,7 @@ class Store:
                     _ts(now),
                     platform_message_id,
                 ),
-            ) as cursor:
-                row = await cursor.fetchone()
+            )
             await db.execute(
                 "UPDATE conversations SET last_activity_at = ? WHERE id = ?",
                 (_ts(now), conversation.id),
@@ -351,27 +352,30 @@ class Store:
     @serialized
     async def turns_after(self, thread: Thread, after_turn_id: int) -> list[Turn]:
         """The thread's turns with an id above `after_turn_id`, oldest first."""
-        async with self._db.execute(
-            "SELECT * FROM turns WHERE user_id = ? AND character_id = ? AND scope = ?"
-            " AND id > ? ORDER BY id",
-            (thread.user_id, thread.character_id, thread.scope, after_turn_id),
-        ) as cursor:
-            return [self._turn(row) async for row in cursor]
+        return [
+            self._turn(row)
+            for row in await self._all(
+                "SELECT * FROM turns WHERE user_id = ? AND character_id = ? AND scope = ?"
+                " AND id > ? ORDER BY id",
+                (thread.user_id, thread.character_id, thread.scope, after_turn_id),
+            )
+        ]
 
     @serialized
     async def conversation_turns(self, conversation_id: int) -> list[Turn]:
-        async with self._db.execute(
-            "SELECT * FROM turns WHERE conversation_id = ? ORDER BY id", (conversation_id,)
-        ) as cursor:
-            return [self._turn(row) async for row in cursor]
+        return [
+            self._turn(row)
+            for row in await self._all(
+                "SELECT * FROM turns WHERE conversation_id = ? ORDER BY id", (conversation_id,)
+            )
+        ]
 
     @serialized
     async def count_turns(self, thread: Thread) -> int:
-        async with self._db.execute(
+        row = await self._one(
             "SELECT COUNT(*) FROM turns WHERE user_id = ? AND character_id = ? AND scope = ?",
             (thread.user_id, thread.character_id, thread.scope),
-        ) as cursor:
-            row = await cursor.fetchone()
+        )
         return int(row[0]) if row else 0
 
     # ---- summaries --------------------------------------------------------------------------
@@ -389,12 +393,11 @@ class Store:
 
     @serialized
     async def latest_summary(self, thread: Thread) -> Summary | None:
-        async with self._db.execute(
+        row = await self._one(
             "SELECT * FROM summaries WHERE user_id = ? AND character_id = ? AND scope = ?"
             " ORDER BY id DESC LIMIT 1",
             (thread.user_id, thread.character_id, thread.scope),
-        ) as cursor:
-            row = await cursor.fetchone()
+        )
         return self._summary(row) if row else None
 
     @serialized
@@ -494,8 +497,7 @@ class Store:
         if scope is not None:
             query += " AND scope = ?"
             params += (scope,)
-        async with self._db.execute(query + " ORDER BY id", params) as cursor:
-            return [_fact(row) async for row in cursor]
+        return [_fact(row) for row in await self._all(query + " ORDER BY id", params)]
 
     @serialized
     async def fact_history(self, user_id: int, fact_id: int) -> list[FactVersion]:
@@ -603,11 +605,13 @@ class Store:
     @serialized
     async def conversations_pending_extraction(self) -> list[Conversation]:
         """Ended and never extracted: derived from the database, so a crash loses nothing."""
-        async with self._db.execute(
-            "SELECT * FROM conversations WHERE ended_at IS NOT NULL AND extracted_at IS NULL"
-            " ORDER BY id"
-        ) as cursor:
-            return [self._conversation(row) async for row in cursor]
+        return [
+            self._conversation(row)
+            for row in await self._all(
+                "SELECT * FROM conversations WHERE ended_at IS NOT NULL AND extracted_at IS NULL"
+                " ORDER BY id"
+            )
+        ]
 
     @serialized
     async def record_rejection(
@@ -624,19 +628,17 @@ class Store:
         query, params = "SELECT COUNT(*) FROM memory_rejections", ()
         if user_id is not None:
             query, params = query + " WHERE user_id = ?", (user_id,)
-        async with self._db.execute(query, params) as cursor:
-            row = await cursor.fetchone()
+        row = await self._one(query, params)
         return int(row[0]) if row else 0
 
     # ---- characters per channel -------------------------------------------------------------
 
     @serialized
     async def chosen_character(self, user_id: int, channel_key: str) -> str | None:
-        async with self._db.execute(
+        row = await self._one(
             "SELECT character_id FROM character_choices WHERE user_id = ? AND channel_key = ?",
             (user_id, channel_key),
-        ) as cursor:
-            row = await cursor.fetchone()
+        )
         return str(row[0]) if row else None
 
     @serialized
@@ -652,11 +654,10 @@ class Store:
 
     @serialized
     async def bound_character(self, platform: str, channel_id: str) -> str | None:
-        async with self._db.execute(
+        row = await self._one(
             "SELECT character_id FROM channel_bindings WHERE platform = ? AND channel_id = ?",
             (platform, channel_id),
-        ) as cursor:
-            row = await cursor.fetchone()
+        )
         return str(row[0]) if row else None
 
     @serialized
@@ -704,12 +705,11 @@ class Store:
         self, user_id: int, character_id: str, scope: str | None
     ) -> tuple[int, int]:
         """(turns, characters) of the thread's user and assistant turns; all scopes if None."""
-        async with self._db.execute(
+        row = await self._one(
             "SELECT count(*), total(length(text)) FROM turns WHERE user_id = ?"
             " AND character_id = ? AND (?3 IS NULL OR scope = ?3) AND role != 'tool'",
             (user_id, character_id, scope),
-        ) as cursor:
-            row = await cursor.fetchone()
+        )
         return (int(row[0]), int(row[1])) if row else (0, 0)
 
     @serialized
@@ -754,19 +754,17 @@ class Store:
     @serialized
     async def fact(self, user_id: int, character_id: str, fact_id: int) -> Fact | None:
         """One of this user's facts with this character; anyone else's is simply not found."""
-        async with self._db.execute(
+        row = await self._one(
             "SELECT * FROM facts WHERE id = ? AND user_id = ? AND character_id = ?",
             (fact_id, user_id, character_id),
-        ) as cursor:
-            row = await cursor.fetchone()
+        )
         return _fact(row) if row else None
 
     @serialized
     async def review_mode(self, user_id: int) -> bool:
-        async with self._db.execute(
+        row = await self._one(
             "SELECT review_mode FROM user_preferences WHERE user_id = ?", (user_id,)
-        ) as cursor:
-            row = await cursor.fetchone()
+        )
         return bool(row[0]) if row else False
 
     @serialized
@@ -805,12 +803,11 @@ class Store:
 
     @serialized
     async def last_reply_sources(self, user_id: int, character_id: str) -> ReplySources | None:
-        async with self._db.execute(
+        row = await self._one(
             "SELECT * FROM reply_sources WHERE user_id = ? AND character_id = ?"
             " ORDER BY turn_id DESC LIMIT 1",
             (user_id, character_id),
-        ) as cursor:
-            row = await cursor.fetchone()
+        )
         if row is None:
             return None
         return ReplySources(
@@ -824,10 +821,9 @@ class Store:
 
     @serialized
     async def summary_by_id(self, user_id: int, summary_id: int) -> Summary | None:
-        async with self._db.execute(
+        row = await self._one(
             "SELECT * FROM summaries WHERE id = ? AND user_id = ?", (summary_id, user_id)
-        ) as cursor:
-            row = await cursor.fetchone()
+        )
         return self._summary(row) if row else None
 
     @serialized
@@ -963,7 +959,7 @@ class Store:
         fact_ids: dict[int, int] = {}
         for row in data.get("facts", []):
             evidence = [turn_ids[i] for i in row["evidence"] if i in turn_ids]
-            async with self._db.execute(
+            inserted = await self._one(
                 "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
                 " evidence, lifetime, event_date, created_at, confirmed_at, expires_at, status)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -984,8 +980,7 @@ class Store:
                     row["expires_at"],
                     row["status"],
                 ),
-            ) as cursor:
-                inserted = await cursor.fetchone()
+            )
             if inserted:
                 fact_ids[row["id"]] = inserted[0]
         for row in data.get("fact_history", []):
@@ -1010,9 +1005,11 @@ class Store:
     async def thread_turns_by_ids(self, thread: Thread, ids: list[int]) -> list[Turn]:
         """The turns among `ids` in this very thread (user, character and scope): a DM turn is
         never readable from a group, nor anyone else's from anywhere."""
-        async with self._db.execute(
-            "SELECT * FROM turns WHERE id IN (SELECT value FROM json_each(?))"
-            " AND user_id = ? AND character_id = ? AND scope = ? ORDER BY id",
-            (json.dumps(ids), thread.user_id, thread.character_id, thread.scope),
-        ) as cursor:
-            return [self._turn(row) async for row in cursor]
+        return [
+            self._turn(row)
+            for row in await self._all(
+                "SELECT * FROM turns WHERE id IN (SELECT value FROM json_each(?))"
+                " AND user_id = ? AND character_id = ? AND scope = ? ORDER BY id",
+                (json.dumps(ids), thread.user_id, thread.character_id, thread.scope),
+            )
+        ]
