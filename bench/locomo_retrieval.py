@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -236,9 +236,7 @@ async def run(path: Path, fit_share: float, config: RankConfig | None = None) ->
     report["held_out_conversations"] = [sample for sample, _ in held]
     report["fit"] = summarise([o for _, outcomes in fit for o in outcomes], config)
     report["fit_conversations"] = [sample for sample, _ in fit]
-    report["config"] = {
-        name: getattr(config, name) for name in ("k1", "b", "neighbour", "threshold", "relative")
-    }
+    report["config"] = asdict(config)
     return report
 
 

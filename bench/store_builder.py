@@ -36,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import accumulate
 from pathlib import Path
 
-from memory.fts import STOP_WORDS
+from memory.fts import STOP_WORDS, thread_tokens
 from memory.store import Store, available_migrations
 
 BUILD_VERSION = 3  # bump when the shape of the data changes: cached files are rebuilt
@@ -292,6 +292,8 @@ def fill(path: Path, turns: int, seed: int = 7) -> dict[str, int]:
     order = assign_ids(threads)
     plans = plan_compactions(threads)
     db = sqlite3.connect(path, isolation_level=None)
+    # The search index's triggers call this function (migration 0007), as on the Store's own.
+    db.create_function("thread_tokens", 4, thread_tokens, deterministic=True)
     # A build that fails is deleted, so it needs no journal; WAL is set back at the end.
     for pragma in ("journal_mode = OFF", "synchronous = OFF", "cache_size = -262144"):
         db.execute(f"PRAGMA {pragma}")

@@ -94,11 +94,6 @@ class Term:
         end = "" if self.prefix else r"(?![^\W_])"
         return re.compile(r"(?<![^\W_])" + re.escape(self.stem) + end)
 
-    def expression(self) -> str:
-        # Tokens hold letters and digits only, so quoting cannot break out of the string; the
-        # quotes keep FTS5 from reading AND, OR, NOT or NEAR as operators.
-        return f'"{self.stem}"*' if self.prefix else f'"{self.stem}"'
-
 
 def query_terms(text: str, ignore: frozenset[str] = frozenset()) -> list[Term]:
     """The meaningful words of a query, at most MAX_TERMS, in order of first appearance.
@@ -117,25 +112,35 @@ def query_terms(text: str, ignore: frozenset[str] = frozenset()) -> list[Term]:
 
 
 def owner_token(user_id: int, character_id: str) -> str:
-    """Mirrors the triggers of migration 0003."""
+    """The start of every token of one user's turns with one character (migration 0007)."""
     return f"o{user_id}c{character_id.encode('utf-8').hex()}"
 
 
-def scope_token(scope: str) -> str:
-    return f"s{scope.encode('utf-8').hex()}"
+def thread_tokens(user_id: int, character_id: str, scope: str, text: str) -> str:
+    """What the index stores for a turn: its scope once, then each word, all owner-prefixed.
+
+    Registered as the SQL function the triggers call, so a query for one thread's words reads
+    that thread's doclists only. 'w' and 's' cannot appear in the owner's hex, so a word's
+    prefix query never matches the scope token.
+    """
+    owner = owner_token(user_id, character_id)
+    return " ".join([f"{owner}s{scope.encode('utf-8').hex()}",
+                     *(f"{owner}w{word}" for word in words(text))])
 
 
-def _scope_expression(user_id: int, character_id: str, scope: str | None) -> str:
-    expression = f'owner : "{owner_token(user_id, character_id)}"'
-    if scope is not None:
-        expression += f' AND owner : "{scope_token(scope)}"'
-    return expression
+def _expression(owner: str, term: Term) -> str:
+    # Tokens hold letters and digits only, so quoting cannot break out of the string; the
+    # quotes keep FTS5 from reading AND, OR, NOT or NEAR as operators.
+    return f'"{owner}w{term.stem}"' + ("*" if term.prefix else "")
 
 
 def match_expression(user_id: int, character_id: str, scope: str | None, terms: list[Term]) -> str:
-    """Any of `terms` in the text of one thread's turns (all scopes when `scope` is None)."""
-    alternatives = " OR ".join(term.expression() for term in terms)
-    return f"{_scope_expression(user_id, character_id, scope)} AND text : ({alternatives})"
+    """Any of `terms` in one thread's turns (every scope of the pair when `scope` is None)."""
+    owner = owner_token(user_id, character_id)
+    alternatives = " OR ".join(_expression(owner, term) for term in terms)
+    if scope is None:
+        return f"({alternatives})"
+    return f'"{owner}s{scope.encode("utf-8").hex()}" AND ({alternatives})'
 
 
 async def matching_turns(
@@ -146,12 +151,12 @@ async def matching_turns(
     terms: list[Term],
     limit: int,
 ) -> list[int]:
-    """Ids of the thread's turns holding any of `terms`, best BM25 first (owner column ignored)."""
+    """Ids of the thread's turns holding any of `terms`, best BM25 first."""
     if not terms:
         return []
     async with db.execute(
         "SELECT rowid FROM turn_search WHERE turn_search MATCH ?"
-        " ORDER BY bm25(turn_search, 0.0, 1.0) LIMIT ?",
+        " ORDER BY bm25(turn_search) LIMIT ?",
         (match_expression(user_id, character_id, scope, terms), limit),
     ) as cursor:
         return [int(row[0]) for row in await cursor.fetchall()]

@@ -134,6 +134,8 @@ class Store:
             "secure_delete = ON",
         ):
             await db.execute(f"PRAGMA {pragma}")
+        # The search index's triggers call it (migration 0007): on every connection, first.
+        await db.create_function("thread_tokens", 4, fts.thread_tokens, deterministic=True)
         store = cls(db, path)
         try:
             await store._check_schema_not_newer()
@@ -727,12 +729,13 @@ class Store:
             "  (SELECT min(p.id) FROM turns p WHERE p.conversation_id = t.conversation_id)) AS lo,"
             " (SELECT n.id FROM turns n WHERE n.conversation_id = t.conversation_id"
             "  AND n.id > t.id AND n.role = 'user' ORDER BY n.id LIMIT 1) AS hi"
-            " FROM turns t WHERE t.id IN (SELECT value FROM json_each(?1))"
-            " AND t.user_id = ?2 AND t.character_id = ?3 AND (?4 IS NULL OR t.scope = ?4))"
+            # CROSS JOIN keeps SQLite from scanning the whole thread by user_id: seek by id.
+            " FROM json_each(?1) AS hit CROSS JOIN turns t ON t.id = hit.value"
+            " WHERE t.user_id = ?2 AND t.character_id = ?3 AND (?4 IS NULL OR t.scope = ?4))"
             " SELECT span.lo, span.hi, (SELECT max(p.id) FROM turns p"
             "  WHERE p.conversation_id = span.cid AND p.id < span.lo) AS previous, m.*"
             " FROM span JOIN turns m ON m.conversation_id = span.cid"
-            " AND m.id >= span.lo AND (span.hi IS NULL OR m.id < span.hi)"
+            " AND m.id >= span.lo AND m.id < coalesce(span.hi, 9223372036854775807)"
             " WHERE m.user_id = ?2 AND m.character_id = ?3 ORDER BY m.id",
             (json.dumps(turn_ids), user_id, character_id, scope),
         ) as cursor:
@@ -743,8 +746,8 @@ class Store:
     async def turns_by_ids(self, user_id: int, character_id: str, ids: list[int]) -> list[Turn]:
         """The turns among `ids` that belong to this user with this character; others are absent."""
         async with self._db.execute(
-            "SELECT * FROM turns WHERE id IN (SELECT value FROM json_each(?))"
-            " AND user_id = ? AND character_id = ?",
+            "SELECT t.* FROM json_each(?) AS hit CROSS JOIN turns t ON t.id = hit.value"
+            " WHERE t.user_id = ? AND t.character_id = ?",
             (json.dumps(ids), user_id, character_id),
         ) as cursor:
             return [self._turn(row) for row in await cursor.fetchall()]

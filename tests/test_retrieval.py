@@ -4,6 +4,7 @@ budget, safe with any query, and forgetful when turns are deleted."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from collections.abc import AsyncIterator
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from bench.locomo_retrieval import main as bench_main
-from memory.fts import query_terms
+from memory.fts import match_expression, query_terms
 from memory.models import Thread, Turn
 from memory.retrieval import Retriever, named_months
 from memory.store import Store
@@ -206,7 +207,9 @@ async def test_hostile_queries_never_raise(store: Store, query: str) -> None:
 def test_query_terms_drop_stop_words_and_fold_accents() -> None:
     terms = query_terms("¿Qué pasó con la CANCIÓN que me cantaste en el 2023?")
     assert [t.word for t in terms] == ["paso", "cancion", "cantaste", "2023"]
-    assert terms[1].expression() == '"cancion"*' and terms[3].expression() == '"2023"'
+    expression = match_expression(7, "keeper", None, terms)
+    assert '"o7c6b6565706572wcancion"*' in expression  # a stem, searched as a prefix
+    assert '"o7c6b6565706572w2023"' in expression and '2023"*' not in expression  # a number
     assert named_months("what did I do in May 2023?") == {(2023, 5)}
     assert named_months("¿qué hice en junio?") == {(None, 6)}
     assert named_months("may I ask you something?") == set()
@@ -231,9 +234,14 @@ def everything_in(path: Path) -> str:
 
 
 def index_terms(path: Path) -> set[str]:
+    """The words in the index, without the owner prefix every token carries."""
     with sqlite3.connect(path) as raw:
         raw.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, turn_search, 'row')")
-        return {row[0] for row in raw.execute("SELECT term FROM temp.vocab")}
+        terms = [row[0] for row in raw.execute("SELECT term FROM temp.vocab")]
+    return {match.group(1) for term in terms if (match := _WORD_TOKEN.match(term))}
+
+
+_WORD_TOKEN = re.compile(r"^o\d+c[0-9a-f]*w(.+)$")
 
 
 def raw_bytes(path: Path) -> bytes:
