@@ -151,50 +151,43 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0.0
 
 
+def _mean(values: Any) -> float:
+    return round(statistics.fmean(values), 4)
+
+
+def _figures(group: list[Outcome], config: RankConfig, tokens: TokenEstimator) -> dict[str, Any]:
+    def fragments(ranked: list[Exchange]) -> list[Any]:
+        return select_fragments(ranked, BUDGET, config.max_fragments, config, tokens)
+
+    recalled = [fragments(o.ranked) for o in group]
+    asked_elsewhere = any(o.foreign for o in group)
+    return {
+        "questions": len(group),
+        "recall_at_5": _mean(_recall(o.evidence, o.ranked[:5]) for o in group),
+        "recall_at_10": _mean(_recall(o.evidence, o.ranked[:10]) for o in group),
+        "recall_600_tokens": _mean(
+            _recall(o.evidence, _within(o.ranked, BUDGET, tokens)) for o in group
+        ),
+        "fragment_recall": _mean(
+            _recall(o.evidence, f) for o, f in zip(group, recalled, strict=True)
+        ),
+        "fragments_per_question": round(statistics.fmean(len(f) for f in recalled), 2),
+        "foreign_fragment_rate": _mean(bool(fragments(o.foreign)) for o in group)
+        if asked_elsewhere
+        else None,
+    }
+
+
 def summarise(outcomes: list[Outcome], config: RankConfig) -> dict[str, Any]:
-    tokens = TokenEstimator()
     if not outcomes:
         return {"questions": 0}
-
-    def figures(group: list[Outcome]) -> dict[str, Any]:
-        fragments = [
-            select_fragments(o.ranked, BUDGET, config.max_fragments, config, tokens) for o in group
-        ]
-        alarms = [
-            select_fragments(o.foreign, BUDGET, config.max_fragments, config, tokens) for o in group
-        ]
-        return {
-            "questions": len(group),
-            "recall_at_5": round(
-                statistics.fmean(_recall(o.evidence, o.ranked[:5]) for o in group), 4
-            ),
-            "recall_at_10": round(
-                statistics.fmean(_recall(o.evidence, o.ranked[:10]) for o in group), 4
-            ),
-            "recall_600_tokens": round(
-                statistics.fmean(
-                    _recall(o.evidence, _within(o.ranked, BUDGET, tokens)) for o in group
-                ),
-                4,
-            ),
-            "fragment_recall": round(
-                statistics.fmean(
-                    _recall(o.evidence, f) for o, f in zip(group, fragments, strict=True)
-                ),
-                4,
-            ),
-            "fragments_per_question": round(statistics.fmean(len(f) for f in fragments), 2),
-            "foreign_fragment_rate": round(statistics.fmean(bool(a) for a in alarms), 4)
-            if any(o.foreign for o in group)
-            else None,
-        }
-
-    result = figures(outcomes)
+    tokens = TokenEstimator()
+    result = _figures(outcomes, config, tokens)
     latencies = [o.ms for o in outcomes]
     result["search_p50_ms"] = round(statistics.median(latencies), 2)
     result["search_p95_ms"] = round(_percentile(latencies, 0.95), 2)
     result["by_category"] = {
-        CATEGORIES[c]: figures([o for o in outcomes if o.category == c])
+        CATEGORIES[c]: _figures([o for o in outcomes if o.category == c], config, tokens)
         for c in CATEGORIES
         if any(o.category == c for o in outcomes)
     }

@@ -1,5 +1,5 @@
 """SQLite FTS5 specifics: turning free text into a safe MATCH expression, and the searches over
-`turn_search` (migrations/0003_search.sql).
+`turn_search` (migrations/0003_search.sql, rebuilt with per-thread tokens by 0007).
 
 The only module besides memory/store.py that holds SQL; `Store` calls these functions with its
 own connection. Every search is scoped to one user's thread with one character by the owner
@@ -47,6 +47,10 @@ _SUFFIXES = tuple(sorted(set(_SUFFIX_LIST.split()), key=len, reverse=True))
 _VOWELS = "aeiouy"
 MIN_STEM = 3
 MAX_TERMS = 16
+# fold() and words() are part of the on-disk format since migration 0007: the triggers index
+# thread_tokens() of a turn and delete exactly what it returns for the same turn. Change either
+# and the deletes of older turns no longer name the tokens they inserted (their words would stay
+# in the index): any change to them needs a migration that rebuilds turn_search.
 _WORD = re.compile(r"[^\W_]+")
 
 

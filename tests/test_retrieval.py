@@ -273,6 +273,20 @@ async def test_deleted_turns_leave_search_and_every_table(store: Store) -> None:
     assert b"zumalakarregi" not in raw_bytes(store.path)
 
 
+async def test_an_edited_turn_is_reindexed(store: Store) -> None:
+    """Turns are never edited, but if one ever is, the index must follow, not keep the old words."""
+    ana = await new_thread(store, "ana")
+    [(turn, _)] = await talk(store, ana, [("Mi perro se llama Txuri.", "Bonito nombre.")])
+    await store._db.execute(
+        "UPDATE turns SET text = 'Mi perro se llama Beltza.' WHERE id = ?", (turn.id,)
+    )
+    retriever = Retriever(store)
+    assert await retriever.search(ana, "Txuri", 5) == []
+    assert ids_of(await retriever.search(ana, "Beltza", 5)) >= {turn.id}
+    await store.purge_search_index()
+    assert "txuri" not in index_terms(store.path)
+
+
 async def test_forgetting_a_character_empties_its_index(store: Store) -> None:
     ana = await new_thread(store, "ana")
     bea = await new_thread(store, "bea")
@@ -285,65 +299,47 @@ async def test_forgetting_a_character_empties_its_index(store: Store) -> None:
     assert await Retriever(store).search(bea, "tesoro", 5)
 
 
+def _line(speaker: str, dia_id: str, text: str, caption: str = "") -> dict[str, str]:
+    line = {"speaker": speaker, "dia_id": dia_id, "text": text}
+    return line | {"blip_caption": caption} if caption else line
+
+
+def _qa(question: str, evidence: list[str], category: int) -> dict[str, Any]:
+    return {"question": question, "answer": "-", "evidence": evidence, "category": category}
+
+
+LOCOMO_CONVERSATION = {
+    "speaker_a": "Ada",
+    "speaker_b": "Bo",
+    "session_1_date_time": "1:56 pm on 8 May, 2023",
+    "session_1": [
+        _line("Ada", "D1:1", "I adopted a grey cat called Pebble last week."),
+        _line("Bo", "D1:2", "Pebble is a lovely name for a cat!"),
+        _line("Ada", "D1:3", "I also started pottery classes on Tuesdays."),
+        _line("Bo", "D1:4", "Pottery sounds relaxing."),
+    ],
+    "session_2_date_time": "10:05 am on 12 June, 2023",
+    "session_2": [
+        _line("Bo", "D2:1", "How is the pottery going?"),
+        _line("Ada", "D2:2", "I made a blue vase for my mother.", "a photo of a blue vase"),
+        _line("Bo", "D2:3", "She will love the vase."),
+    ],
+    "session_3_date_time": "9:00 am on 20 June, 2023",  # a date key without a session
+}
+LOCOMO_QA = [
+    _qa("What is the name of Ada's cat?", ["D1:1"], 4),
+    _qa("What did Ada make in pottery in June?", ["D1:3; D2:2"], 1),  # malformed, as in LoCoMo
+    _qa("When did Ada adopt Pebble?", ["D1:1"], 2),
+    _qa("Would Ada like a dog?", ["D9:9"], 3),  # evidence that names no line: skipped
+    _qa("What is Ada's dog called?", [], 5),  # adversarial: not a retrieval question
+]
+
+
 def write_locomo(path: Path) -> Path:
-    lines = [
-        ("Ada", "D1:1", "I adopted a grey cat called Pebble last week."),
-        ("Bo", "D1:2", "Pebble is a lovely name for a cat!"),
-        ("Ada", "D1:3", "I also started pottery classes on Tuesdays."),
-        ("Bo", "D1:4", "Pottery sounds relaxing."),
+    data = [
+        {"sample_id": f"conv-{n}", "conversation": LOCOMO_CONVERSATION, "qa": LOCOMO_QA}
+        for n in range(3)
     ]
-    later = [
-        ("Bo", "D2:1", "How is the pottery going?"),
-        ("Ada", "D2:2", "I made a blue vase for my mother.", "a photo of a blue vase"),
-        ("Bo", "D2:3", "She will love the vase."),
-    ]
-
-    def session(rows: list[tuple[str, ...]]) -> list[dict[str, str]]:
-        out = []
-        for speaker, dia_id, text, *caption in rows:
-            line = {"speaker": speaker, "dia_id": dia_id, "text": text}
-            if caption:
-                line["blip_caption"] = caption[0]
-            out.append(line)
-        return out
-
-    conversation = {
-        "speaker_a": "Ada",
-        "speaker_b": "Bo",
-        "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": session(lines),
-        "session_2_date_time": "10:05 am on 12 June, 2023",
-        "session_2": session(later),
-        "session_3_date_time": "9:00 am on 20 June, 2023",
-    }
-    qa = [
-        {
-            "question": "What is the name of Ada's cat?",
-            "answer": "Pebble",
-            "evidence": ["D1:1"],
-            "category": 4,
-        },
-        {
-            "question": "What did Ada make in pottery in June?",
-            "answer": "a vase",
-            "evidence": ["D1:3; D2:2"],
-            "category": 1,
-        },
-        {
-            "question": "When did Ada adopt Pebble?",
-            "answer": "May",
-            "evidence": ["D1:1"],
-            "category": 2,
-        },
-        {"question": "Would Ada like a dog?", "answer": "-", "evidence": ["D9:9"], "category": 3},
-        {
-            "question": "What is Ada's dog called?",
-            "adversarial_answer": "Rex",
-            "evidence": [],
-            "category": 5,
-        },
-    ]
-    data = [{"sample_id": f"conv-{n}", "conversation": conversation, "qa": qa} for n in range(3)]
     path.write_text(json.dumps(data))
     return path
 
