@@ -1011,8 +1011,10 @@ class Store:
         return [
             self._turn(row)
             for row in await self._all(
-                "SELECT * FROM turns WHERE id IN (SELECT value FROM json_each(?))"
-                " AND user_id = ? AND character_id = ? AND scope = ? ORDER BY id",
+                # CROSS JOIN: look each id up, instead of letting the planner scan the thread.
+                "SELECT t.* FROM json_each(?) AS wanted CROSS JOIN turns AS t"
+                " ON t.id = wanted.value WHERE t.user_id = ? AND t.character_id = ?"
+                " AND t.scope = ? ORDER BY t.id",
                 (json.dumps(ids), thread.user_id, thread.character_id, thread.scope),
             )
         ]
