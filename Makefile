@@ -26,5 +26,12 @@ test: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pytest -q
 
+LOCOMO ?= ../shared/data/locomo_dev.json
+
 bench: install
-	$(VENV)/bin/python bench/context_growth.py ../shared/data/locomo_dev.json
+	$(VENV)/bin/python bench/context_growth.py $(LOCOMO)
+	$(VENV)/bin/python bench/profile.py $(LOCOMO)
+	$(VENV)/bin/python bench/locomo_retrieval.py $(LOCOMO)
+	$(VENV)/bin/python bench/throughput.py
+	$(VENV)/bin/python bench/overhead.py
+	$(VENV)/bin/python bench/memory_bound.py
