@@ -258,3 +258,16 @@ USER_LINES = (
 
 def user_line(user: int, message: int) -> str:
     return f"{USER_LINES[(user + message) % len(USER_LINES)]} ({message + 1})"
+
+
+def closing_lines(result: dict[str, Any]) -> list[str]:
+    """The PASS/FAIL lines of the targets (if any) and the run's time and machine load."""
+    lines = [
+        f"{'PASS' if ok else 'FAIL'}  {name}" for name, ok in result.get("targets", {}).items()
+    ]
+    lines.append(
+        f"run time: {result['run_seconds']} s; load average (1 min) before/after: "
+        f"{result['load_average_1m_before']}/{result['load_average_1m_after']} on "
+        f"{os.cpu_count()} CPUs"
+    )
+    return lines

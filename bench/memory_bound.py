@@ -41,6 +41,7 @@ from bench.load_common import (  # noqa: E402
     bench_settings,
     caller,
     characters_with_retrieval,
+    closing_lines,
     load_average,
     rss_mb,
     user_line,
@@ -232,11 +233,7 @@ def format_table(result: dict[str, Any]) -> str:
     lines.append("")
     if "kb_per_session_in_ram" in result:
         lines.append(f"RAM per session kept: {result['kb_per_session_in_ram']} KB")
-    lines.append(
-        f"run time: {result['run_seconds']} s; load average (1 min) before/after: "
-        f"{result['load_average_1m_before']}/{result['load_average_1m_after']} on "
-        f"{os.cpu_count()} CPUs"
-    )
+    lines += closing_lines(result)
     return "\n".join(lines)
 
 

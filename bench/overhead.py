@@ -28,7 +28,6 @@ import argparse
 import asyncio
 import json
 import math
-import os
 import random
 import sqlite3
 import sys
@@ -50,6 +49,7 @@ from bench.load_common import (  # noqa: E402
     MessageTiming,
     bench_settings,
     characters_with_retrieval,
+    closing_lines,
     distribution_ms,
     load_average,
     time_store_calls,
@@ -230,12 +230,7 @@ def format_table(result: dict[str, Any]) -> str:
     for key, value in result.items():
         if key.startswith("ratio"):
             lines.append(f"{key}: {value}")
-    lines += [f"{'PASS' if ok else 'FAIL'}  {name}" for name, ok in result["targets"].items()]
-    lines.append(
-        f"run time: {result['run_seconds']} s; load average (1 min) before/after: "
-        f"{result['load_average_1m_before']}/{result['load_average_1m_after']} on "
-        f"{os.cpu_count()} CPUs"
-    )
+    lines += closing_lines(result)
     return "\n".join(lines)
 
 

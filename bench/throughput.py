@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 import tempfile
 import time
@@ -48,6 +47,7 @@ from bench.load_common import (  # noqa: E402
     bench_settings,
     caller,
     characters_with_retrieval,
+    closing_lines,
     count_round_trips,
     distribution_ms,
     load_average,
@@ -268,12 +268,7 @@ def format_table(result: dict[str, Any]) -> str:
             )
         )
     lines.append("")
-    lines += [f"{'PASS' if ok else 'FAIL'}  {name}" for name, ok in result["targets"].items()]
-    lines.append(
-        f"run time: {result['run_seconds']} s; load average (1 min) before/after: "
-        f"{result['load_average_1m_before']}/{result['load_average_1m_after']} on "
-        f"{os.cpu_count()} CPUs"
-    )
+    lines += closing_lines(result)
     return "\n".join(lines)
 
 
