@@ -35,7 +35,6 @@ from memory.tokens import TokenEstimator
 # (user id, character id): every scope of that pair; a Thread: that scope only (a DM's memories
 # never surface in a group, where other people read the reply).
 Where = Thread | tuple[int, str]
-_MAX_ID = 2**63 - 1
 _FRAGMENT_POOL = 50  # ranked exchanges looked at for fragments; the relative floor cuts sooner
 
 
@@ -119,15 +118,6 @@ class Retriever:
         exchanges = [self._exchange(c, names) for c in fresh[:_FRAGMENT_POOL]]
         wanted = min(max_fragments, self.config.max_fragments)
         return select_fragments(exchanges, budget_tokens, wanted, self.config, self.tokens)
-
-    async def lookup(
-        self, user_id: int, character_id: str, ids: list[int]
-    ) -> dict[int, Turn | None]:
-        """Each id mapped to the caller's own turn with this character, or None when it does not
-        exist or belongs to someone else: both look the same, so ids reveal nothing."""
-        valid = sorted({i for i in ids if type(i) is int and 0 < i <= _MAX_ID})
-        found = {t.id: t for t in await self.store.turns_by_ids(user_id, character_id, valid)}
-        return {i: found.get(i) if type(i) is int else None for i in ids}
 
     # ---- ranking ------------------------------------------------------------------------------
 

@@ -16,10 +16,12 @@ import pytest
 
 from bench.locomo_retrieval import main as bench_main
 from memory.fts import match_expression, query_terms
+from memory.llm import ToolCall
 from memory.models import Thread, Turn
 from memory.retrieval import Retriever, named_months
 from memory.store import Store
 from memory.tokens import TokenEstimator
+from memory.tools import ToolBox
 
 START = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
 CHARACTER = "detective_bilbao"
@@ -104,7 +106,9 @@ async def test_search_never_crosses_characters_nor_scopes(store: Store) -> None:
     assert await retriever.search((detective.user_id, "nobody"), "pez espada", 10) == []
 
 
-async def test_lookup_returns_only_the_callers_own_turns(store: Store) -> None:
+async def test_lookup_turn_returns_only_the_callers_own_turns_in_this_scope(
+    store: Store,
+) -> None:
     ana = await new_thread(store, "ana")
     bea = await new_thread(store, "bea")
     [(mine, reply)] = await talk(store, ana, [("Vivo en Deusto.", "Buen barrio.")])
@@ -112,13 +116,32 @@ async def test_lookup_returns_only_the_callers_own_turns(store: Store) -> None:
     [(other_character, _)] = await talk(
         store, Thread(ana.user_id, "lighthouse_keeper", "dm"), [("Hola faro.", "Hola.")]
     )
-    wanted: list[Any] = [mine.id, reply.id, theirs.id, other_character.id, 0, -3, 10**6, 2**70]
-    found = await Retriever(store).lookup(ana.user_id, CHARACTER, wanted)
-    assert found[mine.id] == mine and found[reply.id] is not None
-    assert found[reply.id].text == "Buen barrio."  # type: ignore[union-attr]
-    for stranger in wanted[2:]:
-        assert found[stranger] is None
-    assert await Retriever(store).lookup(ana.user_id, CHARACTER, []) == {}
+    in_group = Thread(ana.user_id, CHARACTER, "group:telegram:-5")
+    [(said_in_group, _)] = await talk(store, in_group, [("En el grupo no.", "Vale.")])
+    wanted: list[Any] = [
+        mine.id,
+        reply.id,
+        theirs.id,
+        other_character.id,
+        said_in_group.id,
+        0,
+        -3,
+        10**6,
+        2**70,
+        "7",
+        True,
+    ]
+    tools = ToolBox(store, Retriever(store), ana, True, (), 1500, TokenEstimator(), ("A", "K"))
+    outcome = await tools.run(ToolCall("lookup_turn", {"ids": wanted}))
+    lines = outcome.text.splitlines()
+    assert lines[0].endswith("user: Vivo en Deusto.") and lines[1].endswith(": Buen barrio.")
+    assert lines[2:5] == [
+        f"[{theirs.id}] not found",
+        f"[{other_character.id}] not found",
+        f"[{said_in_group.id}] not found",
+    ]  # another user, character, scope
+    assert all(line.endswith("not found") for line in lines[2:])
+    assert outcome.recalled_turn_ids == (mine.id, reply.id)
 
 
 async def test_fragments_are_dated_relevant_fresh_and_within_budget(store: Store) -> None:
