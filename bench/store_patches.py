@@ -85,7 +85,7 @@ class _Result:
 
 
 class _SyncConnection:
-    """The part of aiosqlite.Connection that memory/store.py and memory/fts.py use."""
+    """The part of aiosqlite.Connection that the memory/store package and memory/fts.py use."""
 
     def __init__(self, raw: sqlite3.Connection) -> None:
         self._raw = raw

@@ -69,7 +69,7 @@ async def test_a_broken_migration_leaves_no_trace(
             "CREATE TABLE half_done (x INTEGER);\nTHIS IS NOT SQL;",
         ),
     ]
-    monkeypatch.setattr("memory.store.available_migrations", lambda: broken)
+    monkeypatch.setattr("memory.store.base.available_migrations", lambda: broken)
     with pytest.raises(sqlite3.OperationalError):
         await Store.open(tmp_path / "a.db")
     raw = sqlite3.connect(tmp_path / "a.db")

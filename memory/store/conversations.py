@@ -1,0 +1,247 @@
+"""Users, conversations, the turn log, summaries and usage rows."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from memory.models import (
+    Conversation,
+    Summary,
+    Thread,
+    Turn,
+    UsageRecord,
+    User,
+)
+from memory.store.base import StoreBase, _ts, serialized
+
+
+class ConversationsMixin(StoreBase):
+    # ---- users and conversations ------------------------------------------------------------
+
+    @serialized
+    async def upsert_user(
+        self, platform: str, platform_user_id: str, display_name: str, now: datetime
+    ) -> User:
+        row = await self._one(
+            "INSERT INTO users (platform, platform_user_id, display_name, created_at)"
+            " VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (platform, platform_user_id) DO UPDATE SET"
+            " display_name = excluded.display_name"
+            " RETURNING id, platform, platform_user_id, display_name",
+            (platform, platform_user_id, display_name, _ts(now)),
+        )
+        assert row is not None
+        return User(row["id"], row["platform"], row["platform_user_id"], row["display_name"])
+
+    @serialized
+    async def find_user(self, platform: str, platform_user_id: str) -> User | None:
+        row = await self._one(
+            "SELECT id, platform, platform_user_id, display_name FROM users"
+            " WHERE platform = ? AND platform_user_id = ?",
+            (platform, platform_user_id),
+        )
+        if row is None:
+            return None
+        return User(row["id"], row["platform"], row["platform_user_id"], row["display_name"])
+
+    @serialized
+    async def open_conversation(self, thread: Thread) -> Conversation | None:
+        row = await self._one(
+            "SELECT * FROM conversations WHERE user_id = ? AND character_id = ? AND scope = ?"
+            " AND ended_at IS NULL ORDER BY id DESC LIMIT 1",
+            (thread.user_id, thread.character_id, thread.scope),
+        )
+        return self._conversation(row) if row else None
+
+    @serialized
+    async def start_conversation(self, thread: Thread, now: datetime) -> Conversation:
+        row = await self._one(
+            "INSERT INTO conversations (user_id, character_id, scope, started_at,"
+            " last_activity_at) VALUES (?, ?, ?, ?, ?) RETURNING *",
+            (thread.user_id, thread.character_id, thread.scope, _ts(now), _ts(now)),
+        )
+        assert row is not None
+        return self._conversation(row)
+
+    @serialized
+    async def end_conversation(self, conversation_id: int, reason: str, now: datetime) -> bool:
+        """End it if still open; False when someone else ended it first."""
+        async with self._db.execute(
+            "UPDATE conversations SET ended_at = ?, end_reason = ?"
+            " WHERE id = ? AND ended_at IS NULL",
+            (_ts(now), reason, conversation_id),
+        ) as cursor:
+            return cursor.rowcount == 1
+
+    @serialized
+    async def conversations_idle_since(self, cutoff: datetime) -> list[Conversation]:
+        return [
+            self._conversation(row)
+            for row in await self._all(
+                "SELECT * FROM conversations WHERE ended_at IS NULL AND last_activity_at < ?",
+                (_ts(cutoff),),
+            )
+        ]
+
+    # ---- the turn log -----------------------------------------------------------------------
+
+    @serialized
+    async def add_turn(
+        self,
+        conversation: Conversation,
+        role: str,
+        text: str,
+        now: datetime,
+        platform_message_id: str | None = None,
+    ) -> Turn:
+        thread = conversation.thread
+        async with self._transaction() as db:
+            row = await self._one(
+                "INSERT INTO turns (conversation_id, user_id, character_id, scope, role, text,"
+                " created_at, platform_message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " RETURNING id",
+                (
+                    conversation.id,
+                    thread.user_id,
+                    thread.character_id,
+                    thread.scope,
+                    role,
+                    text,
+                    _ts(now),
+                    platform_message_id,
+                ),
+            )
+            await db.execute(
+                "UPDATE conversations SET last_activity_at = ? WHERE id = ?",
+                (_ts(now), conversation.id),
+            )
+        assert row is not None
+        return Turn(row[0], conversation.id, role, text, now, platform_message_id)  # type: ignore[arg-type]
+
+    @serialized
+    async def turns_after(self, thread: Thread, after_turn_id: int) -> list[Turn]:
+        """The thread's turns with an id above `after_turn_id`, oldest first."""
+        return [
+            self._turn(row)
+            for row in await self._all(
+                "SELECT * FROM turns WHERE user_id = ? AND character_id = ? AND scope = ?"
+                " AND id > ? ORDER BY id",
+                (thread.user_id, thread.character_id, thread.scope, after_turn_id),
+            )
+        ]
+
+    @serialized
+    async def conversation_turns(self, conversation_id: int) -> list[Turn]:
+        return [
+            self._turn(row)
+            for row in await self._all(
+                "SELECT * FROM turns WHERE conversation_id = ? ORDER BY id", (conversation_id,)
+            )
+        ]
+
+    @serialized
+    async def count_turns(self, thread: Thread) -> int:
+        row = await self._one(
+            "SELECT COUNT(*) FROM turns WHERE user_id = ? AND character_id = ? AND scope = ?",
+            (thread.user_id, thread.character_id, thread.scope),
+        )
+        return int(row[0]) if row else 0
+
+    # ---- summaries --------------------------------------------------------------------------
+
+    @serialized
+    async def latest_summary(self, thread: Thread) -> Summary | None:
+        row = await self._one(
+            "SELECT * FROM summaries WHERE user_id = ? AND character_id = ? AND scope = ?"
+            " ORDER BY id DESC LIMIT 1",
+            (thread.user_id, thread.character_id, thread.scope),
+        )
+        return self._summary(row) if row else None
+
+    @serialized
+    async def save_summary(self, thread: Thread, summary: Summary) -> int:
+        """Store a new version; returns its id."""
+        cursor = await self._db.execute(
+            "INSERT INTO summaries (user_id, character_id, scope, fields_json, cited_ids_json,"
+            " covers_up_to_turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                thread.user_id,
+                thread.character_id,
+                thread.scope,
+                json.dumps(dict(summary.fields.items()), ensure_ascii=False),
+                json.dumps(sorted(summary.cited_ids)),
+                summary.covers_up_to_turn_id,
+                _ts(summary.created_at),
+            ),
+        )
+        return int(cursor.lastrowid or 0)
+
+    # ---- usage ------------------------------------------------------------------------------
+
+    @serialized
+    async def record_usage(self, record: UsageRecord, now: datetime) -> None:
+        await self._db.execute(
+            "INSERT INTO llm_usage (user_id, character_id, conversation_id, turn_id, kind,"
+            " model, ok, error, input_tokens, cache_read_tokens, cache_write_tokens,"
+            " output_tokens, latency_ms, created_at, tool_round, fragments, tools_called)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.user_id,
+                record.character_id,
+                record.conversation_id,
+                record.turn_id,
+                record.kind,
+                record.model,
+                int(record.ok),
+                record.error,
+                record.input_tokens,
+                record.cache_read_tokens,
+                record.cache_write_tokens,
+                record.output_tokens,
+                record.latency_ms,
+                _ts(now),
+                record.tool_round,
+                record.fragments,
+                record.tools_called,
+            ),
+        )
+
+    @serialized
+    async def usage_records(
+        self, user_id: int | None = None, since: datetime | None = None
+    ) -> list[UsageRecord]:
+        clauses: list[str] = []
+        params: list[object] = []
+        if user_id is not None:
+            clauses.append("user_id = ?")
+            params.append(user_id)
+        if since is not None:
+            # julianday() compares instants: created_at carries the clock's TIMEZONE offset.
+            clauses.append("julianday(created_at) >= julianday(?)")
+            params.append(_ts(since))
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        async with self._db.execute(
+            f"SELECT * FROM llm_usage{where} ORDER BY id", params
+        ) as cursor:
+            return [
+                UsageRecord(
+                    kind=row["kind"],
+                    model=row["model"],
+                    ok=bool(row["ok"]),
+                    user_id=row["user_id"],
+                    character_id=row["character_id"],
+                    conversation_id=row["conversation_id"],
+                    turn_id=row["turn_id"],
+                    error=row["error"],
+                    input_tokens=row["input_tokens"],
+                    cache_read_tokens=row["cache_read_tokens"],
+                    cache_write_tokens=row["cache_write_tokens"],
+                    output_tokens=row["output_tokens"],
+                    latency_ms=row["latency_ms"],
+                    tool_round=row["tool_round"],
+                    fragments=row["fragments"],
+                    tools_called=row["tools_called"],
+                )
+                async for row in cursor
+            ]

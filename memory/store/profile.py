@@ -1,0 +1,208 @@
+"""The long-term profile, and which character serves each channel."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from memory.models import (
+    Conversation,
+    Fact,
+    FactVersion,
+    Thread,
+)
+from memory.store.base import StoreBase, _fact, _ts, serialized
+
+
+class ProfileMixin(StoreBase):
+    # ---- the long-term profile --------------------------------------------------------------
+
+    @serialized
+    async def facts(self, user_id: int, character_id: str, scope: str | None = None) -> list[Fact]:
+        """The user's facts with one character, in one scope or all of them."""
+        query = "SELECT * FROM facts WHERE user_id = ? AND character_id = ?"
+        params: tuple[object, ...] = (user_id, character_id)
+        if scope is not None:
+            query += " AND scope = ?"
+            params += (scope,)
+        return [_fact(row) for row in await self._all(query + " ORDER BY id", params)]
+
+    @serialized
+    async def fact_history(self, user_id: int, fact_id: int) -> list[FactVersion]:
+        async with self._db.execute(
+            "SELECT * FROM fact_history WHERE user_id = ? AND fact_id = ? ORDER BY id",
+            (user_id, fact_id),
+        ) as cursor:
+            return [
+                FactVersion(
+                    fact_id=row["fact_id"],
+                    value=row["value"],
+                    origin=row["origin"],
+                    valid_from=datetime.fromisoformat(row["valid_from"]),
+                    superseded_at=datetime.fromisoformat(row["superseded_at"]),
+                    reason=row["reason"],
+                )
+                async for row in cursor
+            ]
+
+    @serialized
+    async def apply_fact_changes(
+        self,
+        adds: list[Fact],
+        updates: list[tuple[Fact, Fact, str]],
+        deletes: list[Fact],
+        confirms: list[Fact],
+        conversation_id: int | None,
+        now: datetime,
+    ) -> None:
+        """Write one extraction's operations atomically: all of them or none."""
+        async with self._transaction() as db:
+            for fact in adds:
+                await db.execute(
+                    "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
+                    " evidence, lifetime, event_date, created_at, confirmed_at, expires_at,"
+                    " status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        fact.user_id,
+                        fact.character_id,
+                        fact.kind,
+                        fact.key,
+                        fact.value,
+                        fact.origin,
+                        fact.scope,
+                        json.dumps(list(fact.evidence)),
+                        fact.lifetime,
+                        fact.event_date.isoformat() if fact.event_date else None,
+                        _ts(fact.created_at),
+                        _ts(fact.confirmed_at),
+                        _ts(fact.expires_at) if fact.expires_at else None,
+                        fact.status,
+                    ),
+                )
+            for old, new, reason in updates:
+                await db.execute(
+                    "INSERT INTO fact_history (fact_id, user_id, value, origin, evidence,"
+                    " valid_from, superseded_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        old.id,
+                        old.user_id,
+                        old.value,
+                        old.origin,
+                        json.dumps(list(old.evidence)),
+                        _ts(old.confirmed_at),
+                        _ts(now),
+                        reason,
+                    ),
+                )
+                await self._overwrite_fact(new)
+            for fact in confirms:
+                await self._overwrite_fact(fact)
+            for fact in deletes:
+                await db.execute(
+                    "DELETE FROM facts WHERE id = ? AND user_id = ?", (fact.id, fact.user_id)
+                )
+            if conversation_id is not None:
+                await self.mark_extracted(conversation_id, "done", now)
+
+    async def _overwrite_fact(self, fact: Fact) -> None:
+        await self._db.execute(
+            "UPDATE facts SET value = ?, origin = ?, evidence = ?, lifetime = ?,"
+            " event_date = ?, confirmed_at = ?, expires_at = ?, status = ?"
+            " WHERE id = ? AND user_id = ?",
+            (
+                fact.value,
+                fact.origin,
+                json.dumps(list(fact.evidence)),
+                fact.lifetime,
+                fact.event_date.isoformat() if fact.event_date else None,
+                _ts(fact.confirmed_at),
+                _ts(fact.expires_at) if fact.expires_at else None,
+                fact.status,
+                fact.id,
+                fact.user_id,
+            ),
+        )
+
+    @serialized
+    async def mark_extracted(self, conversation_id: int, status: str, now: datetime) -> None:
+        await self._db.execute(
+            "UPDATE conversations SET extracted_at = ?, extraction_status = ? WHERE id = ?",
+            (_ts(now), status, conversation_id),
+        )
+
+    @serialized
+    async def conversations_pending_extraction(self) -> list[Conversation]:
+        """Ended and never extracted: derived from the database, so a crash loses nothing."""
+        return [
+            self._conversation(row)
+            for row in await self._all(
+                "SELECT * FROM conversations WHERE ended_at IS NOT NULL AND extracted_at IS NULL"
+                " ORDER BY id"
+            )
+        ]
+
+    @serialized
+    async def record_rejection(
+        self, thread: Thread, conversation_id: int | None, reason: str, now: datetime
+    ) -> None:
+        await self._db.execute(
+            "INSERT INTO memory_rejections (user_id, character_id, conversation_id, reason,"
+            " created_at) VALUES (?, ?, ?, ?, ?)",
+            (thread.user_id, thread.character_id, conversation_id, reason, _ts(now)),
+        )
+
+    @serialized
+    async def count_rejections(self, user_id: int | None = None) -> int:
+        query, params = "SELECT COUNT(*) FROM memory_rejections", ()
+        if user_id is not None:
+            query, params = query + " WHERE user_id = ?", (user_id,)
+        row = await self._one(query, params)
+        return int(row[0]) if row else 0
+
+    # ---- characters per channel -------------------------------------------------------------
+
+    @serialized
+    async def chosen_character(self, user_id: int, channel_key: str) -> str | None:
+        row = await self._one(
+            "SELECT character_id FROM character_choices WHERE user_id = ? AND channel_key = ?",
+            (user_id, channel_key),
+        )
+        return str(row[0]) if row else None
+
+    @serialized
+    async def choose_character(
+        self, user_id: int, channel_key: str, character_id: str, now: datetime
+    ) -> None:
+        await self._db.execute(
+            "INSERT INTO character_choices (user_id, channel_key, character_id, chosen_at)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT (user_id, channel_key) DO UPDATE SET"
+            " character_id = excluded.character_id, chosen_at = excluded.chosen_at",
+            (user_id, channel_key, character_id, _ts(now)),
+        )
+
+    @serialized
+    async def bound_character(self, platform: str, channel_id: str) -> str | None:
+        row = await self._one(
+            "SELECT character_id FROM channel_bindings WHERE platform = ? AND channel_id = ?",
+            (platform, channel_id),
+        )
+        return str(row[0]) if row else None
+
+    @serialized
+    async def bind_channel(
+        self, platform: str, channel_id: str, character_id: str | None, by: str, now: datetime
+    ) -> None:
+        """Bind a channel to a character, or unbind it with None."""
+        if character_id is None:
+            await self._db.execute(
+                "DELETE FROM channel_bindings WHERE platform = ? AND channel_id = ?",
+                (platform, channel_id),
+            )
+            return
+        await self._db.execute(
+            "INSERT INTO channel_bindings (platform, channel_id, character_id, bound_by,"
+            " bound_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (platform, channel_id) DO UPDATE"
+            " SET character_id = excluded.character_id, bound_by = excluded.bound_by,"
+            " bound_at = excluded.bound_at",
+            (platform, channel_id, character_id, by, _ts(now)),
+        )
