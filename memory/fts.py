@@ -2,8 +2,8 @@
 `turn_search` (migrations/0003_search.sql, rebuilt with per-thread tokens by 0007).
 
 The only module besides the memory/store package that holds SQL; `Store` calls these
-functions with its own connection. Every search is scoped to one user's thread with one character by the owner
-tokens of the index, so nothing here can return another user's turns.
+functions with its own connection. Every search is scoped to one user's thread with one
+character by the owner tokens of the index, so nothing here can return another user's turns.
 """
 
 from __future__ import annotations
