@@ -10,13 +10,16 @@ the same record: only `kind == "reply"` time is attributed, the rest is only cou
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextvars
 import inspect
+import json
 import os
 import re
 import resource
 import shutil
+import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -271,3 +274,22 @@ def closing_lines(result: dict[str, Any]) -> list[str]:
         f"{os.cpu_count()} CPUs"
     )
     return lines
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """--retrieval and --json, the same in every load benchmark."""
+    parser.add_argument(
+        "--retrieval", choices=("auto", "tool", "off"), help="override every character's mode"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object (the table to stderr)"
+    )
+
+
+def emit(result: dict[str, Any], table: str, as_json: bool) -> None:
+    """With --json stdout holds the one JSON object and the table goes to stderr, for people."""
+    if as_json:
+        print(table, file=sys.stderr)
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        print(table)

@@ -38,10 +38,12 @@ if str(REPO) not in sys.path:  # run as a script: make `bench`, `bot` and `memor
 
 from bench.load_common import (  # noqa: E402
     FixedLatencyLLM,
+    add_common_arguments,
     bench_settings,
     caller,
     characters_with_retrieval,
     closing_lines,
+    emit,
     load_average,
     rss_mb,
     user_line,
@@ -244,12 +246,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--caps", default=f"{DEFAULT_CAP},10000", help="MAX_SESSIONS_IN_RAM values")
     parser.add_argument("--concurrency", type=int, default=200, help="users chatting at once")
     parser.add_argument("--latency", type=float, default=0.01, help="fake LLM latency, seconds")
-    parser.add_argument(
-        "--retrieval", choices=("auto", "tool", "off"), help="override every character's mode"
-    )
-    parser.add_argument(
-        "--json", action="store_true", help="print one JSON object (the table to stderr)"
-    )
+    add_common_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -268,11 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.latency,
         retrieval=args.retrieval,
     )
-    if args.json:  # stdout holds the one JSON object; the table goes to stderr, for people
-        print(format_table(result), file=sys.stderr)
-        print(json.dumps(result, ensure_ascii=False))
-    else:
-        print(format_table(result))
+    emit(result, format_table(result), args.json)
     return 0
 
 

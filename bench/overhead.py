@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import math
 import random
 import sqlite3
@@ -47,10 +46,12 @@ from bench.load_common import (  # noqa: E402
     CURRENT,
     FixedLatencyLLM,
     MessageTiming,
+    add_common_arguments,
     bench_settings,
     characters_with_retrieval,
     closing_lines,
     distribution_ms,
+    emit,
     load_average,
     time_store_calls,
 )
@@ -239,12 +240,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--sizes", default="1e3,1e5,1e6", help="turns per store, e.g. 1e3,1e6")
     parser.add_argument("--rounds", type=int, default=25, help="cold+warm rounds per thread")
     parser.add_argument("--threads", type=int, default=8, help="threads sampled per store")
-    parser.add_argument(
-        "--retrieval", choices=("auto", "tool", "off"), help="override every character's mode"
-    )
-    parser.add_argument(
-        "--json", action="store_true", help="print one JSON object (the table to stderr)"
-    )
+    add_common_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -252,11 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     sizes = [int(float(part)) for part in args.sizes.split(",") if part.strip()]
     result = run(sizes, args.rounds, args.threads, retrieval=args.retrieval)
-    if args.json:  # stdout holds the one JSON object; the table goes to stderr, for people
-        print(format_table(result), file=sys.stderr)
-        print(json.dumps(result, ensure_ascii=False))
-    else:
-        print(format_table(result))
+    emit(result, format_table(result), args.json)
     return 0
 
 

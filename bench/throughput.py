@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import tempfile
 import time
@@ -44,12 +43,14 @@ from bench.load_common import (  # noqa: E402
     CURRENT,
     FixedLatencyLLM,
     MessageTiming,
+    add_common_arguments,
     bench_settings,
     caller,
     characters_with_retrieval,
     closing_lines,
     count_round_trips,
     distribution_ms,
+    emit,
     load_average,
     rss_mb,
     time_store_calls,
@@ -281,14 +282,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--ramp", type=float, default=0.0, help="spread user starts over this many seconds"
     )
     parser.add_argument(
-        "--retrieval", choices=("auto", "tool", "off"), help="override every character's mode"
-    )
-    parser.add_argument(
         "--patch", choices=PATCHES, default="none", help="measure a proposed Store fix"
     )
-    parser.add_argument(
-        "--json", action="store_true", help="print one JSON object (the table to stderr)"
-    )
+    add_common_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -296,11 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     users = [int(part) for part in args.users.split(",") if part.strip()]
     result = run(users, args.messages, args.latency, args.patch, args.ramp, args.retrieval)
-    if args.json:  # stdout holds the one JSON object; the table goes to stderr, for people
-        print(format_table(result), file=sys.stderr)
-        print(json.dumps(result, ensure_ascii=False))
-    else:
-        print(format_table(result))
+    emit(result, format_table(result), args.json)
     return 0
 
 
