@@ -108,7 +108,7 @@ class FixedLatencyLLM:
 
 def time_store_calls(store: Store) -> None:
     """Wrap every public coroutine method of this Store instance so that its wall time (queue
-    wait on the aiosqlite thread included) is added to the current message's record. Instance
+    wait for the database thread included) is added to the current message's record. Instance
     attributes shadow the class methods, so every holder of this store is timed; no engine file
     changes."""
     for name in dir(Store):
@@ -139,7 +139,7 @@ def _timed(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
 
 @dataclass
 class WorkerLoad:
-    """Round trips to the aiosqlite thread, and how long that one thread was busy running them
+    """Round trips to the database thread, and how long that one thread was busy running them
     (SQLite work, plus waiting for the GIL between C calls): it is the only place SQL runs."""
 
     round_trips: int = 0
@@ -162,28 +162,27 @@ class WorkerLoad:
 
 
 def count_round_trips(store: Store) -> WorkerLoad:
-    """Wrap this store's connection's `_execute` (aiosqlite's one door to its thread)."""
+    """Wrap this store's `_run` (its one door to the database thread)."""
     load = WorkerLoad()
-    db = store._db
-    original = db._execute
+    original = store._run
 
-    async def execute(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    async def run(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         load.round_trips += 1
         method = STORE_METHOD.get("other")
         load.trips_by_method[method] += 1
 
-        def timed() -> Any:  # runs on the worker thread, the only writer of the busy figures
+        def timed(*inner: Any, **named: Any) -> Any:  # on the DB thread, the figures' one writer
             started = time.perf_counter()
             try:
-                return fn(*args, **kwargs)
+                return fn(*inner, **named)
             finally:
                 elapsed = time.perf_counter() - started
                 load.busy_seconds += elapsed
                 load.busy_by_method[method] += elapsed
 
-        return await original(timed)
+        return await original(timed, *args, **kwargs)
 
-    db._execute = execute  # type: ignore[method-assign]
+    store._run = run  # type: ignore[method-assign]
     return load
 
 

@@ -16,7 +16,7 @@ Figures, per user count:
   for that message's reply (measured inside the fake, around its sleep). The fake's own wake-up
   delay (how late the busy loop resumed its sleep) is therefore counted as LLM time; the column
   "e2e - latency" subtracts only the nominal latency, so it also charges that delay to the bot;
-- store: time inside Store methods per message (aiosqlite queue wait included).
+- store: time inside Store methods per message (the wait for the database thread included).
 
 Usage: .venv/bin/python bench/throughput.py [--users 100,1000] [--messages 5]
        [--latency 0.5] [--json]
@@ -56,7 +56,6 @@ from bench.load_common import (  # noqa: E402
     time_store_calls,
     user_line,
 )
-from bench.store_patches import PATCHES, apply_patch  # noqa: E402
 from bot.app import App, open_app  # noqa: E402
 
 SHARE_TARGET, OVERHEAD_P99_TARGET_MS = 0.90, 20.0
@@ -101,14 +100,12 @@ async def drive(
     latency: float,
     ramp: float,
     folder: Path,
-    patch: str,
     retrieval: str | None,
 ) -> dict[str, Any]:
     llm = FixedLatencyLLM(latency)
     characters = characters_with_retrieval(folder, retrieval)
     settings = bench_settings(folder / f"throughput-{users}.db", characters_dir=characters)
     async with open_app(settings, llm=llm, start_scheduler=False) as app:
-        apply_patch(app.store, patch)
         time_store_calls(app.store)
         await app.companion.drain()  # the start-up extraction sweep: nothing is pending
         worker = count_round_trips(app.store)
@@ -188,20 +185,18 @@ def run(
     users: Sequence[int] = (100, 1000),
     messages: int = 5,
     latency: float = 0.5,
-    patch: str = "none",
     ramp: float = 0.0,
     retrieval: str | None = None,
 ) -> dict[str, Any]:
-    """One fresh app and database per user count; flat keys for the headline figures.
-    `patch` other than "none" measures a proposed Store fix (bench/store_patches.py)."""
+    """One fresh app and database per user count; flat keys for the headline figures."""
     started = time.perf_counter()
-    result: dict[str, Any] = {"path": "app.commands.chat", "store_patch": patch, "runs": {}}
+    result: dict[str, Any] = {"path": "app.commands.chat", "runs": {}}
     result["retrieval"] = retrieval or "as in characters/"
     result["load_average_1m_before"] = load_average()
     with tempfile.TemporaryDirectory(prefix="bench-throughput-") as folder:
         for count in users:
             run_ = asyncio.run(
-                drive(count, messages, latency, ramp, Path(folder), patch, retrieval)
+                drive(count, messages, latency, ramp, Path(folder), retrieval)
             )
             result["runs"][str(count)] = run_
             result[f"share_of_ideal_{count}"] = run_["share_of_ideal"]
@@ -231,7 +226,7 @@ def format_table(result: dict[str, Any]) -> str:
     lines = [
         f"Throughput via {result['path']}: fake LLM {first['latency_s'] * 1000:.0f} ms, "
         f"{first['messages_per_user']} sequential messages per user, starts spread over "
-        f"{first['ramp_seconds']} s; store patch: {result['store_patch']}; retrieval: "
+        f"{first['ramp_seconds']} s; retrieval: "
         f"{result['retrieval']}",
         "",
         " users | answered | wall s | ideal s |  msg/s | ideal | share  | overhead ms p50/p95/p99"
@@ -281,9 +276,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--ramp", type=float, default=0.0, help="spread user starts over this many seconds"
     )
-    parser.add_argument(
-        "--patch", choices=PATCHES, default="none", help="measure a proposed Store fix"
-    )
     add_common_arguments(parser)
     return parser.parse_args(argv)
 
@@ -291,7 +283,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     users = [int(part) for part in args.users.split(",") if part.strip()]
-    result = run(users, args.messages, args.latency, args.patch, args.ramp, args.retrieval)
+    result = run(users, args.messages, args.latency, args.ramp, args.retrieval)
     emit(result, format_table(result), args.json)
     return 0
 

@@ -125,8 +125,9 @@ class Commands:
             bound = await self._store.bound_character(caller.platform, caller.channel_id)
             if bound and book.get(bound):
                 return self._companion.character(bound)
-        user = await self._store.find_user(caller.platform, caller.user_id)
-        chosen = await self._store.chosen_character(user.id, caller.channel_key) if user else None
+        chosen = await self._store.chosen_character_of(
+            caller.platform, caller.user_id, caller.channel_key
+        )
         return self._companion.character(chosen if chosen and book.get(chosen) else self._default)
 
     async def is_bound(self, caller: Caller) -> bool:

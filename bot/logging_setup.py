@@ -58,5 +58,5 @@ def configure_logging(level: str, secrets: Iterable[str]) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     # httpx logs every request URL at INFO, and Telegram's URLs carry the bot token.
-    for noisy in ("httpx", "httpx2", "httpcore", "apscheduler", "aiosqlite"):
+    for noisy in ("httpx", "httpx2", "httpcore", "apscheduler"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -22,7 +22,7 @@ from memory.models import (
 from memory.profile import ProfileLines
 from memory.prompt import Budgets
 from memory.responder import ProbeResult, Responder
-from memory.session import Session, SessionCache
+from memory.session import RecentUsers, Session, SessionCache
 from memory.store import Store
 from memory.summary import CompactionInput, Summariser
 from memory.tokens import TokenEstimator
@@ -75,6 +75,7 @@ class Companion:
         self._tokens = tokens
         self._profile = profile
         self._sessions = SessionCache(settings.max_sessions_in_ram)
+        self._users = RecentUsers(settings.max_sessions_in_ram)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._end_listeners: list[Callable[[Conversation], Awaitable[None]]] = []
 
@@ -115,25 +116,26 @@ class Companion:
                 session.conversation, "user", incoming.text, now, incoming.platform_message_id
             )
             session.window.append(turn)
+            if session.first_turn_id is None:
+                session.first_turn_id = turn.id
             session.previous_activity, session.last_activity = session.last_activity, now
             generated = await self._responder.respond(session, character, now, turn.id)
             if generated is None:
                 return Reply(APOLOGY[character.language], ok=False, turn_id=turn.id)
-            reply_turn = await self._store.add_turn(
-                session.conversation, "assistant", generated.text, self._clock()
-            )
-            session.window.append(reply_turn)
-            await self._store.record_reply_sources(
-                session.thread,
+            reply_turn = await self._store.add_reply(
+                session.conversation,
+                generated.text,
+                self._clock(),
                 ReplySources(
-                    turn_id=reply_turn.id,
+                    turn_id=0,  # the store sets the reply's id
                     fact_ids=session.profile.fact_ids,
                     summary_id=session.summary.id if session.summary else None,
-                    window_turn_ids=tuple(t.id for t in session.window[:-1]),
+                    window_turn_ids=tuple(t.id for t in session.window),
                     fragment_turn_ids=generated.fragment_turn_ids,
-                    created_at=reply_turn.created_at,
+                    created_at=now,
                 ),
             )
+            session.window.append(reply_turn)
             if self._compaction_due(session):
                 self._start_compaction(session, character, keep=self._settings.window_keep_turns)
         return Reply(generated.text, turn_id=reply_turn.id)
@@ -169,6 +171,7 @@ class Companion:
         after = summary.covers_up_to_turn_id if summary else 0
         window = await self._store.turns_after(thread, after)
         profile = await self._profile.lines_for(thread, now) if self._profile else ProfileLines()
+        first_turn_id = await self._store.first_turn_id(thread)
         return Session(
             user=user,
             thread=thread,
@@ -177,6 +180,7 @@ class Companion:
             window=window,
             profile=profile,
             last_activity=window[-1].created_at if window else now,
+            first_turn_id=first_turn_id,
         )
 
     async def _end(self, conversation: Conversation, reason: str, when: datetime) -> None:
@@ -196,14 +200,18 @@ class Companion:
     async def _open_thread(self, incoming: Incoming) -> tuple[Character, User, Thread]:
         """The character, the user (created on first contact) and their thread."""
         character = self.character(incoming.character_id)
-        user = await self._store.upsert_user(
-            incoming.platform, incoming.platform_user_id, incoming.display_name, self._clock()
-        )
+        user = self._users.get(incoming.platform, incoming.platform_user_id)
+        if user is None or user.display_name != incoming.display_name:
+            user = await self._store.upsert_user(
+                incoming.platform, incoming.platform_user_id, incoming.display_name, self._clock()
+            )
+            self._users.put(user)
         return character, user, Thread(user.id, character.id, incoming.scope)
 
     async def _known_thread(self, incoming: Incoming) -> tuple[User, Thread] | None:
         character = self.character(incoming.character_id)
-        user = await self._store.find_user(incoming.platform, incoming.platform_user_id)
+        user = self._users.get(incoming.platform, incoming.platform_user_id)
+        user = user or await self._store.find_user(incoming.platform, incoming.platform_user_id)
         return (user, Thread(user.id, character.id, incoming.scope)) if user else None
 
     async def is_new_thread(self, incoming: Incoming) -> bool:

@@ -9,10 +9,10 @@ character by the owner tokens of the index, so nothing here can return another u
 from __future__ import annotations
 
 import re
+import sqlite3
 import unicodedata
+from contextlib import closing
 from dataclasses import dataclass
-
-import aiosqlite
 
 # Words that carry no topic, in the two languages the characters speak. Kept small: BM25's IDF
 # already discounts common words; this only keeps them out of the OR that selects candidates.
@@ -147,8 +147,8 @@ def match_expression(user_id: int, character_id: str, scope: str | None, terms: 
     return f'"{owner}s{scope.encode("utf-8").hex()}" AND ({alternatives})'
 
 
-async def matching_turns(
-    db: aiosqlite.Connection,
+def matching_turns(
+    db: sqlite3.Connection,
     user_id: int,
     character_id: str,
     scope: str | None,
@@ -158,16 +158,16 @@ async def matching_turns(
     """Ids of the thread's turns holding any of `terms`, best BM25 first."""
     if not terms:
         return []
-    async with db.execute(
+    with closing(db.execute(
         "SELECT rowid FROM turn_search WHERE turn_search MATCH ?"
         " ORDER BY bm25(turn_search) LIMIT ?",
         (match_expression(user_id, character_id, scope, terms), limit),
-    ) as cursor:
-        return [int(row[0]) for row in await cursor.fetchall()]
+    )) as cursor:
+        return [int(row[0]) for row in cursor.fetchall()]
 
 
-async def term_counts(
-    db: aiosqlite.Connection,
+def term_counts(
+    db: sqlite3.Connection,
     user_id: int,
     character_id: str,
     scope: str | None,
@@ -176,16 +176,16 @@ async def term_counts(
     """In how many of the thread's turns each term occurs (the document frequency of BM25)."""
     if not terms:
         return []
-    # One statement, so one round trip to aiosqlite's thread however many terms there are.
+    # One statement however many terms: one pass over the index's doclists per term.
     one = "SELECT ?, count(*) FROM turn_search WHERE turn_search MATCH ?"
     params: list[object] = []
     for index, term in enumerate(terms):
         params += [index, match_expression(user_id, character_id, scope, [term])]
-    async with db.execute(" UNION ALL ".join([one] * len(terms)), params) as cursor:
-        counts = dict(await cursor.fetchall())
+    with closing(db.execute(" UNION ALL ".join([one] * len(terms)), params)) as cursor:
+        counts = dict(cursor.fetchall())
     return [int(counts.get(index, 0)) for index in range(len(terms))]
 
 
-async def optimize(db: aiosqlite.Connection) -> None:
+def optimize(db: sqlite3.Connection) -> None:
     """Merge the index into one segment, dropping what deleted turns left in older segments."""
-    await db.execute("INSERT INTO turn_search (turn_search) VALUES ('optimize')")
+    db.execute("INSERT INTO turn_search (turn_search) VALUES ('optimize')")

@@ -175,7 +175,9 @@ class Responder:
 
         Recall is a bonus: if it fails, the reply goes ahead without it (and the log says why).
         """
-        if self._retriever is None or character.retrieval != "auto" or not session.window:
+        if self._retriever is None or character.retrieval != "auto":
+            return []
+        if not session.has_turns_outside_window():  # what the window holds needs no recall
             return []
         window_ids = {t.id for t in session.window}
         try:

@@ -29,6 +29,37 @@ class Session:
     last_activity: datetime
     previous_activity: datetime | None = None
     compacting: bool = False
+    # The thread's oldest turn: when the window starts there, there is nothing to recall.
+    first_turn_id: int | None = None
+
+    def has_turns_outside_window(self) -> bool:
+        return (
+            self.first_turn_id is not None
+            and bool(self.window)
+            and self.first_turn_id < self.window[0].id
+        )
+
+
+class RecentUsers:
+    """Users by (platform, platform user id), least recently seen dropped past a bound: a
+    user's row and id never change but for the display name, so most messages need no
+    database trip to know who wrote."""
+
+    def __init__(self, max_users: int) -> None:
+        self._max = max_users
+        self._users: OrderedDict[tuple[str, str], User] = OrderedDict()
+
+    def get(self, platform: str, platform_user_id: str) -> User | None:
+        user = self._users.get((platform, platform_user_id))
+        if user is not None:
+            self._users.move_to_end((platform, platform_user_id))
+        return user
+
+    def put(self, user: User) -> None:
+        self._users[(user.platform, user.platform_user_id)] = user
+        self._users.move_to_end((user.platform, user.platform_user_id))
+        while len(self._users) > self._max:
+            self._users.popitem(last=False)
 
 
 class SessionCache:

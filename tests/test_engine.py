@@ -228,3 +228,27 @@ async def test_a_restart_rebuilds_the_session_from_the_store(
     assert as_bytes(flat_blocks(second)[: len(first_prefix)]) == as_bytes(first_prefix)
     texts = [b["text"] for m in second["messages"] for b in m["content"]]
     assert "Me llamo Ana y busco a Iñaki" in texts and "Entendido." in texts
+
+
+async def test_a_new_display_name_reaches_the_store_despite_the_user_cache(
+    app: App, fake_anthropic
+) -> None:
+    await app.companion.handle(dm("Hola", name="Ana"))
+    await app.companion.handle(dm("Sigo aquí", name="Ana"))
+    await app.companion.handle(dm("Ahora con otro nombre", name="Ana María"))
+    with sqlite3.connect(app.settings.database_path) as raw:
+        rows = raw.execute("SELECT platform_user_id, display_name FROM users").fetchall()
+    assert rows == [("u1", "Ana María")]  # one row: the cache never made a second user
+
+
+async def test_each_reply_is_stored_with_what_it_was_built_from(app: App, fake_anthropic) -> None:
+    await app.companion.handle(dm("Primera"))
+    await app.companion.handle(dm("Segunda"))
+    with sqlite3.connect(app.settings.database_path) as raw:
+        replies = [r[0] for r in raw.execute("SELECT id FROM turns WHERE role = 'assistant'")]
+        sources = raw.execute(
+            "SELECT turn_id, window_turn_ids FROM reply_sources ORDER BY turn_id"
+        ).fetchall()
+    assert [turn_id for turn_id, _ in sources] == replies
+    # The second reply was built from the whole window up to the user's second turn.
+    assert sources[1][1] == f"[{replies[0] - 1}, {replies[0]}, {replies[1] - 1}]"

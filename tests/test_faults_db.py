@@ -46,15 +46,12 @@ def random_words(seed: int, count: int = 450) -> str:
 
 async def fill_disk(app: App) -> None:
     """From now on the database cannot grow by a single page."""
-    db = app.store._db
-    async with db.execute("PRAGMA page_count") as cursor:
-        row = await cursor.fetchone()
-    assert row is not None
-    await db.execute(f"PRAGMA max_page_count = {row[0]}")
+    [row] = await app.store._execute("PRAGMA page_count")
+    await app.store._execute(f"PRAGMA max_page_count = {row[0]}")
 
 
 async def free_disk(app: App) -> None:
-    await app.store._db.execute(f"PRAGMA max_page_count = {UNLIMITED}")
+    await app.store._execute(f"PRAGMA max_page_count = {UNLIMITED}")
 
 
 def disk_full_logged(caplog: pytest.LogCaptureFixture) -> bool:

@@ -285,7 +285,7 @@ async def test_deleted_turns_leave_search_and_every_table(store: Store) -> None:
     assert "zumalakarregi" in everything_in(store.path)  # the scan does see the index
     assert "zumalakarregi" in index_terms(store.path)
     for turn in stored[0]:
-        await store._db.execute("DELETE FROM turns WHERE id = ?", (turn.id,))
+        await store._execute("DELETE FROM turns WHERE id = ?", (turn.id,))
     assert await retriever.search(ana, "Zumalakarregi", 5) == []
     await store.purge_search_index()
     assert "zumalakarregi" not in everything_in(store.path)
@@ -300,7 +300,7 @@ async def test_an_edited_turn_is_reindexed(store: Store) -> None:
     """Turns are never edited, but if one ever is, the index must follow, not keep the old words."""
     ana = await new_thread(store, "ana")
     [(turn, _)] = await talk(store, ana, [("Mi perro se llama Txuri.", "Bonito nombre.")])
-    await store._db.execute(
+    await store._execute(
         "UPDATE turns SET text = 'Mi perro se llama Beltza.' WHERE id = ?", (turn.id,)
     )
     retriever = Retriever(store)

@@ -35,16 +35,14 @@ async def test_reopening_applies_nothing_twice(tmp_path: Path) -> None:
 
 async def test_connection_pragmas(tmp_path: Path) -> None:
     store = await Store.open(tmp_path / "a.db")
-    db = store._db
     for pragma, expected in [
         ("journal_mode", "wal"),
         ("foreign_keys", 1),
         ("secure_delete", 1),
         ("busy_timeout", 5000),
     ]:
-        async with db.execute(f"PRAGMA {pragma}") as cursor:
-            row = await cursor.fetchone()
-        assert row is not None and row[0] == expected, pragma
+        [row] = await store._execute(f"PRAGMA {pragma}")
+        assert row[0] == expected, pragma
     await store.close()
 
 
@@ -93,7 +91,7 @@ async def test_turn_ids_are_permanent_and_queries_are_scoped(tmp_path: Path) -> 
     last = await store.add_turn(conv_a, "assistant", "¿Qué te trae?", NOW)
     texts = [t.text for t in await store.turns_after(ana_thread, 0)]
     assert texts == ["hola", "¿Qué te trae?"]
-    await store._db.execute("DELETE FROM turns WHERE id = ?", (last.id,))
+    await store._execute("DELETE FROM turns WHERE id = ?", (last.id,))
     again = await store.add_turn(conv_a, "user", "otra vez", NOW)
     assert again.id > last.id > first.id  # a deleted id is never handed out again
     assert await store.count_turns(bea_thread) == 1

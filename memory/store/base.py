@@ -7,14 +7,14 @@ import functools
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from contextlib import asynccontextmanager
+import sqlite3
+from collections.abc import Callable, Coroutine, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import date, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
-
-import aiosqlite
 
 from memory import fts
 from memory.models import Conversation, Fact, Summary, SummaryFields, Thread, Turn
@@ -27,22 +27,22 @@ S = TypeVar("S", bound="StoreBase")
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 
-def serialized(
-    method: Callable[Concatenate[S, P], Awaitable[R]],
-) -> Callable[Concatenate[S, P], Awaitable[R]]:
-    """Run a Store method alone on the connection.
+def on_db_thread(
+    method: Callable[Concatenate[S, P], R],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
+    """Make a synchronous Store method a coroutine that runs it whole on the store's thread.
 
-    All coroutines share one connection; without this, one method's statements could land
-    inside another's open transaction, or its COMMIT could meet a half-read cursor
-    ("cannot commit transaction - SQL statements in progress").
+    One trip between threads per method, not one per statement: aiosqlite's statement-by-
+    statement hand-overs, held under a lock, capped the bot at about 170 messages/s
+    (bench/throughput.py). The thread runs one job at a time, so a method is atomic with
+    respect to the others and no lock is needed.
     """
 
     @functools.wraps(method)
-    async def wrapper(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
-        async with self._guard():
-            return await method(self, *args, **kwargs)
+    async def run_whole(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await self._run(method, self, *args, **kwargs)
 
-    return wrapper
+    return run_whole
 
 
 class SchemaTooNewError(RuntimeError):
@@ -57,7 +57,7 @@ def _dt(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text) if text else None
 
 
-def _fact(row: aiosqlite.Row) -> Fact:
+def _fact(row: sqlite3.Row) -> Fact:
     return Fact(
         id=row["id"],
         user_id=row["user_id"],
@@ -87,34 +87,11 @@ def available_migrations() -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
-class StoreBase:
-    """The connection, its pragmas, the migrations, and running one method at a time."""
-
-    def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
-        self._db = db
-        self.path = path
-        self._lock = asyncio.Lock()
-        self._owner: asyncio.Task[Any] | None = None
-
-    @asynccontextmanager
-    async def _guard(self) -> AsyncIterator[None]:
-        """The connection for this task alone; re-entrant, so methods may call each other."""
-        task = asyncio.current_task()
-        if self._owner is not None and self._owner is task:
-            yield
-            return
-        async with self._lock:
-            self._owner = task
-            try:
-                yield
-            finally:
-                self._owner = None
-
-    @classmethod
-    async def open(cls, path: Path, *, migrate: bool = True) -> Self:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        db = await aiosqlite.connect(path, isolation_level=None)
-        db.row_factory = aiosqlite.Row
+def _connect(path: Path) -> sqlite3.Connection:
+    """Open the file with the pragmas every connection needs (run on the store's thread)."""
+    con = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    con.row_factory = sqlite3.Row
+    try:
         for pragma in (
             "journal_mode = WAL",
             "synchronous = NORMAL",
@@ -123,58 +100,94 @@ class StoreBase:
             # Deleted memory must not linger in free pages.
             "secure_delete = ON",
         ):
-            await db.execute(f"PRAGMA {pragma}")
+            con.execute(f"PRAGMA {pragma}")
         # The search index's triggers call it (migration 0007): on every connection, first.
-        await db.create_function("thread_tokens", 4, fts.thread_tokens, deterministic=True)
-        store = cls(db, path)
+        con.create_function("thread_tokens", 4, fts.thread_tokens, deterministic=True)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+class StoreBase:
+    """The connection, its pragmas, the migrations, and the thread every statement runs on."""
+
+    def __init__(self, executor: ThreadPoolExecutor, con: sqlite3.Connection, path: Path) -> None:
+        self._executor = executor  # one worker thread: the only one that touches `_con`
+        self._con = con
+        self.path = path
+
+    async def _run(self, function: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
+        """Run `function` on the store's thread; the caller's loop stays free meanwhile."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._executor, functools.partial(function, *args, **kwargs)
+        )
+
+    async def _execute(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        """One raw statement on the store's thread: for tests and benches that break things
+        on purpose; the engine goes through the named methods."""
+        return await self._run(self._all, sql, params)
+
+    @classmethod
+    async def open(cls, path: Path, *, migrate: bool = True) -> Self:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
+        loop = asyncio.get_running_loop()
         try:
-            await store._check_schema_not_newer()
+            con = await loop.run_in_executor(executor, _connect, path)
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        store = cls(executor, con, path)
+        try:
+            await store._run(store._check_schema_not_newer)
             if migrate:
                 await store.migrate()
         except BaseException:
-            await db.close()
+            await store.close()
             raise
         return store
 
-    @serialized
     async def close(self) -> None:
-        await self._db.close()
+        await self._run(self._con.close)
+        self._executor.shutdown(wait=False)
 
-    async def _all(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
-        """Every row, in one trip to the database thread (a cursor costs three)."""
-        return list(await self._db.execute_fetchall(sql, tuple(params)))
+    def _all(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        return self._con.execute(sql, tuple(params)).fetchall()
 
-    async def _one(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Row | None:
-        rows = await self._all(sql, params)
+    def _one(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
+        # fetchall, so the statement is finished (an INSERT ... RETURNING too) before any COMMIT.
+        rows = self._all(sql, params)
         return rows[0] if rows else None
 
-    @asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
         # BEGIN IMMEDIATE takes the write lock up front, so a transaction never fails halfway
-        # on a lock upgrade; aiosqlite serialises statements on its single thread.
-        await self._db.execute("BEGIN IMMEDIATE")
+        # on a lock upgrade (another process may hold the file: the CLI, a second bot).
+        self._con.execute("BEGIN IMMEDIATE")
         try:
-            yield self._db
+            yield self._con
         except BaseException:
             # SQLite may already have rolled back (SQLITE_FULL, SQLITE_IOERR, ...): a ROLLBACK
             # then fails with "no transaction is active" and hides the real error.
-            if self._db.in_transaction:
-                await self._db.execute("ROLLBACK")
+            if self._con.in_transaction:
+                self._con.execute("ROLLBACK")
             raise
-        await self._db.execute("COMMIT")
+        self._con.execute("COMMIT")
 
     # ---- migrations -------------------------------------------------------------------------
 
-    async def _applied_versions(self) -> set[int]:
-        await self._db.execute(
+    def _applied_versions(self) -> set[int]:
+        self._con.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations ("
             " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
         )
-        return {row[0] for row in await self._all("SELECT version FROM schema_migrations")}
+        return {row[0] for row in self._all("SELECT version FROM schema_migrations")}
 
-    async def _check_schema_not_newer(self) -> None:
+    def _check_schema_not_newer(self) -> None:
         known = {version for version, _, _ in available_migrations()}
-        unknown = sorted((await self._applied_versions()) - known)
+        unknown = sorted((self._applied_versions()) - known)
         if unknown:
             raise SchemaTooNewError(
                 f"{self.path} has schema migration(s) {unknown} that this version of the bot "
@@ -182,10 +195,10 @@ class StoreBase:
                 "of the database made before the upgrade"
             )
 
-    @serialized
-    async def migrate(self) -> list[str]:
+    @on_db_thread
+    def migrate(self) -> list[str]:
         """Apply the migrations not yet recorded, each in its own transaction."""
-        applied = await self._applied_versions()
+        applied = self._applied_versions()
         done = []
         for version, name, sql in available_migrations():
             if version in applied:
@@ -197,29 +210,29 @@ class StoreBase:
                 f"applied_at) VALUES ({version}, '{name}', datetime('now'));\nCOMMIT;"
             )
             try:
-                await self._db.executescript(script)
+                self._con.executescript(script)
             except BaseException:
-                if self._db.in_transaction:
-                    await self._db.execute("ROLLBACK")
+                if self._con.in_transaction:
+                    self._con.execute("ROLLBACK")
                 raise
             log.info("applied migration %s", name)
             done.append(name)
         return done
 
-    @serialized
-    async def schema_version(self) -> int:
-        row = await self._one("SELECT MAX(version) FROM schema_migrations")
+    @on_db_thread
+    def schema_version(self) -> int:
+        row = self._one("SELECT MAX(version) FROM schema_migrations")
         return int(row[0] or 0) if row else 0
 
-    @serialized
-    async def integrity_check(self) -> str:
-        row = await self._one("PRAGMA integrity_check")
+    @on_db_thread
+    def integrity_check(self) -> str:
+        row = self._one("PRAGMA integrity_check")
         return str(row[0]) if row else "no answer"
 
     # ---- rows into typed records ----------------------------------------------------------
 
     @staticmethod
-    def _conversation(row: aiosqlite.Row) -> Conversation:
+    def _conversation(row: sqlite3.Row) -> Conversation:
         return Conversation(
             id=row["id"],
             thread=Thread(row["user_id"], row["character_id"], row["scope"]),
@@ -231,7 +244,7 @@ class StoreBase:
         )
 
     @staticmethod
-    def _turn(row: aiosqlite.Row) -> Turn:
+    def _turn(row: sqlite3.Row) -> Turn:
         return Turn(
             id=row["id"],
             conversation_id=row["conversation_id"],
@@ -242,7 +255,7 @@ class StoreBase:
         )
 
     @staticmethod
-    def _summary(row: aiosqlite.Row) -> Summary:
+    def _summary(row: sqlite3.Row) -> Summary:
         raw = json.loads(row["fields_json"])
         return Summary(
             fields=SummaryFields(**{name: tuple(raw.get(name, ())) for name in raw}),

@@ -3,27 +3,30 @@
 from __future__ import annotations
 
 import json
+from contextlib import closing
+from dataclasses import replace
 from datetime import datetime
 
 from memory.models import (
     Conversation,
+    ReplySources,
     Summary,
     Thread,
     Turn,
     UsageRecord,
     User,
 )
-from memory.store.base import StoreBase, _ts, serialized
+from memory.store.base import StoreBase, _ts, on_db_thread
 
 
 class ConversationsMixin(StoreBase):
     # ---- users and conversations ------------------------------------------------------------
 
-    @serialized
-    async def upsert_user(
+    @on_db_thread
+    def upsert_user(
         self, platform: str, platform_user_id: str, display_name: str, now: datetime
     ) -> User:
-        row = await self._one(
+        row = self._one(
             "INSERT INTO users (platform, platform_user_id, display_name, created_at)"
             " VALUES (?, ?, ?, ?)"
             " ON CONFLICT (platform, platform_user_id) DO UPDATE SET"
@@ -34,9 +37,9 @@ class ConversationsMixin(StoreBase):
         assert row is not None
         return User(row["id"], row["platform"], row["platform_user_id"], row["display_name"])
 
-    @serialized
-    async def find_user(self, platform: str, platform_user_id: str) -> User | None:
-        row = await self._one(
+    @on_db_thread
+    def find_user(self, platform: str, platform_user_id: str) -> User | None:
+        row = self._one(
             "SELECT id, platform, platform_user_id, display_name FROM users"
             " WHERE platform = ? AND platform_user_id = ?",
             (platform, platform_user_id),
@@ -45,18 +48,18 @@ class ConversationsMixin(StoreBase):
             return None
         return User(row["id"], row["platform"], row["platform_user_id"], row["display_name"])
 
-    @serialized
-    async def open_conversation(self, thread: Thread) -> Conversation | None:
-        row = await self._one(
+    @on_db_thread
+    def open_conversation(self, thread: Thread) -> Conversation | None:
+        row = self._one(
             "SELECT * FROM conversations WHERE user_id = ? AND character_id = ? AND scope = ?"
             " AND ended_at IS NULL ORDER BY id DESC LIMIT 1",
             (thread.user_id, thread.character_id, thread.scope),
         )
         return self._conversation(row) if row else None
 
-    @serialized
-    async def start_conversation(self, thread: Thread, now: datetime) -> Conversation:
-        row = await self._one(
+    @on_db_thread
+    def start_conversation(self, thread: Thread, now: datetime) -> Conversation:
+        row = self._one(
             "INSERT INTO conversations (user_id, character_id, scope, started_at,"
             " last_activity_at) VALUES (?, ?, ?, ?, ?) RETURNING *",
             (thread.user_id, thread.character_id, thread.scope, _ts(now), _ts(now)),
@@ -64,21 +67,21 @@ class ConversationsMixin(StoreBase):
         assert row is not None
         return self._conversation(row)
 
-    @serialized
-    async def end_conversation(self, conversation_id: int, reason: str, now: datetime) -> bool:
+    @on_db_thread
+    def end_conversation(self, conversation_id: int, reason: str, now: datetime) -> bool:
         """End it if still open; False when someone else ended it first."""
-        async with self._db.execute(
+        with closing(self._con.execute(
             "UPDATE conversations SET ended_at = ?, end_reason = ?"
             " WHERE id = ? AND ended_at IS NULL",
             (_ts(now), reason, conversation_id),
-        ) as cursor:
+        )) as cursor:
             return cursor.rowcount == 1
 
-    @serialized
-    async def conversations_idle_since(self, cutoff: datetime) -> list[Conversation]:
+    @on_db_thread
+    def conversations_idle_since(self, cutoff: datetime) -> list[Conversation]:
         return [
             self._conversation(row)
-            for row in await self._all(
+            for row in self._all(
                 "SELECT * FROM conversations WHERE ended_at IS NULL AND last_activity_at < ?",
                 (_ts(cutoff),),
             )
@@ -86,8 +89,8 @@ class ConversationsMixin(StoreBase):
 
     # ---- the turn log -----------------------------------------------------------------------
 
-    @serialized
-    async def add_turn(
+    @on_db_thread
+    def add_turn(
         self,
         conversation: Conversation,
         role: str,
@@ -95,54 +98,103 @@ class ConversationsMixin(StoreBase):
         now: datetime,
         platform_message_id: str | None = None,
     ) -> Turn:
-        thread = conversation.thread
-        async with self._transaction() as db:
-            row = await self._one(
-                "INSERT INTO turns (conversation_id, user_id, character_id, scope, role, text,"
-                " created_at, platform_message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                " RETURNING id",
-                (
-                    conversation.id,
-                    thread.user_id,
-                    thread.character_id,
-                    thread.scope,
-                    role,
-                    text,
-                    _ts(now),
-                    platform_message_id,
-                ),
-            )
-            await db.execute(
-                "UPDATE conversations SET last_activity_at = ? WHERE id = ?",
-                (_ts(now), conversation.id),
-            )
-        assert row is not None
-        return Turn(row[0], conversation.id, role, text, now, platform_message_id)  # type: ignore[arg-type]
+        with self._transaction():
+            return self._insert_turn(conversation, role, text, now, platform_message_id)
 
-    @serialized
-    async def turns_after(self, thread: Thread, after_turn_id: int) -> list[Turn]:
+    @on_db_thread
+    def add_reply(
+        self, conversation: Conversation, text: str, now: datetime, sources: ReplySources
+    ) -> Turn:
+        """The character's reply and what it was built from, in one transaction: the reply's
+        new id replaces `sources.turn_id`."""
+        with self._transaction():
+            turn = self._insert_turn(conversation, "assistant", text, now, None)
+            self._insert_reply_sources(
+                conversation.thread, replace(sources, turn_id=turn.id, created_at=now)
+            )
+        return turn
+
+    def _insert_reply_sources(self, thread: Thread, sources: ReplySources) -> None:
+        self._con.execute(
+            "INSERT OR REPLACE INTO reply_sources (turn_id, user_id, character_id, fact_ids,"
+            " summary_id, window_turn_ids, fragment_turn_ids, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                sources.turn_id,
+                thread.user_id,
+                thread.character_id,
+                json.dumps(list(sources.fact_ids)),
+                sources.summary_id or None,
+                json.dumps(list(sources.window_turn_ids)),
+                json.dumps(list(sources.fragment_turn_ids)),
+                _ts(sources.created_at),
+            ),
+        )
+
+    def _insert_turn(
+        self,
+        conversation: Conversation,
+        role: str,
+        text: str,
+        now: datetime,
+        platform_message_id: str | None,
+    ) -> Turn:
+        thread = conversation.thread
+        row = self._one(
+            "INSERT INTO turns (conversation_id, user_id, character_id, scope, role, text,"
+            " created_at, platform_message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            " RETURNING id",
+            (
+                conversation.id,
+                thread.user_id,
+                thread.character_id,
+                thread.scope,
+                role,
+                text,
+                _ts(now),
+                platform_message_id,
+            ),
+        )
+        self._con.execute(
+            "UPDATE conversations SET last_activity_at = ? WHERE id = ?",
+            (_ts(now), conversation.id),
+        )
+        assert row is not None
+        return Turn(row[0], conversation.id, role, text, now, platform_message_id)
+
+    @on_db_thread
+    def first_turn_id(self, thread: Thread) -> int | None:
+        """The id of the thread's oldest turn still stored, or None for an empty thread."""
+        row = self._one(
+            "SELECT min(id) FROM turns WHERE user_id = ? AND character_id = ? AND scope = ?",
+            (thread.user_id, thread.character_id, thread.scope),
+        )
+        return int(row[0]) if row and row[0] is not None else None
+
+    @on_db_thread
+    def turns_after(self, thread: Thread, after_turn_id: int) -> list[Turn]:
         """The thread's turns with an id above `after_turn_id`, oldest first."""
         return [
             self._turn(row)
-            for row in await self._all(
+            for row in self._all(
                 "SELECT * FROM turns WHERE user_id = ? AND character_id = ? AND scope = ?"
                 " AND id > ? ORDER BY id",
                 (thread.user_id, thread.character_id, thread.scope, after_turn_id),
             )
         ]
 
-    @serialized
-    async def conversation_turns(self, conversation_id: int) -> list[Turn]:
+    @on_db_thread
+    def conversation_turns(self, conversation_id: int) -> list[Turn]:
         return [
             self._turn(row)
-            for row in await self._all(
+            for row in self._all(
                 "SELECT * FROM turns WHERE conversation_id = ? ORDER BY id", (conversation_id,)
             )
         ]
 
-    @serialized
-    async def count_turns(self, thread: Thread) -> int:
-        row = await self._one(
+    @on_db_thread
+    def count_turns(self, thread: Thread) -> int:
+        row = self._one(
             "SELECT COUNT(*) FROM turns WHERE user_id = ? AND character_id = ? AND scope = ?",
             (thread.user_id, thread.character_id, thread.scope),
         )
@@ -150,19 +202,19 @@ class ConversationsMixin(StoreBase):
 
     # ---- summaries --------------------------------------------------------------------------
 
-    @serialized
-    async def latest_summary(self, thread: Thread) -> Summary | None:
-        row = await self._one(
+    @on_db_thread
+    def latest_summary(self, thread: Thread) -> Summary | None:
+        row = self._one(
             "SELECT * FROM summaries WHERE user_id = ? AND character_id = ? AND scope = ?"
             " ORDER BY id DESC LIMIT 1",
             (thread.user_id, thread.character_id, thread.scope),
         )
         return self._summary(row) if row else None
 
-    @serialized
-    async def save_summary(self, thread: Thread, summary: Summary) -> int:
+    @on_db_thread
+    def save_summary(self, thread: Thread, summary: Summary) -> int:
         """Store a new version; returns its id."""
-        cursor = await self._db.execute(
+        cursor = self._con.execute(
             "INSERT INTO summaries (user_id, character_id, scope, fields_json, cited_ids_json,"
             " covers_up_to_turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
@@ -179,9 +231,9 @@ class ConversationsMixin(StoreBase):
 
     # ---- usage ------------------------------------------------------------------------------
 
-    @serialized
-    async def record_usage(self, record: UsageRecord, now: datetime) -> None:
-        await self._db.execute(
+    @on_db_thread
+    def record_usage(self, record: UsageRecord, now: datetime) -> None:
+        self._con.execute(
             "INSERT INTO llm_usage (user_id, character_id, conversation_id, turn_id, kind,"
             " model, ok, error, input_tokens, cache_read_tokens, cache_write_tokens,"
             " output_tokens, latency_ms, created_at, tool_round, fragments, tools_called)"
@@ -207,8 +259,8 @@ class ConversationsMixin(StoreBase):
             ),
         )
 
-    @serialized
-    async def usage_records(
+    @on_db_thread
+    def usage_records(
         self, user_id: int | None = None, since: datetime | None = None
     ) -> list[UsageRecord]:
         clauses: list[str] = []
@@ -221,9 +273,9 @@ class ConversationsMixin(StoreBase):
             clauses.append("julianday(created_at) >= julianday(?)")
             params.append(_ts(since))
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        async with self._db.execute(
+        with closing(self._con.execute(
             f"SELECT * FROM llm_usage{where} ORDER BY id", params
-        ) as cursor:
+        )) as cursor:
             return [
                 UsageRecord(
                     kind=row["kind"],
@@ -243,5 +295,5 @@ class ConversationsMixin(StoreBase):
                     fragments=row["fragments"],
                     tools_called=row["tools_called"],
                 )
-                async for row in cursor
+                for row in cursor
             ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import closing
 from datetime import datetime
 from typing import Any
 
@@ -14,65 +15,47 @@ from memory.models import (
     Thread,
     Turn,
 )
-from memory.store.base import StoreBase, _fact, _ts, serialized
+from memory.store.base import StoreBase, _fact, _ts, on_db_thread
 
 
 class PrivacyMixin(StoreBase):
     # ---- the user's own memory controls (/memoria) -----------------------------------------
 
-    @serialized
-    async def fact(self, user_id: int, character_id: str, fact_id: int) -> Fact | None:
+    @on_db_thread
+    def fact(self, user_id: int, character_id: str, fact_id: int) -> Fact | None:
         """One of this user's facts with this character; anyone else's is simply not found."""
-        row = await self._one(
+        row = self._one(
             "SELECT * FROM facts WHERE id = ? AND user_id = ? AND character_id = ?",
             (fact_id, user_id, character_id),
         )
         return _fact(row) if row else None
 
-    @serialized
-    async def review_mode(self, user_id: int) -> bool:
-        row = await self._one(
+    @on_db_thread
+    def review_mode(self, user_id: int) -> bool:
+        row = self._one(
             "SELECT review_mode FROM user_preferences WHERE user_id = ?", (user_id,)
         )
         return bool(row[0]) if row else False
 
-    @serialized
-    async def set_review_mode(self, user_id: int, on: bool) -> None:
-        await self._db.execute(
+    @on_db_thread
+    def set_review_mode(self, user_id: int, on: bool) -> None:
+        self._con.execute(
             "INSERT INTO user_preferences (user_id, review_mode) VALUES (?, ?)"
             " ON CONFLICT (user_id) DO UPDATE SET review_mode = excluded.review_mode",
             (user_id, int(on)),
         )
 
-    @serialized
-    async def delete_fact(self, user_id: int, character_id: str, fact_id: int) -> bool:
-        async with self._db.execute(
+    @on_db_thread
+    def delete_fact(self, user_id: int, character_id: str, fact_id: int) -> bool:
+        with closing(self._con.execute(
             "DELETE FROM facts WHERE id = ? AND user_id = ? AND character_id = ?",
             (fact_id, user_id, character_id),
-        ) as cursor:
+        )) as cursor:
             return cursor.rowcount == 1
 
-    @serialized
-    async def record_reply_sources(self, thread: Thread, sources: ReplySources) -> None:
-        await self._db.execute(
-            "INSERT OR REPLACE INTO reply_sources (turn_id, user_id, character_id, fact_ids,"
-            " summary_id, window_turn_ids, fragment_turn_ids, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                sources.turn_id,
-                thread.user_id,
-                thread.character_id,
-                json.dumps(list(sources.fact_ids)),
-                sources.summary_id or None,
-                json.dumps(list(sources.window_turn_ids)),
-                json.dumps(list(sources.fragment_turn_ids)),
-                _ts(sources.created_at),
-            ),
-        )
-
-    @serialized
-    async def last_reply_sources(self, user_id: int, character_id: str) -> ReplySources | None:
-        row = await self._one(
+    @on_db_thread
+    def last_reply_sources(self, user_id: int, character_id: str) -> ReplySources | None:
+        row = self._one(
             "SELECT * FROM reply_sources WHERE user_id = ? AND character_id = ?"
             " ORDER BY turn_id DESC LIMIT 1",
             (user_id, character_id),
@@ -88,15 +71,15 @@ class PrivacyMixin(StoreBase):
             created_at=datetime.fromisoformat(row["created_at"]),
         )
 
-    @serialized
-    async def summary_by_id(self, user_id: int, summary_id: int) -> Summary | None:
-        row = await self._one(
+    @on_db_thread
+    def summary_by_id(self, user_id: int, summary_id: int) -> Summary | None:
+        row = self._one(
             "SELECT * FROM summaries WHERE id = ? AND user_id = ?", (summary_id, user_id)
         )
         return self._summary(row) if row else None
 
-    @serialized
-    async def export_rows(
+    @on_db_thread
+    def export_rows(
         self, user_id: int, character_id: str
     ) -> dict[str, list[dict[str, object]]]:
         """Every row this user has with this character, table by table, as plain dicts."""
@@ -110,16 +93,16 @@ class PrivacyMixin(StoreBase):
         }
         rows: dict[str, list[dict[str, object]]] = {}
         for table, query in queries.items():
-            async with self._db.execute(query + " ORDER BY 1", (user_id, character_id)) as cur:
-                rows[table] = [dict(row) async for row in cur]
+            with closing(self._con.execute(query + " ORDER BY 1", (user_id, character_id))) as cur:
+                rows[table] = [dict(row) for row in cur]
         return rows
 
-    @serialized
-    async def forget(self, user_id: int, character_id: str) -> dict[str, int]:
+    @on_db_thread
+    def forget(self, user_id: int, character_id: str) -> dict[str, int]:
         """Delete everything this user has with this character, from every table and index."""
         owned = "WHERE user_id = ? AND character_id = ?"
         counts: dict[str, int] = {}
-        async with self._transaction() as db:
+        with self._transaction() as db:
             for table in (
                 "reply_sources",
                 "llm_usage",
@@ -129,25 +112,25 @@ class PrivacyMixin(StoreBase):
                 "turns",
                 "conversations",
             ):
-                async with db.execute(
+                with closing(db.execute(
                     f"DELETE FROM {table} {owned}", (user_id, character_id)
-                ) as cursor:
+                )) as cursor:
                     counts[table] = cursor.rowcount
-        await self.purge_search_index()
+        self._purge_search_index()
         return counts
 
-    @serialized
-    async def import_rows(
+    @on_db_thread
+    def import_rows(
         self, user_id: int, character_id: str, data: dict[str, Any], now: datetime
     ) -> dict[str, int]:
         """Load an export into this user's memory with fresh ids, rewriting every reference
         (citations, evidence, history) to them; one transaction, all or nothing."""
         turn_ids: dict[int, int] = {}
         counts = {"conversations": 0, "turns": 0, "summaries": 0, "facts": 0}
-        async with self._transaction() as db:
+        with self._transaction() as db:
             conversation_ids: dict[int, int] = {}
             for row in data.get("conversations", []):
-                async with db.execute(
+                with closing(db.execute(
                     "INSERT INTO conversations (user_id, character_id, scope, started_at,"
                     " last_activity_at, ended_at, end_reason, extracted_at, extraction_status)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -162,11 +145,11 @@ class PrivacyMixin(StoreBase):
                         row["extracted_at"] or _ts(now),
                         row.get("extraction_status") or "imported",
                     ),
-                ) as cursor:
-                    conversation_ids[row["id"]] = (await cursor.fetchone())[0]  # type: ignore[index]
+                )) as cursor:
+                    conversation_ids[row["id"]] = (cursor.fetchone())[0]  # type: ignore[index]
                 counts["conversations"] += 1
             for row in sorted(data.get("turns", []), key=lambda r: r["id"]):
-                async with db.execute(
+                with closing(db.execute(
                     "INSERT INTO turns (conversation_id, user_id, character_id, scope, role,"
                     " text, created_at, platform_message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                     " RETURNING id",
@@ -180,16 +163,16 @@ class PrivacyMixin(StoreBase):
                         row["created_at"],
                         None,
                     ),
-                ) as cursor:
-                    turn_ids[row["id"]] = (await cursor.fetchone())[0]  # type: ignore[index]
+                )) as cursor:
+                    turn_ids[row["id"]] = (cursor.fetchone())[0]  # type: ignore[index]
                 counts["turns"] += 1
-            counts["summaries"] = await self._import_summaries(
+            counts["summaries"] = self._import_summaries(
                 user_id, character_id, data, turn_ids
             )
-            counts["facts"] = await self._import_facts(user_id, character_id, data, turn_ids)
+            counts["facts"] = self._import_facts(user_id, character_id, data, turn_ids)
         return counts
 
-    async def _import_summaries(
+    def _import_summaries(
         self, user_id: int, character_id: str, data: dict[str, Any], turn_ids: dict[int, int]
     ) -> int:
         def recite(text: str) -> str:
@@ -207,7 +190,7 @@ class PrivacyMixin(StoreBase):
                 (new for old, new in turn_ids.items() if old <= row["covers_up_to_turn_id"]),
                 default=0,
             )
-            await self._db.execute(
+            self._con.execute(
                 "INSERT INTO summaries (user_id, character_id, scope, fields_json,"
                 " cited_ids_json, covers_up_to_turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -222,13 +205,13 @@ class PrivacyMixin(StoreBase):
             )
         return len(data.get("summaries", []))
 
-    async def _import_facts(
+    def _import_facts(
         self, user_id: int, character_id: str, data: dict[str, Any], turn_ids: dict[int, int]
     ) -> int:
         fact_ids: dict[int, int] = {}
         for row in data.get("facts", []):
             evidence = [turn_ids[i] for i in row["evidence"] if i in turn_ids]
-            inserted = await self._one(
+            inserted = self._one(
                 "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
                 " evidence, lifetime, event_date, created_at, confirmed_at, expires_at, status)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -254,7 +237,7 @@ class PrivacyMixin(StoreBase):
                 fact_ids[row["id"]] = inserted[0]
         for row in data.get("fact_history", []):
             if row["fact_id"] in fact_ids:
-                await self._db.execute(
+                self._con.execute(
                     "INSERT INTO fact_history (fact_id, user_id, value, origin, evidence,"
                     " valid_from, superseded_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
@@ -270,13 +253,13 @@ class PrivacyMixin(StoreBase):
                 )
         return len(fact_ids)
 
-    @serialized
-    async def thread_turns_by_ids(self, thread: Thread, ids: list[int]) -> list[Turn]:
+    @on_db_thread
+    def thread_turns_by_ids(self, thread: Thread, ids: list[int]) -> list[Turn]:
         """The turns among `ids` in this very thread (user, character and scope): a DM turn is
         never readable from a group, nor anyone else's from anywhere."""
         return [
             self._turn(row)
-            for row in await self._all(
+            for row in self._all(
                 # CROSS JOIN: look each id up, instead of letting the planner scan the thread.
                 "SELECT t.* FROM json_each(?) AS wanted CROSS JOIN turns AS t"
                 " ON t.id = wanted.value WHERE t.user_id = ? AND t.character_id = ?"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from datetime import datetime
 
 from memory.models import (
@@ -11,28 +12,28 @@ from memory.models import (
     FactVersion,
     Thread,
 )
-from memory.store.base import StoreBase, _fact, _ts, serialized
+from memory.store.base import StoreBase, _fact, _ts, on_db_thread
 
 
 class ProfileMixin(StoreBase):
     # ---- the long-term profile --------------------------------------------------------------
 
-    @serialized
-    async def facts(self, user_id: int, character_id: str, scope: str | None = None) -> list[Fact]:
+    @on_db_thread
+    def facts(self, user_id: int, character_id: str, scope: str | None = None) -> list[Fact]:
         """The user's facts with one character, in one scope or all of them."""
         query = "SELECT * FROM facts WHERE user_id = ? AND character_id = ?"
         params: tuple[object, ...] = (user_id, character_id)
         if scope is not None:
             query += " AND scope = ?"
             params += (scope,)
-        return [_fact(row) for row in await self._all(query + " ORDER BY id", params)]
+        return [_fact(row) for row in self._all(query + " ORDER BY id", params)]
 
-    @serialized
-    async def fact_history(self, user_id: int, fact_id: int) -> list[FactVersion]:
-        async with self._db.execute(
+    @on_db_thread
+    def fact_history(self, user_id: int, fact_id: int) -> list[FactVersion]:
+        with closing(self._con.execute(
             "SELECT * FROM fact_history WHERE user_id = ? AND fact_id = ? ORDER BY id",
             (user_id, fact_id),
-        ) as cursor:
+        )) as cursor:
             return [
                 FactVersion(
                     fact_id=row["fact_id"],
@@ -42,11 +43,11 @@ class ProfileMixin(StoreBase):
                     superseded_at=datetime.fromisoformat(row["superseded_at"]),
                     reason=row["reason"],
                 )
-                async for row in cursor
+                for row in cursor
             ]
 
-    @serialized
-    async def apply_fact_changes(
+    @on_db_thread
+    def apply_fact_changes(
         self,
         adds: list[Fact],
         updates: list[tuple[Fact, Fact, str]],
@@ -56,9 +57,9 @@ class ProfileMixin(StoreBase):
         now: datetime,
     ) -> None:
         """Write one extraction's operations atomically: all of them or none."""
-        async with self._transaction() as db:
+        with self._transaction() as db:
             for fact in adds:
-                await db.execute(
+                db.execute(
                     "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
                     " evidence, lifetime, event_date, created_at, confirmed_at, expires_at,"
                     " status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -80,7 +81,7 @@ class ProfileMixin(StoreBase):
                     ),
                 )
             for old, new, reason in updates:
-                await db.execute(
+                db.execute(
                     "INSERT INTO fact_history (fact_id, user_id, value, origin, evidence,"
                     " valid_from, superseded_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
@@ -94,18 +95,18 @@ class ProfileMixin(StoreBase):
                         reason,
                     ),
                 )
-                await self._overwrite_fact(new)
+                self._overwrite_fact(new)
             for fact in confirms:
-                await self._overwrite_fact(fact)
+                self._overwrite_fact(fact)
             for fact in deletes:
-                await db.execute(
+                db.execute(
                     "DELETE FROM facts WHERE id = ? AND user_id = ?", (fact.id, fact.user_id)
                 )
             if conversation_id is not None:
-                await self.mark_extracted(conversation_id, "done", now)
+                self._mark_extracted(conversation_id, "done", now)
 
-    async def _overwrite_fact(self, fact: Fact) -> None:
-        await self._db.execute(
+    def _overwrite_fact(self, fact: Fact) -> None:
+        self._con.execute(
             "UPDATE facts SET value = ?, origin = ?, evidence = ?, lifetime = ?,"
             " event_date = ?, confirmed_at = ?, expires_at = ?, status = ?"
             " WHERE id = ? AND user_id = ?",
@@ -123,83 +124,90 @@ class ProfileMixin(StoreBase):
             ),
         )
 
-    @serialized
-    async def mark_extracted(self, conversation_id: int, status: str, now: datetime) -> None:
-        await self._db.execute(
+    @on_db_thread
+    def mark_extracted(self, conversation_id: int, status: str, now: datetime) -> None:
+        self._mark_extracted(conversation_id, status, now)
+
+    def _mark_extracted(self, conversation_id: int, status: str, now: datetime) -> None:
+        self._con.execute(
             "UPDATE conversations SET extracted_at = ?, extraction_status = ? WHERE id = ?",
             (_ts(now), status, conversation_id),
         )
 
-    @serialized
-    async def conversations_pending_extraction(self) -> list[Conversation]:
+    @on_db_thread
+    def conversations_pending_extraction(self) -> list[Conversation]:
         """Ended and never extracted: derived from the database, so a crash loses nothing."""
         return [
             self._conversation(row)
-            for row in await self._all(
+            for row in self._all(
                 "SELECT * FROM conversations WHERE ended_at IS NOT NULL AND extracted_at IS NULL"
                 " ORDER BY id"
             )
         ]
 
-    @serialized
-    async def record_rejection(
+    @on_db_thread
+    def record_rejection(
         self, thread: Thread, conversation_id: int | None, reason: str, now: datetime
     ) -> None:
-        await self._db.execute(
+        self._con.execute(
             "INSERT INTO memory_rejections (user_id, character_id, conversation_id, reason,"
             " created_at) VALUES (?, ?, ?, ?, ?)",
             (thread.user_id, thread.character_id, conversation_id, reason, _ts(now)),
         )
 
-    @serialized
-    async def count_rejections(self, user_id: int | None = None) -> int:
+    @on_db_thread
+    def count_rejections(self, user_id: int | None = None) -> int:
         query, params = "SELECT COUNT(*) FROM memory_rejections", ()
         if user_id is not None:
             query, params = query + " WHERE user_id = ?", (user_id,)
-        row = await self._one(query, params)
+        row = self._one(query, params)
         return int(row[0]) if row else 0
 
     # ---- characters per channel -------------------------------------------------------------
 
-    @serialized
-    async def chosen_character(self, user_id: int, channel_key: str) -> str | None:
-        row = await self._one(
-            "SELECT character_id FROM character_choices WHERE user_id = ? AND channel_key = ?",
-            (user_id, channel_key),
+    @on_db_thread
+    def chosen_character_of(
+        self, platform: str, platform_user_id: str, channel_key: str
+    ) -> str | None:
+        """The character this platform user chose in this channel, if any (one look-up)."""
+        row = self._one(
+            "SELECT c.character_id FROM users u JOIN character_choices c ON c.user_id = u.id"
+            " WHERE u.platform = ? AND u.platform_user_id = ? AND c.channel_key = ?",
+            (platform, platform_user_id, channel_key),
         )
         return str(row[0]) if row else None
 
-    @serialized
-    async def choose_character(
+    @on_db_thread
+    def choose_character(
         self, user_id: int, channel_key: str, character_id: str, now: datetime
     ) -> None:
-        await self._db.execute(
+        self._con.execute(
             "INSERT INTO character_choices (user_id, channel_key, character_id, chosen_at)"
             " VALUES (?, ?, ?, ?) ON CONFLICT (user_id, channel_key) DO UPDATE SET"
             " character_id = excluded.character_id, chosen_at = excluded.chosen_at",
             (user_id, channel_key, character_id, _ts(now)),
         )
 
-    @serialized
-    async def bound_character(self, platform: str, channel_id: str) -> str | None:
-        row = await self._one(
+    @on_db_thread
+    def bound_character(self, platform: str, channel_id: str) -> str | None:
+        row = self._one(
             "SELECT character_id FROM channel_bindings WHERE platform = ? AND channel_id = ?",
             (platform, channel_id),
         )
         return str(row[0]) if row else None
 
-    @serialized
-    async def bind_channel(
+    @on_db_thread
+    def bind_channel(
         self, platform: str, channel_id: str, character_id: str | None, by: str, now: datetime
     ) -> None:
         """Bind a channel to a character, or unbind it with None."""
         if character_id is None:
-            await self._db.execute(
+            self._con.execute(
                 "DELETE FROM channel_bindings WHERE platform = ? AND channel_id = ?",
                 (platform, channel_id),
             )
             return
-        await self._db.execute(
+        self._con.execute(
             "INSERT INTO channel_bindings (platform, channel_id, character_id, bound_by,"
             " bound_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (platform, channel_id) DO UPDATE"
             " SET character_id = excluded.character_id, bound_by = excluded.bound_by,"

@@ -3,58 +3,62 @@
 from __future__ import annotations
 
 import json
+from contextlib import closing
 
 from memory import fts
 from memory.fts import Term
 from memory.models import (
     Turn,
 )
-from memory.store.base import StoreBase, serialized
+from memory.store.base import StoreBase, on_db_thread
 
 
 class SearchMixin(StoreBase):
     # ---- search over the turn log (FTS5 specifics live in memory/fts.py) --------------------
 
-    @serialized
-    async def search_turns(
+    @on_db_thread
+    def search_turns(
         self, user_id: int, character_id: str, scope: str | None, terms: list[Term], limit: int
     ) -> list[int]:
-        return await fts.matching_turns(self._db, user_id, character_id, scope, terms, limit)
+        return fts.matching_turns(self._con, user_id, character_id, scope, terms, limit)
 
-    @serialized
-    async def search_term_counts(
+    @on_db_thread
+    def search_term_counts(
         self, user_id: int, character_id: str, scope: str | None, terms: list[Term]
     ) -> list[int]:
-        return await fts.term_counts(self._db, user_id, character_id, scope, terms)
+        return fts.term_counts(self._con, user_id, character_id, scope, terms)
 
-    @serialized
-    async def purge_search_index(self) -> None:
+    @on_db_thread
+    def purge_search_index(self) -> None:
         """Run after deleting turns: their words leave the index segments, and the WAL (which
         still holds the old pages) is checkpointed and truncated."""
-        await fts.optimize(self._db)
-        await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._purge_search_index()
 
-    @serialized
-    async def thread_text_stats(
+    def _purge_search_index(self) -> None:
+        fts.optimize(self._con)
+        self._con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    @on_db_thread
+    def thread_text_stats(
         self, user_id: int, character_id: str, scope: str | None
     ) -> tuple[int, int]:
         """(turns, characters) of the thread's user and assistant turns; all scopes if None."""
-        row = await self._one(
+        row = self._one(
             "SELECT count(*), total(length(text)) FROM turns WHERE user_id = ?"
             " AND character_id = ? AND (?3 IS NULL OR scope = ?3) AND role != 'tool'",
             (user_id, character_id, scope),
         )
         return (int(row[0]), int(row[1])) if row else (0, 0)
 
-    @serialized
-    async def exchange_turns(
+    @on_db_thread
+    def exchange_turns(
         self, user_id: int, character_id: str, scope: str | None, turn_ids: list[int]
     ) -> list[tuple[int, int | None, int | None, Turn]]:
         """(first turn id, next exchange's first turn id, previous exchange's last turn id, turn)
         for every turn of the exchanges that hold `turn_ids`. An exchange runs from a user turn
         to the next user turn of the same conversation; turns before a conversation's first
         user turn form one of their own."""
-        async with self._db.execute(
+        with closing(self._con.execute(
             "WITH span AS (SELECT DISTINCT t.conversation_id AS cid,"
             " coalesce((SELECT p.id FROM turns p WHERE p.conversation_id = t.conversation_id"
             "  AND p.id <= t.id AND p.role = 'user' ORDER BY p.id DESC LIMIT 1),"
@@ -70,16 +74,15 @@ class SearchMixin(StoreBase):
             " AND m.id >= span.lo AND m.id < coalesce(span.hi, 9223372036854775807)"
             " WHERE m.user_id = ?2 AND m.character_id = ?3 ORDER BY m.id",
             (json.dumps(turn_ids), user_id, character_id, scope),
-        ) as cursor:
-            # One fetchall: iterating would cross to aiosqlite's thread once per row.
-            return [(row[0], row[1], row[2], self._turn(row)) for row in await cursor.fetchall()]
+        )) as cursor:
+            return [(row[0], row[1], row[2], self._turn(row)) for row in cursor.fetchall()]
 
-    @serialized
-    async def turns_by_ids(self, user_id: int, character_id: str, ids: list[int]) -> list[Turn]:
+    @on_db_thread
+    def turns_by_ids(self, user_id: int, character_id: str, ids: list[int]) -> list[Turn]:
         """The turns among `ids` that belong to this user with this character; others are absent."""
-        async with self._db.execute(
+        with closing(self._con.execute(
             "SELECT t.* FROM json_each(?) AS hit CROSS JOIN turns t ON t.id = hit.value"
             " WHERE t.user_id = ? AND t.character_id = ?",
             (json.dumps(ids), user_id, character_id),
-        ) as cursor:
-            return [self._turn(row) for row in await cursor.fetchall()]
+        )) as cursor:
+            return [self._turn(row) for row in cursor.fetchall()]
