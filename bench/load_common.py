@@ -24,14 +24,17 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from functools import wraps
 from pathlib import Path
 from typing import Any
 
 from bot.answers import Caller
+from bot.app import App
 from bot.config import Settings
 from memory.extraction import EXTRACTION_TOOL
 from memory.llm import LLMError, LLMRequest, LLMResponse, ToolCall, Usage
+from memory.models import Summary, SummaryFields, Thread
 from memory.store import Store
 from memory.summary import SUMMARY_TOOL
 from memory.tokens import CHARS_PER_TOKEN
@@ -260,6 +263,38 @@ USER_LINES = (
 
 def user_line(user: int, message: int) -> str:
     return f"{USER_LINES[(user + message) % len(USER_LINES)]} ({message + 1})"
+
+
+HISTORY_REPLIES = (
+    "Qué bien que me lo cuentes. ¿Y cómo te sentiste después de caminar por el puerto?",
+    "La entrevista del viernes te va a salir bien, ya lo verás; cuéntame cómo te preparas.",
+    "Tu hermana seguro que tiene ganas de verte también. ¿Qué planes tenéis?",
+)
+
+
+async def seed_history(app: App, users: int, turns: int) -> None:
+    """Give every bench user one earlier conversation of `turns` turns, ended, extracted and
+    summarised, the day before: so that each new message has a turn log to recall from (a
+    thread whose whole history is in the window skips recall), as a returning user does."""
+    if turns <= 0:
+        return
+    store, character = app.store, app.companion.characters.default_id
+    yesterday = datetime.now(UTC) - timedelta(days=1)
+    for index in range(users):
+        who = caller(index)
+        user = await store.upsert_user(who.platform, who.user_id, who.display_name, yesterday)
+        thread = Thread(user.id, character, who.incoming(character, "").scope)
+        conversation = await store.start_conversation(thread, yesterday)
+        last = 0
+        for number in range(turns):
+            said = user_line(index + 3, number) if number % 2 == 0 else None
+            text = said or HISTORY_REPLIES[(index + number) % len(HISTORY_REPLIES)]
+            role = "user" if said else "assistant"
+            last = (await store.add_turn(conversation, role, text, yesterday)).id
+        await store.end_conversation(conversation.id, "inactivity", yesterday)
+        await store.mark_extracted(conversation.id, "done", yesterday)
+        fields = SummaryFields(tone=(f"cercano {{cite:{last}}}",))
+        await store.save_summary(thread, Summary(fields, frozenset({last}), last, yesterday))
 
 
 def closing_lines(result: dict[str, Any]) -> list[str]:

@@ -53,6 +53,7 @@ from bench.load_common import (  # noqa: E402
     emit,
     load_average,
     rss_mb,
+    seed_history,
     time_store_calls,
     user_line,
 )
@@ -101,11 +102,13 @@ async def drive(
     ramp: float,
     folder: Path,
     retrieval: str | None,
+    history: int,
 ) -> dict[str, Any]:
     llm = FixedLatencyLLM(latency)
     characters = characters_with_retrieval(folder, retrieval)
     settings = bench_settings(folder / f"throughput-{users}.db", characters_dir=characters)
     async with open_app(settings, llm=llm, start_scheduler=False) as app:
+        await seed_history(app, users, history)
         time_store_calls(app.store)
         await app.companion.drain()  # the start-up extraction sweep: nothing is pending
         worker = count_round_trips(app.store)
@@ -187,16 +190,18 @@ def run(
     latency: float = 0.5,
     ramp: float = 0.0,
     retrieval: str | None = None,
+    history: int = 24,
 ) -> dict[str, Any]:
     """One fresh app and database per user count; flat keys for the headline figures."""
     started = time.perf_counter()
     result: dict[str, Any] = {"path": "app.commands.chat", "runs": {}}
     result["retrieval"] = retrieval or "as in characters/"
+    result["history_turns_per_user"] = history
     result["load_average_1m_before"] = load_average()
     with tempfile.TemporaryDirectory(prefix="bench-throughput-") as folder:
         for count in users:
             run_ = asyncio.run(
-                drive(count, messages, latency, ramp, Path(folder), retrieval)
+                drive(count, messages, latency, ramp, Path(folder), retrieval, history)
             )
             result["runs"][str(count)] = run_
             result[f"share_of_ideal_{count}"] = run_["share_of_ideal"]
@@ -226,7 +231,8 @@ def format_table(result: dict[str, Any]) -> str:
     lines = [
         f"Throughput via {result['path']}: fake LLM {first['latency_s'] * 1000:.0f} ms, "
         f"{first['messages_per_user']} sequential messages per user, starts spread over "
-        f"{first['ramp_seconds']} s; retrieval: "
+        f"{first['ramp_seconds']} s; {result['history_turns_per_user']} earlier turns per user; "
+        "retrieval: "
         f"{result['retrieval']}",
         "",
         " users | answered | wall s | ideal s |  msg/s | ideal | share  | overhead ms p50/p95/p99"
@@ -276,6 +282,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--ramp", type=float, default=0.0, help="spread user starts over this many seconds"
     )
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=24,
+        help="turns of an earlier, summarised conversation per user (what recall searches)",
+    )
     add_common_arguments(parser)
     return parser.parse_args(argv)
 
@@ -283,7 +295,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     users = [int(part) for part in args.users.split(",") if part.strip()]
-    result = run(users, args.messages, args.latency, args.ramp, args.retrieval)
+    result = run(users, args.messages, args.latency, args.ramp, args.retrieval, args.history)
     emit(result, format_table(result), args.json)
     return 0
 

@@ -57,7 +57,9 @@ class RankConfig:
 
     k1: float = 1.2
     b: float = 0.75
-    candidates: int = 200  # turns fetched from FTS5 (best BM25 first) before exchange scoring
+    # Turns fetched from FTS5 (best BM25 first) before exchange scoring: on the FIT split, 40
+    # recalls as much as 200 did (R@10 0.819 against 0.814) at a fifth of the scoring work.
+    candidates: int = 40
     neighbour: float = 0.5  # share of the best adjacent exchange's score added to an exchange
     neighbour_sources: int = 10  # best candidates whose adjacent exchanges are fetched too
     date_boost: float = 1.0  # bm25 x (1 + this) for exchanges from a month the query names
