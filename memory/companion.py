@@ -134,6 +134,7 @@ class Companion:
                     fragment_turn_ids=generated.fragment_turn_ids,
                     created_at=now,
                 ),
+                generated.usage,
             )
             session.window.append(reply_turn)
             if self._compaction_due(session):

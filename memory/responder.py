@@ -49,6 +49,8 @@ MAX_FRAGMENTS = 4
 class Generated:
     text: str
     fragment_turn_ids: tuple[int, ...] = ()
+    # The final round's usage row: the caller stores it with the reply, in one transaction.
+    usage: UsageRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -104,15 +106,18 @@ class Responder:
         messages = list(prompt.messages)
         for tool_round in range(MAX_TOOL_ROUNDS + 1):
             may_use_tools = tool_round < MAX_TOOL_ROUNDS
-            response = await self._call(
+            answered = await self._call(
                 call, prompt, messages, toolbox.specs(), may_use_tools, tool_round
             )
-            if response is None:
+            if answered is None:
                 return None
+            response, usage = answered
             if not (response.tool_calls and may_use_tools):
                 break
+            await self._store.record_usage(usage, self._clock())
             messages += await self._run_tools(session, toolbox, response)
-        return Generated(response.text, tuple(i for f in fragments for i in f.turn_ids))
+        fragment_ids = tuple(i for f in fragments for i in f.turn_ids)
+        return Generated(response.text, fragment_ids, usage)
 
     async def probe(
         self, session: Session, character: Character, now: datetime, question: str
@@ -231,7 +236,9 @@ class Responder:
         tools: tuple[ToolSpec, ...],
         may_use_tools: bool,
         tool_round: int,
-    ) -> LLMResponse | None:
+    ) -> tuple[LLMResponse, UsageRecord] | None:
+        """The model's answer and its usage row, still to be stored; None on failure (its
+        row already stored)."""
         request = LLMRequest(
             kind="reply",
             system=prompt.system,
@@ -254,9 +261,9 @@ class Responder:
             ok=not empty,
             error="the model returned an empty reply" if empty else None,
             tools_called=",".join(c.name for c in response.tool_calls),
-        )
-        await self._store.record_usage(record.measured(response), self._clock())
+        ).measured(response)
         if empty:
+            await self._store.record_usage(record, self._clock())
             log.error(
                 "reply failed for %s (turn %s kept): the model returned an empty reply",
                 call.session.thread,
@@ -269,7 +276,7 @@ class Responder:
                 self._tokens.count(m.text) for m in prompt.messages
             )
             self._tokens.calibrate(estimated, usage.total_input)
-        return response
+        return response, record
 
     def _record(self, call: _Call, tool_round: int) -> UsageRecord:
         return UsageRecord(

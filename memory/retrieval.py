@@ -131,10 +131,18 @@ class Retriever:
         if not terms:
             return []
         store, config = self.store, self.config
-        ids = await store.search_turns(user_id, character_id, scope, terms, config.candidates)
+        ids, rows = await store.search_exchanges(
+            user_id, character_id, scope, terms, config.candidates
+        )
         if not ids:
             return []
-        counts = await store.search_term_counts(user_id, character_id, scope, terms)
+        patterns = [term.pattern() for term in terms]
+        candidates = _group(rows)
+        if len(ids) < config.candidates:
+            # Every turn holding a term is among the candidates: count here, not in the index.
+            counts = _document_counts(patterns, [t for c in candidates for t in c.turns], ids)
+        else:
+            counts = await store.search_term_counts(user_id, character_id, scope, terms)
         n_turns, n_chars = await self._thread_stats(user_id, character_id, scope)
         # The stats are cached and the counts are not: a term in more turns than the cached
         # total means the thread grew since, so refresh them. Left stale, that IDF would go
@@ -147,8 +155,6 @@ class Retriever:
         # An exchange is about two turns long; lengths are measured in characters.
         average = max(2.0 * n_chars / max(n_turns, 1), 1.0)
         idf = [math.log(1 + (n_turns - df + 0.5) / (df + 0.5)) for df in counts]
-        patterns = [term.pattern() for term in terms]
-        candidates = _group(await store.exchange_turns(user_id, character_id, scope, ids))
         for candidate in candidates:
             self._score(candidate, terms, patterns, idf, average)
         if config.neighbour > 0:
@@ -315,6 +321,16 @@ def _group(rows: list[tuple[int, int | None, int | None, Turn]]) -> list[_Candid
             candidate = by_first[first_id] = _Candidate(first_id, next_id, previous_id, [])
         candidate.turns.append(turn)
     return [c for c in by_first.values() if any(t.role != "tool" for t in c.turns)]
+
+
+def _document_counts(
+    patterns: list[re.Pattern[str]], turns: list[Turn], matched_ids: list[int]
+) -> list[int]:
+    """In how many of the matched turns each term occurs: the same document frequencies as
+    memory/fts.term_counts, when the matched turns are all there are."""
+    matched = set(matched_ids)
+    texts = [fold(t.text) for t in turns if t.id in matched]
+    return [sum(1 for text in texts if pattern.search(text)) for pattern in patterns]
 
 
 def _missing_neighbours(candidates: list[_Candidate], sources: int) -> list[int]:

@@ -385,3 +385,28 @@ def test_the_bench_runs_on_a_small_locomo_file(
     assert report["held_out_conversations"] == ["conv-1", "conv-2"]
     assert bench_main([str(data)]) == 0
     assert "HELD-OUT" in capsys.readouterr().out
+
+
+async def test_counts_from_the_candidates_equal_the_index_counts(store: Store) -> None:
+    """When every matching turn is a candidate, document frequencies are counted in Python;
+    they must be the ones the index gives, accents, prefixes and numbers included."""
+    from memory.fts import query_terms
+    from memory.retrieval import _document_counts
+
+    ana = await new_thread(store, "ana")
+    await talk(
+        store,
+        ana,
+        [
+            ("Mi perra Canela corre por la playa de Laida.", "¡Qué suerte tiene Canela!"),
+            ("Corríamos juntas cada mañana, 5 kilómetros.", "Cinco kilómetros es mucho."),
+            ("El café de la esquina cerró en 2023.", "Una pena, el café era bueno."),
+            ("Canela odia el café.", "Los perros y el café no se llevan."),
+        ],
+    )
+    terms = query_terms("¿Canela corría por la playa o tomaba café en 2023? kilómetros 5")
+    ids, rows = await store.search_exchanges(ana.user_id, CHARACTER, "dm", terms, 40)
+    patterns = [term.pattern() for term in terms]
+    counted = _document_counts(patterns, [turn for *_, turn in rows], ids)
+    assert counted == await store.search_term_counts(ana.user_id, CHARACTER, "dm", terms)
+    assert max(counted) >= 3  # the thread really repeats terms: the comparison has teeth

@@ -103,15 +103,22 @@ class ConversationsMixin(StoreBase):
 
     @on_db_thread
     def add_reply(
-        self, conversation: Conversation, text: str, now: datetime, sources: ReplySources
+        self,
+        conversation: Conversation,
+        text: str,
+        now: datetime,
+        sources: ReplySources,
+        usage: UsageRecord | None = None,
     ) -> Turn:
-        """The character's reply and what it was built from, in one transaction: the reply's
-        new id replaces `sources.turn_id`."""
+        """The character's reply, what it was built from and what it cost, in one transaction:
+        the reply's new id replaces `sources.turn_id`."""
         with self._transaction():
             turn = self._insert_turn(conversation, "assistant", text, now, None)
             self._insert_reply_sources(
                 conversation.thread, replace(sources, turn_id=turn.id, created_at=now)
             )
+            if usage is not None:
+                self._insert_usage(usage, now)
         return turn
 
     def _insert_reply_sources(self, thread: Thread, sources: ReplySources) -> None:
@@ -233,6 +240,9 @@ class ConversationsMixin(StoreBase):
 
     @on_db_thread
     def record_usage(self, record: UsageRecord, now: datetime) -> None:
+        self._insert_usage(record, now)
+
+    def _insert_usage(self, record: UsageRecord, now: datetime) -> None:
         self._con.execute(
             "INSERT INTO llm_usage (user_id, character_id, conversation_id, turn_id, kind,"
             " model, ok, error, input_tokens, cache_read_tokens, cache_write_tokens,"

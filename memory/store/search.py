@@ -12,15 +12,12 @@ from memory.models import (
 )
 from memory.store.base import StoreBase, on_db_thread
 
+# (first turn id of its exchange, next exchange's first turn id, previous exchange's last, turn)
+ExchangeRow = tuple[int, int | None, int | None, Turn]
+
 
 class SearchMixin(StoreBase):
     # ---- search over the turn log (FTS5 specifics live in memory/fts.py) --------------------
-
-    @on_db_thread
-    def search_turns(
-        self, user_id: int, character_id: str, scope: str | None, terms: list[Term], limit: int
-    ) -> list[int]:
-        return fts.matching_turns(self._con, user_id, character_id, scope, terms, limit)
 
     @on_db_thread
     def search_term_counts(
@@ -51,13 +48,27 @@ class SearchMixin(StoreBase):
         return (int(row[0]), int(row[1])) if row else (0, 0)
 
     @on_db_thread
+    def search_exchanges(
+        self, user_id: int, character_id: str, scope: str | None, terms: list[Term], limit: int
+    ) -> tuple[list[int], list[ExchangeRow]]:
+        """The thread's turns holding any of `terms` (best BM25 first, at most `limit`), and
+        every turn of the exchanges that hold them, as `exchange_turns` gives them."""
+        ids = fts.matching_turns(self._con, user_id, character_id, scope, terms, limit)
+        return ids, self._exchange_turns(user_id, character_id, scope, ids) if ids else []
+
+    @on_db_thread
     def exchange_turns(
         self, user_id: int, character_id: str, scope: str | None, turn_ids: list[int]
-    ) -> list[tuple[int, int | None, int | None, Turn]]:
+    ) -> list[ExchangeRow]:
         """(first turn id, next exchange's first turn id, previous exchange's last turn id, turn)
         for every turn of the exchanges that hold `turn_ids`. An exchange runs from a user turn
         to the next user turn of the same conversation; turns before a conversation's first
         user turn form one of their own."""
+        return self._exchange_turns(user_id, character_id, scope, turn_ids)
+
+    def _exchange_turns(
+        self, user_id: int, character_id: str, scope: str | None, turn_ids: list[int]
+    ) -> list[ExchangeRow]:
         with closing(self._con.execute(
             "WITH span AS (SELECT DISTINCT t.conversation_id AS cid,"
             " coalesce((SELECT p.id FROM turns p WHERE p.conversation_id = t.conversation_id"
