@@ -19,6 +19,7 @@ import os
 import re
 import resource
 import shutil
+import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
@@ -318,6 +319,23 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object (the table to stderr)"
     )
+
+
+def run_child(script: str, args: Sequence[object], what: str) -> dict[str, Any]:
+    """Run `script --child ARGS` in a fresh interpreter and return the JSON object it prints
+    last: every run starts from the same empty process, so one run's heap, threads and
+    frozen objects cannot slow or inflate the next."""
+    env = os.environ | {"PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, script, "--child", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the run for {what} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def emit(result: dict[str, Any], table: str, as_json: bool) -> None:

@@ -22,8 +22,6 @@ import argparse
 import asyncio
 import gc
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +44,7 @@ from bench.load_common import (  # noqa: E402
     emit,
     load_average,
     rss_mb,
+    run_child,
     user_line,
 )
 from bot.app import App, open_app  # noqa: E402
@@ -164,13 +163,7 @@ def run_cap(
     args = [str(v) for v in (users, messages, cap, concurrency, latency, retrieval or "-")]
     if not isolate:
         return child(args)
-    env = os.environ | {"PYTHONPATH": str(REPO)}
-    done = subprocess.run(
-        [sys.executable, __file__, "--child", *args], capture_output=True, text=True, env=env
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"the run for cap {cap} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_child(__file__, args, f"cap {cap}")
 
 
 def run(

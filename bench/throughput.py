@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 import tempfile
 import time
@@ -53,6 +54,7 @@ from bench.load_common import (  # noqa: E402
     emit,
     load_average,
     rss_mb,
+    run_child,
     seed_history,
     time_store_calls,
     user_line,
@@ -194,24 +196,23 @@ def run(
     retrieval: str | None = None,
     history: int = 24,
     sweep: Sequence[float] = (),
+    isolate: bool = True,
 ) -> dict[str, Any]:
-    """One fresh app and database per user count; flat keys for the headline figures.
-    `sweep`: LLM latencies at which the biggest user count runs again with its starts spread
-    over one latency, to find the load the bot carries within the targets."""
+    """One fresh process, app and database per run (isolate=False runs them here: quicker,
+    for tests); flat keys for the headline figures. `sweep`: LLM latencies at which the
+    biggest user count runs again with its starts spread over one latency, to find the load
+    the bot carries within the targets."""
     started = time.perf_counter()
     result: dict[str, Any] = {"path": "app.commands.chat", "runs": {}}
     result["retrieval"] = retrieval or "as in characters/"
     result["history_turns_per_user"] = history
     result["load_average_1m_before"] = load_average()
-    with tempfile.TemporaryDirectory(prefix="bench-throughput-") as folder:
-        for count in users:
-            run_ = asyncio.run(
-                drive(count, messages, latency, ramp, Path(folder), retrieval, history)
-            )
-            result["runs"][str(count)] = run_
-            result[f"share_of_ideal_{count}"] = run_["share_of_ideal"]
-            result[f"overhead_p99_ms_{count}"] = run_["overhead_ms"]["p99"]
-            result[f"overhead_p50_ms_{count}"] = run_["overhead_ms"]["p50"]
+    for count in users:
+        run_ = one_run(count, messages, latency, ramp, retrieval, history, isolate)
+        result["runs"][str(count)] = run_
+        result[f"share_of_ideal_{count}"] = run_["share_of_ideal"]
+        result[f"overhead_p99_ms_{count}"] = run_["overhead_ms"]["p99"]
+        result[f"overhead_p50_ms_{count}"] = run_["overhead_ms"]["p50"]
     biggest = str(max(users))
     # A run where some messages failed passes nothing, whatever its figures.
     complete = result["runs"][biggest]["answered"] == result["runs"][biggest]["messages_sent"]
@@ -223,38 +224,68 @@ def run(
         f"every message of the {biggest}-user run answered": complete,
     }
     if sweep:
-        result["capacity"] = capacity(int(biggest), messages, sweep, retrieval, history)
+        result["capacity"] = capacity(
+            int(biggest), messages, sweep, retrieval, history, isolate
+        )
     result["load_average_1m_after"] = load_average()
     result["run_seconds"] = round(time.perf_counter() - started, 2)
     return result
 
 
+def one_run(
+    users: int,
+    messages: int,
+    latency: float,
+    ramp: float,
+    retrieval: str | None,
+    history: int,
+    isolate: bool,
+) -> dict[str, Any]:
+    args = [users, messages, latency, ramp, retrieval or "-", history]
+    if not isolate:
+        return child([str(a) for a in args])
+    return run_child(__file__, args, f"{users} users at {latency} s")
+
+
+def child(argv: list[str]) -> dict[str, Any]:
+    """One run in this process, on a database of its own (the parent starts one per run)."""
+    users, messages = int(argv[0]), int(argv[1])
+    latency, ramp = float(argv[2]), float(argv[3])
+    retrieval, history = None if argv[4] == "-" else argv[4], int(argv[5])
+    with tempfile.TemporaryDirectory(prefix="bench-throughput-") as folder:
+        return asyncio.run(
+            drive(users, messages, latency, ramp, Path(folder), retrieval, history)
+        )
+
+
 def capacity(
-    users: int, messages: int, latencies: Sequence[float], retrieval: str | None, history: int
+    users: int,
+    messages: int,
+    latencies: Sequence[float],
+    retrieval: str | None,
+    history: int,
+    isolate: bool,
 ) -> dict[str, Any]:
     """`users` users at each LLM latency, their starts spread evenly over one latency (steady
-    arrivals at users/latency messages/s rather than one burst): which loads meet both
+    arrivals, about users/latency messages/s, rather than one burst): which loads meet both
     targets. A slower LLM is a lower arrival rate, as with real replies of a few seconds."""
     rows = []
-    with tempfile.TemporaryDirectory(prefix="bench-capacity-") as folder:
-        for latency in latencies:
-            figures = asyncio.run(
-                drive(users, messages, latency, latency, Path(folder), retrieval, history)
-            )
-            complete = figures["answered"] == figures["messages_sent"]
-            rows.append(
-                {
-                    "latency_s": latency,
-                    "ideal_msgs_per_s": figures["ideal_msgs_per_s"],
-                    "achieved_msgs_per_s": figures["achieved_msgs_per_s"],
-                    "share_of_ideal": figures["share_of_ideal"],
-                    "overhead_ms": figures["overhead_ms"],
-                    "cpu_ms_per_message_process": figures["cpu_ms_per_message_process"],
-                    "meets_targets": complete
-                    and figures["share_of_ideal"] >= SHARE_TARGET
-                    and figures["overhead_ms"]["p99"] <= OVERHEAD_P99_TARGET_MS,
-                }
-            )
+    for latency in latencies:
+        figures = one_run(users, messages, latency, latency, retrieval, history, isolate)
+        complete = figures["answered"] == figures["messages_sent"]
+        rows.append(
+            {
+                "latency_s": latency,
+                "ideal_msgs_per_s": figures["ideal_msgs_per_s"],
+                "achieved_msgs_per_s": figures["achieved_msgs_per_s"],
+                "share_of_ideal": figures["share_of_ideal"],
+                "overhead_ms": figures["overhead_ms"],
+                "cpu_ms_per_message_process": figures["cpu_ms_per_message_process"],
+                "meets_targets": complete
+                and figures["share_of_ideal"] >= SHARE_TARGET
+                and figures["overhead_ms"]["p99"] <= OVERHEAD_P99_TARGET_MS,
+            }
+        )
     carried = [r["ideal_msgs_per_s"] for r in rows if r["meets_targets"]]
     return {
         "users": users,
@@ -322,7 +353,7 @@ def capacity_lines(found: dict[str, Any] | None) -> list[str]:
     lines = [
         "",
         f"Capacity: {found['users']} users, starts spread over one LLM latency",
-        " latency s | arrivals msg/s | share  | overhead ms p50/p95/p99 | CPU ms/msg | targets",
+        " latency s |    ideal msg/s | share  | overhead ms p50/p95/p99 | CPU ms/msg | targets",
     ]
     for row in found["rows"]:
         lines.append(
@@ -361,6 +392,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--child"]:
+        print(json.dumps(child(argv[1:])))
+        return 0
     args = parse_args(argv)
     users = [int(part) for part in args.users.split(",") if part.strip()]
     result = run(

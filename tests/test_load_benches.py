@@ -11,7 +11,7 @@ from bench import memory_bound, overhead, throughput
 
 
 def test_throughput_reports_share_of_ideal_and_overhead() -> None:
-    result = throughput.run(users=(20,), messages=3, latency=0.02)
+    result = throughput.run(users=(20,), messages=3, latency=0.02, isolate=False)
     run = result["runs"]["20"]
     assert run["answered"] == 60, run["errors"]
     assert 0.0 < result["share_of_ideal_20"] <= 1.2
@@ -19,6 +19,20 @@ def test_throughput_reports_share_of_ideal_and_overhead() -> None:
     assert result["overhead_p99_ms_20"] >= result["overhead_p50_ms_20"]
     assert run["llm_calls"]["reply"] == 60
     assert run["db_round_trips_per_message"] > 0
+
+
+def test_throughput_capacity_sweep_spreads_starts_over_one_latency() -> None:
+    result = throughput.run(
+        users=(10,), messages=2, latency=0.02, sweep=(0.05, 0.1), isolate=False, history=4
+    )
+    rows = result["capacity"]["rows"]
+    assert [row["latency_s"] for row in rows] == [0.05, 0.1]
+    # 20 messages in 2 latencies, plus the last user's start at 9/10 of a latency.
+    assert [round(row["ideal_msgs_per_s"]) for row in rows] == [
+        round(20 / (2 * latency + 0.9 * latency)) for latency in (0.05, 0.1)
+    ]
+    carried = [row["ideal_msgs_per_s"] for row in rows if row["meets_targets"]]
+    assert result["capacity"]["max_msgs_per_s_within_targets"] == max(carried, default=0.0)
 
 
 def test_throughput_json_is_one_object(capsys: Any) -> None:
