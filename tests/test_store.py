@@ -96,3 +96,35 @@ async def test_turn_ids_are_permanent_and_queries_are_scoped(tmp_path: Path) -> 
     assert again.id > last.id > first.id  # a deleted id is never handed out again
     assert await store.count_turns(bea_thread) == 1
     await store.close()
+
+
+async def test_a_cancelled_caller_never_leaves_half_a_reply(tmp_path: Path) -> None:
+    """A method runs whole on the store's thread: cancelling the task that awaits it (a
+    shutdown, a timeout) leaves the reply, its sources and its usage row all there or none."""
+    import asyncio
+
+    from memory.models import ReplySources, UsageRecord
+
+    store = await Store.open(tmp_path / "a.db")
+    user = await store.upsert_user("telegram", "u1", "Ana", NOW)
+    thread = Thread(user.id, "detective_bilbao", "dm")
+    conversation = await store.start_conversation(thread, NOW)
+    asked = await store.add_turn(conversation, "user", "¿Sigues ahí?", NOW)
+    sources = ReplySources(0, (), None, (asked.id,), (), NOW)
+    usage = UsageRecord("reply", "m", True, user_id=user.id, turn_id=asked.id)
+    tasks = [
+        asyncio.create_task(store.add_reply(conversation, f"Sí ({i})", NOW, sources, usage))
+        for i in range(50)
+    ]
+    await asyncio.sleep(0)
+    for task in tasks[::2]:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    replies = await store._execute("SELECT id FROM turns WHERE role = 'assistant'")
+    with_sources = await store._execute("SELECT turn_id FROM reply_sources")
+    usage_rows = await store._execute("SELECT count(*) FROM llm_usage")
+    assert {r[0] for r in replies} == {r[0] for r in with_sources}
+    assert usage_rows[0][0] == len(replies) > 0
+    assert await store.integrity_check() == "ok"
+    assert (await store.add_turn(conversation, "user", "¿Y ahora?", NOW)).id > asked.id
+    await store.close()
