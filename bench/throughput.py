@@ -2,11 +2,13 @@
 
 Every user is a coroutine that sends `--messages` messages one after the other, each waiting for
 its answer, through `app.commands.chat(Caller, text)`: the path every adapter takes (arrival-order
-gate, character look-up, limits, then `Companion.handle`). All users start together. The engine is
-the real one (`open_app`: a Store on a SQLite file in a temporary folder, the repo's characters,
-the Summariser, the profile extractor); only the LLM is in-process (bench/load_common.py): it
-sleeps `--latency` with asyncio and answers briefly, and valid minimal tool calls for summary and
-extraction requests.
+gate, character look-up, limits, then `Companion.handle`). All users start together (or spread
+over `--ramp` seconds). Each user comes back: `--history` turns of an earlier conversation,
+ended and summarised, are stored first, so every message runs automatic recall over a real turn
+log. The engine is the real one (`open_app`: a Store on a SQLite file in a temporary folder, the
+repo's characters, the Summariser, the profile extractor); only the LLM is in-process
+(bench/load_common.py): it sleeps `--latency` with asyncio and answers briefly, and valid
+minimal tool calls for summary and extraction requests. Every run has a fresh process.
 
 Figures, per user count:
 - achieved messages/s = answered messages / wall time (first send to last answer);
@@ -18,8 +20,12 @@ Figures, per user count:
   "e2e - latency" subtracts only the nominal latency, so it also charges that delay to the bot;
 - store: time inside Store methods per message (the wait for the database thread included).
 
+`--sweep 1,2,4` adds a capacity table: the biggest user count again at each of those latencies,
+starts spread over one latency (steady arrivals instead of one burst), and the highest load
+that meets both targets.
+
 Usage: .venv/bin/python bench/throughput.py [--users 100,1000] [--messages 5]
-       [--latency 0.5] [--json]
+       [--latency 0.5] [--ramp 0] [--history 24] [--sweep 1,2,4,6] [--json]
 """
 
 from __future__ import annotations
