@@ -59,42 +59,9 @@ class ProfileMixin(StoreBase):
         """Write one extraction's operations atomically: all of them or none."""
         with self._transaction() as db:
             for fact in adds:
-                db.execute(
-                    "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
-                    " evidence, lifetime, event_date, created_at, confirmed_at, expires_at,"
-                    " status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        fact.user_id,
-                        fact.character_id,
-                        fact.kind,
-                        fact.key,
-                        fact.value,
-                        fact.origin,
-                        fact.scope,
-                        json.dumps(list(fact.evidence)),
-                        fact.lifetime,
-                        fact.event_date.isoformat() if fact.event_date else None,
-                        _ts(fact.created_at),
-                        _ts(fact.confirmed_at),
-                        _ts(fact.expires_at) if fact.expires_at else None,
-                        fact.status,
-                    ),
-                )
+                self._insert_fact(fact)
             for old, new, reason in updates:
-                db.execute(
-                    "INSERT INTO fact_history (fact_id, user_id, value, origin, evidence,"
-                    " valid_from, superseded_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        old.id,
-                        old.user_id,
-                        old.value,
-                        old.origin,
-                        json.dumps(list(old.evidence)),
-                        _ts(old.confirmed_at),
-                        _ts(now),
-                        reason,
-                    ),
-                )
+                self._archive_version(old, reason, now)
                 self._overwrite_fact(new)
             for fact in confirms:
                 self._overwrite_fact(fact)
@@ -104,6 +71,46 @@ class ProfileMixin(StoreBase):
                 )
             if conversation_id is not None:
                 self._mark_extracted(conversation_id, "done", now)
+
+    def _insert_fact(self, fact: Fact) -> None:
+        self._con.execute(
+            "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
+            " evidence, lifetime, event_date, created_at, confirmed_at, expires_at,"
+            " status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                fact.user_id,
+                fact.character_id,
+                fact.kind,
+                fact.key,
+                fact.value,
+                fact.origin,
+                fact.scope,
+                json.dumps(list(fact.evidence)),
+                fact.lifetime,
+                fact.event_date.isoformat() if fact.event_date else None,
+                _ts(fact.created_at),
+                _ts(fact.confirmed_at),
+                _ts(fact.expires_at) if fact.expires_at else None,
+                fact.status,
+            ),
+        )
+
+    def _archive_version(self, old: Fact, reason: str, now: datetime) -> None:
+        """The value a fact had until now, into its history."""
+        self._con.execute(
+            "INSERT INTO fact_history (fact_id, user_id, value, origin, evidence,"
+            " valid_from, superseded_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                old.id,
+                old.user_id,
+                old.value,
+                old.origin,
+                json.dumps(list(old.evidence)),
+                _ts(old.confirmed_at),
+                _ts(now),
+                reason,
+            ),
+        )
 
     def _overwrite_fact(self, fact: Fact) -> None:
         self._con.execute(
