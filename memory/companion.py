@@ -261,7 +261,7 @@ class Companion:
     # ---- compaction -------------------------------------------------------------------------
 
     def _compaction_due(self, session: Session) -> bool:
-        if session.compacting:
+        if session.compacting or len(session.window) < session.compaction_retry_at:
             return False
         if len(session.window) >= self._settings.window_trigger_turns:
             return True
@@ -279,6 +279,7 @@ class Companion:
         self.spawn(self._compact(session, job))
 
     async def _compact(self, session: Session, job: CompactionInput) -> None:
+        folded = False
         try:
             summary = await self._summariser.compact(job, self._clock())
             if summary is None:
@@ -288,8 +289,13 @@ class Companion:
                 session.summary = replace(summary, id=summary_id)
                 # Turns that arrived during the call stay: the window is append-only.
                 session.window = [t for t in session.window if t.id > summary.covers_up_to_turn_id]
+            folded = True
         finally:
             session.compacting = False
+            # A failure waits for `window_keep_turns` more turns: while the summary model
+            # keeps failing, each message must not pay for another round of attempts.
+            keep = self._settings.window_keep_turns
+            session.compaction_retry_at = 0 if folded else len(session.window) + keep
 
     # ---- background work --------------------------------------------------------------------
 

@@ -29,6 +29,8 @@ class Session:
     last_activity: datetime
     previous_activity: datetime | None = None
     compacting: bool = False
+    # After a failed compaction, the window length from which another may be tried.
+    compaction_retry_at: int = 0
     # The thread's oldest turn: when the window starts there, there is nothing to recall.
     first_turn_id: int | None = None
 

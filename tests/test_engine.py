@@ -252,3 +252,23 @@ async def test_each_reply_is_stored_with_what_it_was_built_from(app: App, fake_a
     assert [turn_id for turn_id, _ in sources] == replies
     # The second reply was built from the whole window up to the user's second turn.
     assert sources[1][1] == f"[{replies[0] - 1}, {replies[0]}, {replies[1] - 1}]"
+
+
+async def test_a_failed_compaction_waits_before_trying_again(app: App, fake_anthropic) -> None:
+    """While the summary model fails, compaction is not retried on every message, only after
+    the window has grown by another `window_keep_turns` turns; then it succeeds."""
+    failing = [Text("esto no es JSON")] * 3  # one compaction's three attempts
+    fake_anthropic.queue(*failing, route="write_summary")
+    for i in range(app.settings.window_trigger_turns // 2):
+        await app.companion.handle(dm(f"mensaje {i}"))
+        await app.companion.drain()
+    assert len(fake_anthropic.bodies("write_summary")) == 3
+    for i in range(app.settings.window_keep_turns // 2 - 1):  # not yet grown enough
+        await app.companion.handle(dm(f"más {i}"))
+        await app.companion.drain()
+    assert len(fake_anthropic.bodies("write_summary")) == 3
+    await app.companion.handle(dm("y uno más"))
+    await app.companion.drain()
+    assert len(fake_anthropic.bodies("write_summary")) == 4  # tried again, and it folded
+    thread = next(iter(app.companion._sessions._sessions))
+    assert await app.store.latest_summary(thread) is not None
