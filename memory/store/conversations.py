@@ -1,4 +1,4 @@
-"""Users, conversations, the turn log, summaries and usage rows."""
+"""Users, conversations, the turn log (replies with their sources), summaries and usage rows."""
 
 from __future__ import annotations
 
