@@ -101,8 +101,13 @@ async def open_app(
         store, characters, responder, summariser, engine_settings, clock, tokens, profile=profile
     )
 
+    async def extract_and_refresh(conversation: Conversation) -> None:
+        if await extractor.extract(conversation) == "done":
+            thread = conversation.thread
+            companion.profile_changed(thread.user_id, thread.character_id)
+
     async def extract_later(conversation: Conversation) -> None:
-        companion.spawn(extractor.extract(conversation))
+        companion.spawn(extract_and_refresh(conversation))
 
     reloader = CharacterReloader(settings.characters_dir, characters)
 
@@ -125,7 +130,9 @@ async def open_app(
     )
     if start_scheduler:
         scheduler.start()
-    memory_service = MemoryService(store, lifetimes, clock, companion.forget_cached)
+    memory_service = MemoryService(
+        store, lifetimes, clock, companion.forget_cached, companion.profile_changed
+    )
     commands = Commands(
         companion,
         store,

@@ -48,8 +48,11 @@ async def run_memory(args: argparse.Namespace, settings: Settings) -> int:
     book = CharacterBook.load(settings.characters_dir)
     store = await Store.open(settings.database_path)
     try:
+        def no_live_sessions(_user: int, _character: str) -> None:
+            """The CLI runs beside the bot, whose sessions it cannot reach."""
+
         service = MemoryService(
-            store, settings.lifetimes(), system_clock(settings), lambda _user, _character: None
+            store, settings.lifetimes(), system_clock(settings), no_live_sessions, no_live_sessions
         )
         user = await store.find_user(args.platform, args.user)
         if args.memory_action == "import":

@@ -76,6 +76,8 @@ class Companion:
         self._profile = profile
         self._sessions = SessionCache(settings.max_sessions_in_ram)
         self._users = RecentUsers(settings.max_sessions_in_ram)
+        self._profile_versions: dict[tuple[int, str], int] = {}
+        self._profile_epoch = 0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._end_listeners: list[Callable[[Conversation], Awaitable[None]]] = []
 
@@ -90,6 +92,17 @@ class Companion:
     def on_conversation_end(self, listener: Callable[[Conversation], Awaitable[None]]) -> None:
         """Called once per ended conversation; must be quick (spawn the real work)."""
         self._end_listeners.append(listener)
+
+    def profile_changed(self, user_id: int, character_id: str) -> None:
+        """New facts were stored for this user with this character. A session built before
+        (its conversation began while the previous one's extraction still ran, as after a
+        restart) rebuilds its profile at its next message, once, instead of a conversation
+        later. A version, not a flag on the session: the session may be mid-build."""
+        if len(self._profile_versions) > 4 * self._settings.max_sessions_in_ram:
+            self._profile_versions.clear()  # costs each session one extra rebuild, no more
+        # One counter for all, so that a version is never handed out twice, even after a clear.
+        self._profile_epoch += 1
+        self._profile_versions[(user_id, character_id)] = self._profile_epoch
 
     def forget_cached(self, user_id: int, character_id: str) -> None:
         """Drop the RAM sessions of a user with a character (after /memoria olvidar)."""
@@ -112,6 +125,7 @@ class Companion:
         async with self._sessions.lock(thread):
             now = self._clock()
             session = await self._session(user, thread, now)
+            await self._refresh_profile_if_changed(session, now)
             turn = await self._store.add_turn(
                 session.conversation, "user", incoming.text, now, incoming.platform_message_id
             )
@@ -164,6 +178,13 @@ class Companion:
         self._sessions.put(session)
         return session
 
+    async def _refresh_profile_if_changed(self, session: Session, now: datetime) -> None:
+        thread = session.thread
+        version = self._profile_versions.get((thread.user_id, thread.character_id), 0)
+        if version != session.profile_version and self._profile is not None:
+            session.profile = await self._profile.lines_for(thread, now)
+            session.profile_version = version
+
     async def _restore(
         self, user: User, thread: Thread, conversation: Conversation, now: datetime
     ) -> Session:
@@ -171,6 +192,8 @@ class Companion:
         summary = await self._store.latest_summary(thread)
         after = summary.covers_up_to_turn_id if summary else 0
         window = await self._store.turns_after(thread, after)
+        # Read before the facts: a change landing in between is then seen at the next message.
+        version = self._profile_versions.get((thread.user_id, thread.character_id), 0)
         profile = await self._profile.lines_for(thread, now) if self._profile else ProfileLines()
         first_turn_id = await self._store.first_turn_id(thread)
         return Session(
@@ -182,6 +205,7 @@ class Companion:
             profile=profile,
             last_activity=window[-1].created_at if window else now,
             first_turn_id=first_turn_id,
+            profile_version=version,
         )
 
     async def _end(self, conversation: Conversation, reason: str, when: datetime) -> None:

@@ -68,11 +68,15 @@ class MemoryService:
         lifetimes: Lifetimes,
         clock: Callable[[], datetime],
         on_forget: Callable[[int, str], None],
+        on_change: Callable[[int, str], None],
     ) -> None:
         self._store = store
         self._lifetimes = lifetimes
         self._clock = clock
         self._on_forget = on_forget  # drops the RAM sessions of what was forgotten
+        # Tells live sessions that the facts changed: a deleted or corrected fact leaves the
+        # prompt at the user's next message, not when the conversation ends.
+        self._on_change = on_change
 
     async def _owned(self, user: User, character_id: str, fact_id: int) -> Fact:
         fact = await self._store.fact(user.id, character_id, fact_id)
@@ -107,11 +111,13 @@ class MemoryService:
         await self._store.apply_fact_changes(
             [], [(old, new, "corrected by the user")], [], [], None, now
         )
+        self._on_change(user.id, character_id)
         return new
 
     async def delete(self, user: User, character_id: str, fact_id: int) -> None:
         await self._owned(user, character_id, fact_id)
         await self._store.delete_fact(user.id, character_id, fact_id)
+        self._on_change(user.id, character_id)
         await self._store.purge_search_index()
 
     async def expire(self, user: User, character_id: str, fact_id: int, duration: str) -> Fact:
@@ -124,6 +130,7 @@ class MemoryService:
             expires_at=self._lifetimes.expires_at(lifetime, fact.confirmed_at),
         )
         await self._store.apply_fact_changes([], [], [], [updated], None, self._clock())
+        self._on_change(user.id, character_id)
         return updated
 
     async def review(self, user: User, character_id: str, fact_id: int, accept: bool) -> None:
@@ -137,6 +144,7 @@ class MemoryService:
             )
         else:
             await self._store.delete_fact(user.id, character_id, fact_id)
+        self._on_change(user.id, character_id)
 
     async def set_review_mode(self, user: User, on: bool) -> None:
         await self._store.set_review_mode(user.id, on)
@@ -190,7 +198,9 @@ class MemoryService:
                 f"not a {EXPORT_FORMAT} export of version {EXPORT_VERSION} (got format "
                 f"{data.get('format')!r}, version {data.get('version')!r})"
             )
-        return await self._store.import_rows(user.id, character_id, data, self._clock())
+        counts = await self._store.import_rows(user.id, character_id, data, self._clock())
+        self._on_change(user.id, character_id)
+        return counts
 
 
 def _public(row: dict[str, Any]) -> dict[str, Any]:

@@ -31,6 +31,8 @@ class Session:
     compacting: bool = False
     # After a failed compaction, the window length from which another may be tried.
     compaction_retry_at: int = 0
+    # Which version of the user's facts `profile` was read from (Companion.profile_changed).
+    profile_version: int = 0
     # The thread's oldest turn: when the window starts there, there is nothing to recall.
     first_turn_id: int | None = None
 

@@ -200,3 +200,28 @@ async def test_expire_and_why(app: App, fake_anthropic, clock) -> None:
     except Exception as exc:
         bad = str(exc)
     assert bad is not None and "not a duration" in bad
+
+
+async def test_a_fix_or_a_deletion_reaches_the_ongoing_conversation(
+    app: App, fake_anthropic, clock
+) -> None:
+    """The session's profile is otherwise frozen for the cache; a change the user makes with
+    /memoria must not wait for the next conversation to leave the prompt."""
+    await learn(
+        app,
+        fake_anthropic,
+        clock,
+        ANA,
+        "Soy vegetariana y vivo en Bilbao",
+        ("semantic", "diet", "vegetariana"),
+        ("semantic", "city", "Bilbao"),
+    )
+    await app.commands.chat(ANA, "Hola de nuevo")
+    profile = fake_anthropic.bodies()[-1]["system"][1]["text"]
+    assert "- diet: vegetariana" in profile and "- city: Bilbao" in profile
+    ids = fact_ids(app)
+    await app.commands.memoria(ANA, "corregir", f"{ids['diet']} vegana")
+    await app.commands.memoria(ANA, "borrar", str(ids["city"]))
+    await app.commands.chat(ANA, "¿Sigues ahí?")
+    profile = fake_anthropic.bodies()[-1]["system"][1]["text"]
+    assert "- diet: vegana" in profile and "Bilbao" not in profile

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -318,3 +319,30 @@ def test_the_extraction_request_does_not_grow_with_the_profile() -> None:
     assert len(shown) == MAX_FACTS_SHOWN
     assert shown[0].key == "boat"  # related to the session: first, although the oldest
     assert shown[1].key == "hobby_99"  # then the most recently confirmed
+
+
+async def test_a_late_extraction_reaches_the_conversation_that_followed(
+    app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    """No sweep ran between two conversations (say the bot was restarted): the first one ends
+    when the user writes again, and its extraction runs beside that reply. Its facts reach
+    the new conversation from the next message on, not a conversation later."""
+    await app.companion.handle(dm("Soy enfermera en Cruces"))
+    first = user_turn_ids(app)[0]
+    release = asyncio.Event()
+
+    async def late_extraction(body: dict[str, Any]) -> ToolUse:
+        await release.wait()
+        return record(op("semantic", "job", "enfermera en Cruces", [first]))
+
+    fake_anthropic.queue(late_extraction, route="record_profile")
+    clock.advance(hours=2)  # no sweep: the end is noticed by the next message
+    await app.companion.handle(dm("Hola otra vez"))
+    assert "enfermera" not in fake_anthropic.bodies()[-1]["system"][1]["text"]
+    release.set()
+    await app.companion.drain()  # the extraction finishes
+    await app.companion.handle(dm("¿Qué tal?"))
+    assert "- job: enfermera en Cruces" in fake_anthropic.bodies()[-1]["system"][1]["text"]
+    clock.advance(minutes=1)
+    await app.companion.handle(dm("Sigo"))  # refreshed once: the cached prefix holds again
+    assert fake_anthropic.bodies()[-1]["system"][1] == fake_anthropic.bodies()[-2]["system"][1]

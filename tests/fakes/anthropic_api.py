@@ -7,6 +7,7 @@ request forces (e.g. "write_summary"). An empty queue falls back to a default re
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import json
 from collections import defaultdict, deque
@@ -137,6 +138,8 @@ class FakeAnthropic:
         while True:
             if callable(item) and not isinstance(item, type):
                 item = item(body)
+                if inspect.isawaitable(item):  # a script that waits for the test's signal
+                    item = await item
             elif isinstance(item, Delay):
                 await asyncio.sleep(item.seconds)
                 item = item.then if item.then is not None else self.default
