@@ -184,10 +184,13 @@ class Retriever:
         k1, b = self.config.k1, self.config.b
         texts = [fold(t.text) for t in candidate.turns if t.role != "tool"]
         norm = k1 * (1 - b + b * sum(len(text) for text in texts) / average)
+        # One string per exchange: a newline never joins two words, so the patterns find
+        # exactly what they would in each turn alone, with one search per term.
+        text = "\n".join(texts)
         total = matched = 0.0
         for term, pattern, weight in zip(terms, patterns, idf, strict=True):
             # The substring test is cheap and rules out most pairs before the regex runs.
-            freq = sum(len(pattern.findall(text)) for text in texts if term.stem in text)
+            freq = len(pattern.findall(text)) if term.stem in text else 0
             part = freq * (k1 + 1) / (freq + norm) if freq else 0.0
             total += weight * part
             matched += weight * min(part, 1.0)
