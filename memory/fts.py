@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import sqlite3
 import unicodedata
-from contextlib import closing
 from dataclasses import dataclass
 
 # Words that carry no topic, in the two languages the characters speak. Kept small: BM25's IDF
@@ -137,8 +136,9 @@ def thread_tokens(user_id: int, character_id: str, scope: str, text: str) -> str
     prefix query never matches the scope token.
     """
     owner = owner_token(user_id, character_id)
-    return " ".join([f"{owner}s{scope.encode('utf-8').hex()}",
-                     *(f"{owner}w{word}" for word in words(text))])
+    return " ".join(
+        [f"{owner}s{scope.encode('utf-8').hex()}", *(f"{owner}w{word}" for word in words(text))]
+    )
 
 
 def _expression(owner: str, term: Term) -> str:
@@ -167,12 +167,12 @@ def matching_turns(
     """Ids of the thread's turns holding any of `terms`, best BM25 first."""
     if not terms:
         return []
-    with closing(db.execute(
+    cursor = db.execute(
         "SELECT rowid FROM turn_search WHERE turn_search MATCH ?"
         " ORDER BY bm25(turn_search) LIMIT ?",
         (match_expression(user_id, character_id, scope, terms), limit),
-    )) as cursor:
-        return [int(row[0]) for row in cursor.fetchall()]
+    )
+    return [int(row[0]) for row in cursor.fetchall()]
 
 
 def term_counts(
@@ -190,8 +190,8 @@ def term_counts(
     params: list[object] = []
     for index, term in enumerate(terms):
         params += [index, match_expression(user_id, character_id, scope, [term])]
-    with closing(db.execute(" UNION ALL ".join([one] * len(terms)), params)) as cursor:
-        counts = dict(cursor.fetchall())
+    cursor = db.execute(" UNION ALL ".join([one] * len(terms)), params)
+    counts = dict(cursor.fetchall())
     return [int(counts.get(index, 0)) for index in range(len(terms))]
 
 

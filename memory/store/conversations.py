@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from contextlib import closing
 from dataclasses import replace
 from datetime import datetime
 
@@ -70,12 +69,12 @@ class ConversationsMixin(StoreBase):
     @on_db_thread
     def end_conversation(self, conversation_id: int, reason: str, now: datetime) -> bool:
         """End it if still open; False when someone else ended it first."""
-        with closing(self._con.execute(
+        cursor = self._con.execute(
             "UPDATE conversations SET ended_at = ?, end_reason = ?"
             " WHERE id = ? AND ended_at IS NULL",
             (_ts(now), reason, conversation_id),
-        )) as cursor:
-            return cursor.rowcount == 1
+        )
+        return cursor.rowcount == 1
 
     @on_db_thread
     def conversations_idle_since(self, cutoff: datetime) -> list[Conversation]:
@@ -283,27 +282,25 @@ class ConversationsMixin(StoreBase):
             clauses.append("julianday(created_at) >= julianday(?)")
             params.append(_ts(since))
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        with closing(self._con.execute(
-            f"SELECT * FROM llm_usage{where} ORDER BY id", params
-        )) as cursor:
-            return [
-                UsageRecord(
-                    kind=row["kind"],
-                    model=row["model"],
-                    ok=bool(row["ok"]),
-                    user_id=row["user_id"],
-                    character_id=row["character_id"],
-                    conversation_id=row["conversation_id"],
-                    turn_id=row["turn_id"],
-                    error=row["error"],
-                    input_tokens=row["input_tokens"],
-                    cache_read_tokens=row["cache_read_tokens"],
-                    cache_write_tokens=row["cache_write_tokens"],
-                    output_tokens=row["output_tokens"],
-                    latency_ms=row["latency_ms"],
-                    tool_round=row["tool_round"],
-                    fragments=row["fragments"],
-                    tools_called=row["tools_called"],
-                )
-                for row in cursor
-            ]
+        cursor = self._con.execute(f"SELECT * FROM llm_usage{where} ORDER BY id", params)
+        return [
+            UsageRecord(
+                kind=row["kind"],
+                model=row["model"],
+                ok=bool(row["ok"]),
+                user_id=row["user_id"],
+                character_id=row["character_id"],
+                conversation_id=row["conversation_id"],
+                turn_id=row["turn_id"],
+                error=row["error"],
+                input_tokens=row["input_tokens"],
+                cache_read_tokens=row["cache_read_tokens"],
+                cache_write_tokens=row["cache_write_tokens"],
+                output_tokens=row["output_tokens"],
+                latency_ms=row["latency_ms"],
+                tool_round=row["tool_round"],
+                fragments=row["fragments"],
+                tools_called=row["tools_called"],
+            )
+            for row in cursor
+        ]

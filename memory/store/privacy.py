@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from contextlib import closing
 from datetime import datetime
 from typing import Any
 
@@ -32,9 +31,7 @@ class PrivacyMixin(StoreBase):
 
     @on_db_thread
     def review_mode(self, user_id: int) -> bool:
-        row = self._one(
-            "SELECT review_mode FROM user_preferences WHERE user_id = ?", (user_id,)
-        )
+        row = self._one("SELECT review_mode FROM user_preferences WHERE user_id = ?", (user_id,))
         return bool(row[0]) if row else False
 
     @on_db_thread
@@ -47,11 +44,11 @@ class PrivacyMixin(StoreBase):
 
     @on_db_thread
     def delete_fact(self, user_id: int, character_id: str, fact_id: int) -> bool:
-        with closing(self._con.execute(
+        cursor = self._con.execute(
             "DELETE FROM facts WHERE id = ? AND user_id = ? AND character_id = ?",
             (fact_id, user_id, character_id),
-        )) as cursor:
-            return cursor.rowcount == 1
+        )
+        return cursor.rowcount == 1
 
     @on_db_thread
     def last_reply_sources(self, user_id: int, character_id: str) -> ReplySources | None:
@@ -79,9 +76,7 @@ class PrivacyMixin(StoreBase):
         return self._summary(row) if row else None
 
     @on_db_thread
-    def export_rows(
-        self, user_id: int, character_id: str
-    ) -> dict[str, list[dict[str, object]]]:
+    def export_rows(self, user_id: int, character_id: str) -> dict[str, list[dict[str, object]]]:
         """Every row this user has with this character, table by table, as plain dicts."""
         queries = {
             "conversations": "SELECT * FROM conversations WHERE user_id = ? AND character_id = ?",
@@ -93,8 +88,8 @@ class PrivacyMixin(StoreBase):
         }
         rows: dict[str, list[dict[str, object]]] = {}
         for table, query in queries.items():
-            with closing(self._con.execute(query + " ORDER BY 1", (user_id, character_id))) as cur:
-                rows[table] = [dict(row) for row in cur]
+            cur = self._con.execute(query + " ORDER BY 1", (user_id, character_id))
+            rows[table] = [dict(row) for row in cur]
         return rows
 
     @on_db_thread
@@ -112,10 +107,8 @@ class PrivacyMixin(StoreBase):
                 "turns",
                 "conversations",
             ):
-                with closing(db.execute(
-                    f"DELETE FROM {table} {owned}", (user_id, character_id)
-                )) as cursor:
-                    counts[table] = cursor.rowcount
+                cursor = db.execute(f"DELETE FROM {table} {owned}", (user_id, character_id))
+                counts[table] = cursor.rowcount
         self._purge_search_index()
         return counts
 
@@ -130,7 +123,7 @@ class PrivacyMixin(StoreBase):
         with self._transaction() as db:
             conversation_ids: dict[int, int] = {}
             for row in data.get("conversations", []):
-                with closing(db.execute(
+                cursor = db.execute(
                     "INSERT INTO conversations (user_id, character_id, scope, started_at,"
                     " last_activity_at, ended_at, end_reason, extracted_at, extraction_status)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -145,11 +138,11 @@ class PrivacyMixin(StoreBase):
                         row["extracted_at"] or _ts(now),
                         row.get("extraction_status") or "imported",
                     ),
-                )) as cursor:
-                    conversation_ids[row["id"]] = (cursor.fetchone())[0]  # type: ignore[index]
+                )
+                conversation_ids[row["id"]] = cursor.fetchall()[0][0]  # whole, before COMMIT
                 counts["conversations"] += 1
             for row in sorted(data.get("turns", []), key=lambda r: r["id"]):
-                with closing(db.execute(
+                cursor = db.execute(
                     "INSERT INTO turns (conversation_id, user_id, character_id, scope, role,"
                     " text, created_at, platform_message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                     " RETURNING id",
@@ -163,12 +156,10 @@ class PrivacyMixin(StoreBase):
                         row["created_at"],
                         None,
                     ),
-                )) as cursor:
-                    turn_ids[row["id"]] = (cursor.fetchone())[0]  # type: ignore[index]
+                )
+                turn_ids[row["id"]] = cursor.fetchall()[0][0]  # whole, before COMMIT
                 counts["turns"] += 1
-            counts["summaries"] = self._import_summaries(
-                user_id, character_id, data, turn_ids
-            )
+            counts["summaries"] = self._import_summaries(user_id, character_id, data, turn_ids)
             counts["facts"] = self._import_facts(user_id, character_id, data, turn_ids)
         return counts
 

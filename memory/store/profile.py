@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from contextlib import closing
 from datetime import datetime
 
 from memory.models import (
@@ -30,21 +29,21 @@ class ProfileMixin(StoreBase):
 
     @on_db_thread
     def fact_history(self, user_id: int, fact_id: int) -> list[FactVersion]:
-        with closing(self._con.execute(
+        cursor = self._con.execute(
             "SELECT * FROM fact_history WHERE user_id = ? AND fact_id = ? ORDER BY id",
             (user_id, fact_id),
-        )) as cursor:
-            return [
-                FactVersion(
-                    fact_id=row["fact_id"],
-                    value=row["value"],
-                    origin=row["origin"],
-                    valid_from=datetime.fromisoformat(row["valid_from"]),
-                    superseded_at=datetime.fromisoformat(row["superseded_at"]),
-                    reason=row["reason"],
-                )
-                for row in cursor
-            ]
+        )
+        return [
+            FactVersion(
+                fact_id=row["fact_id"],
+                value=row["value"],
+                origin=row["origin"],
+                valid_from=datetime.fromisoformat(row["valid_from"]),
+                superseded_at=datetime.fromisoformat(row["superseded_at"]),
+                reason=row["reason"],
+            )
+            for row in cursor
+        ]
 
     @on_db_thread
     def apply_fact_changes(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from contextlib import closing
 
 from memory import fts
 from memory.fts import Term
@@ -69,7 +68,7 @@ class SearchMixin(StoreBase):
     def _exchange_turns(
         self, user_id: int, character_id: str, scope: str | None, turn_ids: list[int]
     ) -> list[ExchangeRow]:
-        with closing(self._con.execute(
+        cursor = self._con.execute(
             "WITH span AS (SELECT DISTINCT t.conversation_id AS cid,"
             " coalesce((SELECT p.id FROM turns p WHERE p.conversation_id = t.conversation_id"
             "  AND p.id <= t.id AND p.role = 'user' ORDER BY p.id DESC LIMIT 1),"
@@ -85,15 +84,15 @@ class SearchMixin(StoreBase):
             " AND m.id >= span.lo AND m.id < coalesce(span.hi, 9223372036854775807)"
             " WHERE m.user_id = ?2 AND m.character_id = ?3 ORDER BY m.id",
             (json.dumps(turn_ids), user_id, character_id, scope),
-        )) as cursor:
-            return [(row[0], row[1], row[2], self._turn(row)) for row in cursor.fetchall()]
+        )
+        return [(row[0], row[1], row[2], self._turn(row)) for row in cursor.fetchall()]
 
     @on_db_thread
     def turns_by_ids(self, user_id: int, character_id: str, ids: list[int]) -> list[Turn]:
         """The turns among `ids` that belong to this user with this character; others are absent."""
-        with closing(self._con.execute(
+        cursor = self._con.execute(
             "SELECT t.* FROM json_each(?) AS hit CROSS JOIN turns t ON t.id = hit.value"
             " WHERE t.user_id = ? AND t.character_id = ?",
             (json.dumps(ids), user_id, character_id),
-        )) as cursor:
-            return [self._turn(row) for row in cursor.fetchall()]
+        )
+        return [self._turn(row) for row in cursor.fetchall()]
