@@ -130,8 +130,6 @@ class Companion:
                 session.conversation, "user", incoming.text, now, incoming.platform_message_id
             )
             session.window.append(turn)
-            if session.first_turn_id is None:
-                session.first_turn_id = turn.id
             session.previous_activity, session.last_activity = session.last_activity, now
             generated = await self._responder.respond(session, character, now, turn.id)
             if generated is None:
@@ -195,7 +193,6 @@ class Companion:
         # Read before the facts: a change landing in between is then seen at the next message.
         version = self._profile_versions.get((thread.user_id, thread.character_id), 0)
         profile = await self._profile.lines_for(thread, now) if self._profile else ProfileLines()
-        first_turn_id = await self._store.first_turn_id(thread)
         return Session(
             user=user,
             thread=thread,
@@ -204,7 +201,6 @@ class Companion:
             window=window,
             profile=profile,
             last_activity=window[-1].created_at if window else now,
-            first_turn_id=first_turn_id,
             profile_version=version,
         )
 

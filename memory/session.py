@@ -33,15 +33,11 @@ class Session:
     compaction_retry_at: int = 0
     # Which version of the user's facts `profile` was read from (Companion.profile_changed).
     profile_version: int = 0
-    # The thread's oldest turn: when the window starts there, there is nothing to recall.
-    first_turn_id: int | None = None
 
     def has_turns_outside_window(self) -> bool:
-        return (
-            self.first_turn_id is not None
-            and bool(self.window)
-            and self.first_turn_id < self.window[0].id
-        )
+        """The window is every turn after the summary's last, so turns lie outside it exactly
+        when there is a summary; without one there is nothing to recall."""
+        return self.summary is not None
 
 
 class RecentUsers:

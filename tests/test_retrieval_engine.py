@@ -165,24 +165,22 @@ async def test_read_lore_refuses_more_than_two_pages_and_unknown(
     assert unknown["is_error"] and "unknown pages ['atlantis']" in unknown["content"]
 
 
-def test_recall_runs_only_when_turns_lie_outside_the_window() -> None:
-    from datetime import UTC, datetime
-
-    from memory.models import Conversation, Thread, Turn, User
-    from memory.profile import ProfileLines
-    from memory.session import Session
-
-    now = datetime(2026, 11, 2, tzinfo=UTC)
-    thread = Thread(1, "detective_bilbao", "dm")
-    turns = [Turn(i, 1, "user", f"t{i}", now) for i in (5, 6, 7)]
-
-    def session(first: int | None, window: list[Turn]) -> Session:
-        conversation = Conversation(1, thread, now, now)
-        user = User(1, "telegram", "u1", "Ana")
-        return Session(user, thread, conversation, None, window, ProfileLines(), now,
-                       first_turn_id=first)
-
-    assert not session(None, []).has_turns_outside_window()
-    assert not session(5, turns).has_turns_outside_window()  # the window holds it all
-    assert session(2, turns).has_turns_outside_window()  # turns 2-4 were folded away
-    assert not session(2, []).has_turns_outside_window()  # nothing to ask about yet
+async def test_recall_runs_only_once_turns_lie_outside_the_window(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    """Automatic recall is skipped while the window holds the whole thread, and runs once a
+    compaction has folded turns away, also in a session rebuilt after a restart."""
+    settings = make_settings(tmp_path, fake_anthropic)
+    async with open_app(settings, clock=clock, start_scheduler=False) as app:
+        await app.companion.handle(dm("Mi perro se llama Beltza"))
+        [session] = app.companion._sessions._sessions.values()
+        assert not session.has_turns_outside_window()
+        await chat_until_folded(app, "u1", "Y mi gato, Txuri")
+        assert session.has_turns_outside_window()
+        held = {turn.id for turn in session.window}
+        assert held and min(held) > 1  # the first turns were folded away
+    clock.advance(minutes=5)
+    async with open_app(settings, clock=clock, start_scheduler=False) as app:
+        await app.companion.handle(dm("¿Te acuerdas de Beltza?"))
+        [session] = app.companion._sessions._sessions.values()
+        assert session.has_turns_outside_window()

@@ -169,15 +169,6 @@ class ConversationsMixin(StoreBase):
         return Turn(row[0], conversation.id, role, text, now, platform_message_id)
 
     @on_db_thread
-    def first_turn_id(self, thread: Thread) -> int | None:
-        """The id of the thread's oldest turn still stored, or None for an empty thread."""
-        row = self._one(
-            "SELECT min(id) FROM turns WHERE user_id = ? AND character_id = ? AND scope = ?",
-            (thread.user_id, thread.character_id, thread.scope),
-        )
-        return int(row[0]) if row and row[0] is not None else None
-
-    @on_db_thread
     def turns_after(self, thread: Thread, after_turn_id: int) -> list[Turn]:
         """The thread's turns with an id above `after_turn_id`, oldest first."""
         return [
