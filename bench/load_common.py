@@ -338,6 +338,19 @@ def run_child(script: str, args: Sequence[object], what: str) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def answered_as_child(argv: list[str], child: Callable[[list[str]], dict[str, Any]]) -> bool:
+    """`--child ARGS`, as `run_child` starts a bench: one run here, its JSON object printed."""
+    if argv[:1] != ["--child"]:
+        return False
+    print(json.dumps(child(argv[1:])))
+    return True
+
+
+def numbers(text: str, kind: Callable[[str], Any]) -> list[Any]:
+    """A comma-separated option ("100,1000") as a list of `kind`."""
+    return [kind(part) for part in text.split(",") if part.strip()]
+
+
 def emit(result: dict[str, Any], table: str, as_json: bool) -> None:
     """With --json stdout holds the one JSON object and the table goes to stderr, for people."""
     if as_json:

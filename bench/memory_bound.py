@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import sys
 import tempfile
 import time
@@ -37,12 +36,14 @@ if str(REPO) not in sys.path:  # run as a script: make `bench`, `bot` and `memor
 from bench.load_common import (  # noqa: E402
     FixedLatencyLLM,
     add_common_arguments,
+    answered_as_child,
     bench_settings,
     caller,
     characters_with_retrieval,
     closing_lines,
     emit,
     load_average,
+    numbers,
     rss_mb,
     run_child,
     user_line,
@@ -245,11 +246,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["--child"]:
-        print(json.dumps(child(argv[1:])))
+    if answered_as_child(argv, child):
         return 0
     args = parse_args(argv)
-    caps = [int(part) for part in args.caps.split(",") if part.strip()]
+    caps = numbers(args.caps, int)
     result = run(
         args.users,
         args.messages,

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import tempfile
 import time
@@ -51,6 +50,7 @@ from bench.load_common import (  # noqa: E402
     FixedLatencyLLM,
     MessageTiming,
     add_common_arguments,
+    answered_as_child,
     bench_settings,
     caller,
     characters_with_retrieval,
@@ -58,6 +58,7 @@ from bench.load_common import (  # noqa: E402
     distribution_ms,
     emit,
     load_average,
+    numbers,
     rss_mb,
     run_child,
     seed_history,
@@ -325,11 +326,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["--child"]:
-        print(json.dumps(child(argv[1:])))
+    if answered_as_child(argv, child):
         return 0
     args = parse_args(argv)
-    users = [int(part) for part in args.users.split(",") if part.strip()]
+    users = numbers(args.users, int)
     result = run(
         users,
         args.messages,
@@ -337,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.ramp,
         args.retrieval,
         args.history,
-        [float(part) for part in args.sweep.split(",") if part.strip()],
+        numbers(args.sweep, float),
     )
     emit(result, format_table(result), args.json)
     return 0

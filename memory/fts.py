@@ -63,11 +63,14 @@ class _WithoutCombining(dict[int, int | None]):
         return kept
 
 
-def fold(text: str, _table: _WithoutCombining = _WithoutCombining()) -> str:  # noqa: B008
+_DROP_COMBINING = _WithoutCombining()
+
+
+def fold(text: str) -> str:
     """Lower case without diacritics, as unicode61 with remove_diacritics 2 folds it."""
     if text.isascii():  # the common case, and NFKD is slow
         return text.lower()
-    return unicodedata.normalize("NFKD", text.lower()).translate(_table)
+    return unicodedata.normalize("NFKD", text.lower()).translate(_DROP_COMBINING)
 
 
 def words(text: str) -> list[str]:
