@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import logging
 import re
 import sqlite3
 from collections.abc import Callable, Coroutine, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import date, datetime
 from importlib import resources
@@ -18,6 +16,7 @@ from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
 from memory import fts
 from memory.models import Conversation, Fact, Summary, SummaryFields, Thread, Turn
+from memory.store.worker import DatabaseThread
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -35,12 +34,26 @@ def on_db_thread(
     One trip between threads per method, not one per statement: aiosqlite's statement-by-
     statement hand-overs, held under a lock, capped the bot at about 170 messages/s
     (bench/throughput.py). The thread runs one job at a time, so a method is atomic with
-    respect to the others and no lock is needed.
+    respect to the others and no lock is needed; methods queued together share one COMMIT
+    (memory/store/worker.py).
     """
 
     @functools.wraps(method)
     async def run_whole(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
         return await self._run(method, self, *args, **kwargs)
+
+    return run_whole
+
+
+def alone_on_db_thread(
+    method: Callable[Concatenate[S, P], R],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
+    """As `on_db_thread`, for a method that runs its own transactions or needs none open
+    (migrations, checkpoints): it is never grouped with others."""
+
+    @functools.wraps(method)
+    async def run_whole(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await self._run_alone(method, self, *args, **kwargs)
 
     return run_whole
 
@@ -112,36 +125,39 @@ def _connect(path: Path) -> sqlite3.Connection:
 class StoreBase:
     """The connection, its pragmas, the migrations, and the thread every statement runs on."""
 
-    def __init__(self, executor: ThreadPoolExecutor, con: sqlite3.Connection, path: Path) -> None:
-        self._executor = executor  # one worker thread: the only one that touches `_con`
+    def __init__(self, worker: DatabaseThread, con: sqlite3.Connection, path: Path) -> None:
+        self._worker = worker  # the only thread that touches `_con`
         self._con = con
         self.path = path
 
     async def _run(self, function: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
         """Run `function` on the store's thread; the caller's loop stays free meanwhile."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._executor, functools.partial(function, *args, **kwargs)
-        )
+        result: R = await self._worker.submit(functools.partial(function, *args, **kwargs))
+        return result
+
+    async def _run_alone(self, function: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
+        """As `_run`, outside any group: for what manages transactions itself."""
+        call = functools.partial(function, *args, **kwargs)
+        result: R = await self._worker.submit(call, alone=True)
+        return result
 
     async def _execute(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         """One raw statement on the store's thread: for tests and benches that break things
         on purpose; the engine goes through the named methods."""
-        return await self._run(self._all, sql, params)
+        return await self._run_alone(self._all, sql, params)
 
     @classmethod
     async def open(cls, path: Path, *, migrate: bool = True) -> Self:
         path.parent.mkdir(parents=True, exist_ok=True)
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
-        loop = asyncio.get_running_loop()
+        worker = DatabaseThread(functools.partial(_connect, path), name="store")
         try:
-            con = await loop.run_in_executor(executor, _connect, path)
+            con = await worker.start()
         except BaseException:
-            executor.shutdown(wait=False)
+            await worker.stop()
             raise
-        store = cls(executor, con, path)
+        store = cls(worker, con, path)
         try:
-            await store._run(store._check_schema_not_newer)
+            await store._run_alone(store._check_schema_not_newer)
             if migrate:
                 await store.migrate()
         except BaseException:
@@ -150,8 +166,7 @@ class StoreBase:
         return store
 
     async def close(self) -> None:
-        await self._run(self._con.close)
-        self._executor.shutdown(wait=False)
+        await self._worker.stop()
 
     def _all(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         return self._con.execute(sql, tuple(params)).fetchall()
@@ -163,6 +178,11 @@ class StoreBase:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        if self._worker.grouping:
+            # Inside a group the worker holds the transaction and a savepoint for this method:
+            # an error here rolls back to it, and the group's COMMIT makes it durable.
+            yield self._con
+            return
         # BEGIN IMMEDIATE takes the write lock up front, so a transaction never fails halfway
         # on a lock upgrade (another process may hold the file: the CLI, a second bot).
         self._con.execute("BEGIN IMMEDIATE")
@@ -195,7 +215,7 @@ class StoreBase:
                 "of the database made before the upgrade"
             )
 
-    @on_db_thread
+    @alone_on_db_thread
     def migrate(self) -> list[str]:
         """Apply the migrations not yet recorded, each in its own transaction."""
         applied = self._applied_versions()

@@ -14,7 +14,7 @@ from memory.models import (
     Thread,
     Turn,
 )
-from memory.store.base import StoreBase, _fact, _ts, on_db_thread
+from memory.store.base import StoreBase, _fact, _ts, alone_on_db_thread, on_db_thread
 
 
 class PrivacyMixin(StoreBase):
@@ -92,7 +92,7 @@ class PrivacyMixin(StoreBase):
             rows[table] = [dict(row) for row in cur]
         return rows
 
-    @on_db_thread
+    @alone_on_db_thread  # its checkpoint needs no transaction open
     def forget(self, user_id: int, character_id: str) -> dict[str, int]:
         """Delete everything this user has with this character, from every table and index."""
         owned = "WHERE user_id = ? AND character_id = ?"

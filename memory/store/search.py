@@ -9,7 +9,7 @@ from memory.fts import Term
 from memory.models import (
     Turn,
 )
-from memory.store.base import StoreBase, on_db_thread
+from memory.store.base import StoreBase, alone_on_db_thread, on_db_thread
 
 # (first turn id of its exchange, next exchange's first turn id, previous exchange's last, turn)
 ExchangeRow = tuple[int, int | None, int | None, Turn]
@@ -24,7 +24,7 @@ class SearchMixin(StoreBase):
     ) -> list[int]:
         return fts.term_counts(self._con, user_id, character_id, scope, terms)
 
-    @on_db_thread
+    @alone_on_db_thread
     def purge_search_index(self) -> None:
         """Run after deleting turns: their words leave the index segments, and the WAL (which
         still holds the old pages) is checkpointed and truncated."""
