@@ -231,9 +231,7 @@ def run(
         f"every message of the {biggest}-user run answered": complete,
     }
     if sweep:
-        result["capacity"] = capacity(
-            int(biggest), messages, sweep, retrieval, history, isolate
-        )
+        result["capacity"] = capacity(int(biggest), messages, sweep, retrieval, history, isolate)
     result["load_average_1m_after"] = load_average()
     result["run_seconds"] = round(time.perf_counter() - started, 2)
     return result
@@ -260,9 +258,7 @@ def child(argv: list[str]) -> dict[str, Any]:
     latency, ramp = float(argv[2]), float(argv[3])
     retrieval, history = None if argv[4] == "-" else argv[4], int(argv[5])
     with tempfile.TemporaryDirectory(prefix="bench-throughput-") as folder:
-        return asyncio.run(
-            drive(users, messages, latency, ramp, Path(folder), retrieval, history)
-        )
+        return asyncio.run(drive(users, messages, latency, ramp, Path(folder), retrieval, history))
 
 
 def capacity(

@@ -48,6 +48,7 @@ async def run_memory(args: argparse.Namespace, settings: Settings) -> int:
     book = CharacterBook.load(settings.characters_dir)
     store = await Store.open(settings.database_path)
     try:
+
         def no_live_sessions(_user: int, _character: str) -> None:
             """The CLI runs beside the bot, whose sessions it cannot reach."""
 

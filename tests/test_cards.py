@@ -274,8 +274,7 @@ def test_import_write_load_lint_export_round_trip(tmp_path: Path) -> None:
     assert path == folder / "seraphina_vale.yaml"
     assert [p.name for p in pages] == ["the_glade.md", "wolves.md"]
     character = load_character(path)
-    assert character.model_dump(exclude={"lore"}) == imported.character.model_dump(
-        exclude={"lore"})
+    assert character.model_dump(exclude={"lore"}) == imported.character.model_dump(exclude={"lore"})
     assert character.lore == imported.lore  # the pages are read back from <id>.lore/
     warnings = lint_character(character)
     print("\n".join(str(w) for w in warnings))  # what an admin sees after an import

@@ -309,11 +309,41 @@ def test_the_extraction_request_does_not_grow_with_the_profile() -> None:
     from memory.models import Fact, Turn
 
     start = datetime(2026, 1, 1, tzinfo=UTC)
-    facts = [Fact(i, 1, "c", "semantic", f"hobby_{i}", f"colecciona cosas número {i}",
-                  "stated", "dm", (1,), "days:180", None, start, start + timedelta(days=i), None)
-             for i in range(100)]
-    facts[3] = Fact(3, 1, "c", "semantic", "boat", "un velero llamado Itsaso", "stated", "dm",
-                    (1,), "days:180", None, start, start, None)
+    facts = [
+        Fact(
+            i,
+            1,
+            "c",
+            "semantic",
+            f"hobby_{i}",
+            f"colecciona cosas número {i}",
+            "stated",
+            "dm",
+            (1,),
+            "days:180",
+            None,
+            start,
+            start + timedelta(days=i),
+            None,
+        )
+        for i in range(100)
+    ]
+    facts[3] = Fact(
+        3,
+        1,
+        "c",
+        "semantic",
+        "boat",
+        "un velero llamado Itsaso",
+        "stated",
+        "dm",
+        (1,),
+        "days:180",
+        None,
+        start,
+        start,
+        None,
+    )
     turns = [Turn(9, 1, "user", "He vendido el velero Itsaso", start)]
     shown = facts_for_extraction(facts, turns)
     assert len(shown) == MAX_FACTS_SHOWN
