@@ -33,5 +33,6 @@ bench: install
 	$(VENV)/bin/python bench/profile.py $(LOCOMO)
 	$(VENV)/bin/python bench/locomo_retrieval.py $(LOCOMO)
 	$(VENV)/bin/python bench/throughput.py --sweep 1,2,4,6
+	$(VENV)/bin/python bench/throughput_floor.py
 	$(VENV)/bin/python bench/overhead.py
 	$(VENV)/bin/python bench/memory_bound.py
