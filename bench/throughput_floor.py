@@ -106,6 +106,7 @@ async def drive(
             started, cpu = time.perf_counter(), time.process_time()
             await asyncio.gather(*(one_user(index) for index in range(users)))
             wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+            [stored] = await store._execute("SELECT count(*) FROM turns")
         finally:
             await store.close()
     answered, ideal = users * messages, users / latency
@@ -116,6 +117,7 @@ async def drive(
         "ideal_msgs_per_s": round(ideal, 1),
         "share_of_ideal": round(answered / wall / ideal, 4),
         "cpu_ms_per_message": round(cpu / answered * 1000, 3),
+        "turns_stored": stored[0],
     }
 
 

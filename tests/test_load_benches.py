@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench import memory_bound, overhead, throughput
+from bench import memory_bound, overhead, throughput, throughput_floor
 
 
 def test_throughput_reports_share_of_ideal_and_overhead() -> None:
@@ -39,6 +39,17 @@ def test_throughput_json_is_one_object(capsys: Any) -> None:
     assert throughput.main(["--users", "5", "--messages", "2", "--latency", "0.01", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert {"share_of_ideal_5", "overhead_p99_ms_5", "runs", "targets"} <= printed.keys()
+
+
+def test_throughput_floor_runs_every_mode_and_stores_every_turn(capsys: Any) -> None:
+    shape = ["--users", "6", "--messages", "2", "--latency", "0.01", "--history", "4"]
+    assert throughput_floor.main([*shape, "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert [row["mode"] for row in printed["rows"]] == list(throughput_floor.MODES)
+    for row in printed["rows"]:
+        assert row["turns_stored"] == 6 * 4 + 6 * 2 * 2, row  # history, then two per message
+        assert 0.0 < row["share_of_ideal"] <= 1.2
+    assert {"share_of_ideal_writes", "share_of_ideal_writes_search"} <= printed.keys()
 
 
 def test_overhead_on_small_stores(tmp_path: Path) -> None:
