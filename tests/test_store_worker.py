@@ -152,3 +152,10 @@ async def test_a_caller_cancelled_while_queued_writes_nothing(tmp_path: Path) ->
         await dropped
     assert _texts(tmp_path / "a.db") == ["queda"]
     await store.close()
+
+
+async def test_a_closed_store_refuses_work_instead_of_hanging(tmp_path: Path) -> None:
+    store, conversation = await _open(tmp_path)
+    await store.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        await asyncio.wait_for(store.add_turn(conversation, "user", "¿hola?", NOW), 5)

@@ -61,6 +61,8 @@ class DatabaseThread:
         return self.con
 
     async def submit(self, call: Callable[[], Any], *, alone: bool = False) -> Any:
+        if not self._started:  # a job queued now would never be answered
+            raise RuntimeError("the store is closed")
         future = asyncio.get_running_loop().create_future()
         self._jobs.put(Job(call, future, alone))
         return await future
