@@ -136,7 +136,10 @@ class DatabaseThread:
             con.execute("COMMIT")
         except BaseException as error:
             if con.in_transaction:
-                con.execute("ROLLBACK")
+                try:
+                    con.execute("ROLLBACK")
+                except sqlite3.Error:  # the jobs, run again alone, will report what is wrong
+                    log.exception("could not roll back a lost group")
             if isinstance(error, _GroupLost):
                 raise
             raise _GroupLost from error
