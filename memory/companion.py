@@ -17,13 +17,14 @@ from memory.models import (
     Reply,
     ReplySources,
     Thread,
+    Turn,
     User,
 )
 from memory.profile import ProfileLines
 from memory.prompt import Budgets
 from memory.responder import ProbeResult, Responder
 from memory.session import RecentUsers, Session, SessionCache
-from memory.store import Store
+from memory.store import ConversationGone, Store
 from memory.summary import CompactionInput, Summariser
 from memory.tokens import TokenEstimator
 
@@ -126,11 +127,11 @@ class Companion:
             now = self._clock()
             session = await self._session(user, thread, now)
             await self._refresh_profile_if_changed(session, now)
-            turn = await self._store.add_turn(
-                session.conversation, "user", incoming.text, now, incoming.platform_message_id
-            )
-            session.window.append(turn)
-            session.previous_activity, session.last_activity = session.last_activity, now
+            before = session
+            session, turn = await self._add_user_turn(session, incoming, now)
+            if session.conversation.id == before.conversation.id:
+                session.previous_activity = before.last_activity
+            session.last_activity = now
             generated = await self._responder.respond(session, character, now, turn.id)
             if generated is None:
                 return Reply(APOLOGY[character.language], ok=False, turn_id=turn.id)
@@ -176,6 +177,28 @@ class Companion:
         self._sessions.put(session)
         return session
 
+    async def _add_user_turn(
+        self, session: Session, incoming: Incoming, now: datetime
+    ) -> tuple[Session, Turn]:
+        """Store the user's turn and end the window with it. If another process wrote to the
+        database since the session was read (the admin CLI: `companion memory import`,
+        `forget`), the session is read again, so no reply is built from memory that was
+        changed or deleted; a conversation deleted under it is begun anew."""
+        text, message_id = incoming.text, incoming.platform_message_id
+        try:
+            turn = await self._store.add_turn(session.conversation, "user", text, now, message_id)
+        except ConversationGone:
+            log.info("conversation %s was deleted by another process", session.conversation.id)
+            self._sessions.drop(session.thread)
+            session = await self._session(session.user, session.thread, now)
+            turn = await self._store.add_turn(session.conversation, "user", text, now, message_id)
+        if self._store.external_changes == session.store_changes or session.compacting:
+            session.window.append(turn)  # (a compaction in flight finishes first; next time)
+            return session, turn
+        fresh = await self._restore(session.user, session.thread, session.conversation, now)
+        self._sessions.put(fresh)
+        return fresh, turn
+
     async def _refresh_profile_if_changed(self, session: Session, now: datetime) -> None:
         thread = session.thread
         version = self._profile_versions.get((thread.user_id, thread.character_id), 0)
@@ -187,6 +210,7 @@ class Companion:
         self, user: User, thread: Thread, conversation: Conversation, now: datetime
     ) -> Session:
         """Rebuild a session from the store: a restart loses nothing the user saw."""
+        store_changes = self._store.external_changes  # before the reads, as the version below
         summary = await self._store.latest_summary(thread)
         after = summary.covers_up_to_turn_id if summary else 0
         window = await self._store.turns_after(thread, after)
@@ -202,6 +226,7 @@ class Companion:
             profile=profile,
             last_activity=window[-1].created_at if window else now,
             profile_version=version,
+            store_changes=store_changes,
         )
 
     async def _end(self, conversation: Conversation, reason: str, when: datetime) -> None:

@@ -33,6 +33,8 @@ class Session:
     compaction_retry_at: int = 0
     # Which version of the user's facts `profile` was read from (Companion.profile_changed).
     profile_version: int = 0
+    # Store.external_changes when it was read: another process has written since if it moved.
+    store_changes: int = 0
 
     def has_turns_outside_window(self) -> bool:
         """The window is every turn after the summary's last, so turns lie outside it exactly

@@ -159,3 +159,18 @@ async def test_a_closed_store_refuses_work_instead_of_hanging(tmp_path: Path) ->
     await store.close()
     with pytest.raises(RuntimeError, match="closed"):
         await asyncio.wait_for(store.add_turn(conversation, "user", "¿hola?", NOW), 5)
+
+
+async def test_other_connections_writes_are_counted_and_ours_are_not(tmp_path: Path) -> None:
+    store, conversation = await _open(tmp_path)
+    await store.add_turn(conversation, "user", "nuestro", NOW)
+    await store.add_turn(conversation, "user", "nuestro otra vez", NOW)
+    assert store.external_changes == 0
+    with sqlite3.connect(tmp_path / "a.db") as other:
+        other.execute("UPDATE users SET display_name = 'Ana María'")
+    assert store.external_changes == 0  # seen at the next job, before it runs
+    await store.count_turns(conversation.thread)
+    assert store.external_changes == 1
+    await store.count_turns(conversation.thread)
+    assert store.external_changes == 1
+    await store.close()

@@ -62,6 +62,11 @@ class SchemaTooNewError(RuntimeError):
     """The database was written by a newer version of the bot."""
 
 
+class ConversationGone(LookupError):
+    """The conversation was deleted under the engine (by `companion memory forget` in another
+    process): nothing can be added to it any more."""
+
+
 def _ts(moment: datetime) -> str:
     return moment.isoformat()
 
@@ -129,6 +134,12 @@ class StoreBase:
         self._worker = worker  # the only thread that touches `_con`
         self._con = con
         self.path = path
+
+    @property
+    def external_changes(self) -> int:
+        """How many times another connection was seen to have written the file: what the
+        engine keeps in RAM from it may be stale once this moves."""
+        return self._worker.external_changes
 
     async def _run(self, function: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
         """Run `function` on the store's thread; the caller's loop stays free meanwhile."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import replace
 from datetime import datetime
 
@@ -15,7 +16,7 @@ from memory.models import (
     UsageRecord,
     User,
 )
-from memory.store.base import StoreBase, _ts, on_db_thread
+from memory.store.base import ConversationGone, StoreBase, _ts, on_db_thread
 
 
 class ConversationsMixin(StoreBase):
@@ -97,8 +98,13 @@ class ConversationsMixin(StoreBase):
         now: datetime,
         platform_message_id: str | None = None,
     ) -> Turn:
-        with self._transaction():
-            return self._insert_turn(conversation, role, text, now, platform_message_id)
+        try:
+            with self._transaction():
+                return self._insert_turn(conversation, role, text, now, platform_message_id)
+        except sqlite3.IntegrityError as error:
+            if self._one("SELECT 1 FROM conversations WHERE id = ?", (conversation.id,)) is None:
+                raise ConversationGone(conversation.id) from error
+            raise
 
     @on_db_thread
     def add_reply(

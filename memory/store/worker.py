@@ -50,6 +50,10 @@ class DatabaseThread:
         self._factory = con_factory
         self.con: sqlite3.Connection | None = None
         self.grouping = False  # read by Store._transaction: inside a group, savepoints do
+        # Times another connection (the admin CLI, another process) was seen to have committed
+        # since the last job: written here only, read by the engine to rebuild what it holds.
+        self.external_changes = 0
+        self._data_version: int | None = None
         # A daemon: a store that was never closed must not keep the interpreter from exiting.
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._started = False
@@ -99,6 +103,7 @@ class DatabaseThread:
 
     def _run(self, group: list[Job]) -> None:
         live = [job for job in group if not job.future.cancelled()]
+        self._notice_other_writers()
         if len(live) > 1:
             try:
                 self._run_grouped(live)
@@ -108,6 +113,19 @@ class DatabaseThread:
         elif live:
             self._run_alone(live[0])
         self._answer(live)
+
+    def _notice_other_writers(self) -> None:
+        """Before the jobs run (so their callers see it): has another connection committed?
+        SQLite's data_version moves only for other connections' commits, never for ours."""
+        if self.con is None:
+            return
+        try:
+            version = int(self.con.execute("PRAGMA data_version").fetchone()[0])
+        except sqlite3.Error:  # closed, or the file is gone: the jobs will say what is wrong
+            return
+        if self._data_version is not None and version != self._data_version:
+            self.external_changes += 1
+        self._data_version = version
 
     def _run_alone(self, job: Job) -> None:
         job.result, job.error = None, None
