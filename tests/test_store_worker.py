@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,11 +27,10 @@ async def _open(tmp_path: Path) -> tuple[Store, Conversation]:
     return store, conversation
 
 
-async def _queued_behind_a_busy_thread(
-    store: Store, make: list[Callable[[], Awaitable[Any]]]
-) -> list[Any]:
-    """Start every call of `make` while the store's thread is held busy, then let it go: they
-    all wait in its queue at once, so they run as one group."""
+@asynccontextmanager
+async def _thread_held(store: Store) -> AsyncIterator[None]:
+    """Keep the store's thread busy inside the block: what is started there waits in its
+    queue, and runs once the block ends."""
     release, busy = threading.Event(), threading.Event()
 
     def hold() -> None:
@@ -39,10 +39,21 @@ async def _queued_behind_a_busy_thread(
 
     holder = asyncio.create_task(store._run(hold))
     await asyncio.to_thread(busy.wait, 10)
-    tasks = [asyncio.create_task(call()) for call in make]
-    await asyncio.sleep(0)  # every task has put its job in the queue
-    release.set()
-    await holder
+    try:
+        yield
+    finally:
+        release.set()
+        await holder
+
+
+async def _queued_behind_a_busy_thread(
+    store: Store, make: list[Callable[[], Awaitable[Any]]]
+) -> list[Any]:
+    """Start every call of `make` while the store's thread is held busy, then let it go: they
+    all wait in its queue at once, so they run as one group."""
+    async with _thread_held(store):
+        tasks = [asyncio.create_task(call()) for call in make]
+        await asyncio.sleep(0)  # every task has put its job in the queue
     return await asyncio.gather(*tasks, return_exceptions=True)
 
 
@@ -132,21 +143,12 @@ async def test_nobody_is_answered_before_the_commit(tmp_path: Path) -> None:
 
 async def test_a_caller_cancelled_while_queued_writes_nothing(tmp_path: Path) -> None:
     store, conversation = await _open(tmp_path)
-    release, busy = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        busy.set()
-        release.wait(timeout=10)
-
-    holder = asyncio.create_task(store._run(hold))
-    await asyncio.to_thread(busy.wait, 10)
-    kept = asyncio.create_task(store.add_turn(conversation, "user", "queda", NOW))
-    dropped = asyncio.create_task(store.add_turn(conversation, "user", "cancelado", NOW))
-    await asyncio.sleep(0)
-    dropped.cancel()
-    await asyncio.sleep(0)
-    release.set()
-    await holder
+    async with _thread_held(store):
+        kept = asyncio.create_task(store.add_turn(conversation, "user", "queda", NOW))
+        dropped = asyncio.create_task(store.add_turn(conversation, "user", "cancelado", NOW))
+        await asyncio.sleep(0)
+        dropped.cancel()
+        await asyncio.sleep(0)
     await kept
     with pytest.raises(asyncio.CancelledError):
         await dropped
