@@ -299,9 +299,7 @@ def table(report: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data", type=Path, help="LoCoMo JSON (locomo10.json or a cut of it)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--fit-share", type=float, default=0.3)
+    bench.add_split_arguments(parser)
     args = parser.parse_args(argv)
     absent = [name for name in NEEDED if importlib.util.find_spec(name) is None]
     if absent:

@@ -281,11 +281,16 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_split_arguments(parser: argparse.ArgumentParser) -> None:
+    """The data path, --json and --fit-share: the same in every bench over this split."""
     parser.add_argument("data", type=Path, help="LoCoMo JSON (locomo10.json or a cut of it)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--fit-share", type=float, default=0.3)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_split_arguments(parser)
     parser.add_argument("--fit", action="store_true", help="fit the fragment threshold on FIT")
     args = parser.parse_args(argv)
     if args.fit:
