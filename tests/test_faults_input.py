@@ -14,13 +14,12 @@ from typing import Any
 
 import pytest
 
-from bot.adapters.discord_adapter import DiscordAdapter
-from bot.app import open_app
 from bot.texts import text
-from tests.conftest import FakeClock, make_settings
+from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord, SentMessage
 from tests.fault_helpers import TelegramBot, echo_llm, query, telegram_bot
+from tests.test_discord_adapter import running
 
 ANA = 1001
 GROUP = -100_777
@@ -177,22 +176,8 @@ async def dc(
     tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock
 ) -> AsyncIterator[FakeDiscord]:
     fake_anthropic.default = echo_llm
-    async with FakeDiscord() as fake:
-        settings = make_settings(
-            tmp_path,
-            fake_anthropic,
-            discord_bot_token=fake.token,
-            discord_api_base_url=f"{fake.url}/api/v10",
-        )
-        async with open_app(settings, clock=clock, start_scheduler=False) as app:
-            adapter = DiscordAdapter(
-                settings, app.commands, guild_ready_timeout=0.05, ready_timeout=5
-            )
-            await adapter.start()
-            try:
-                yield fake
-            finally:
-                await adapter.stop()
+    async with FakeDiscord() as fake, running(tmp_path, fake, fake_anthropic, clock):
+        yield fake
 
 
 async def dc_exchange(fake: FakeDiscord, message: str, guild: bool = False) -> str:
