@@ -48,6 +48,13 @@ async def companion(*args: str, env: dict[str, str], stdin: str = "") -> tuple[i
     return process.returncode or 0, out.decode(), err.decode()
 
 
+async def chat_as_ana(env: dict[str, str], stdin: str) -> tuple[int, str, str]:
+    """`companion chat` with Koldo, as the terminal user "ana"."""
+    return await companion(
+        "chat", "--character", "detective_bilbao", "--user", "ana", env=env, stdin=stdin
+    )
+
+
 def tmp_cwd(env: dict[str, str]) -> str:
     # Run away from the repository so that a developer's .env cannot leak into the test.
     return str(Path(env["DATABASE_PATH"]).parent)
@@ -63,27 +70,11 @@ async def test_help_lists_the_commands(tmp_path: Path) -> None:
 async def test_chat_continues_across_runs(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
     env = env_for(tmp_path, fake_anthropic)
     fake_anthropic.queue(Text("Siéntate. ¿Qué te trae?"), Text("Iñaki. Lo apunto."))
-    code, out, err = await companion(
-        "chat",
-        "--character",
-        "detective_bilbao",
-        "--user",
-        "ana",
-        env=env,
-        stdin="Hola\nMi hermano se llama Iñaki\n",
-    )
+    code, out, err = await chat_as_ana(env, "Hola\nMi hermano se llama Iñaki\n")
     assert code == 0, err
     assert "La silla cojea" in out  # the pinned opening is shown to a new user
     assert "Koldo Arrieta: Iñaki. Lo apunto." in out
-    code, out, err = await companion(
-        "chat",
-        "--character",
-        "detective_bilbao",
-        "--user",
-        "ana",
-        env=env,
-        stdin="¿Cómo se llamaba mi hermano?\n/quit\n",
-    )
+    code, out, err = await chat_as_ana(env, "¿Cómo se llamaba mi hermano?\n/quit\n")
     assert code == 0, err
     assert "La silla cojea" not in out
     texts = [b["text"] for m in fake_anthropic.bodies()[-1]["messages"] for b in m["content"]]
@@ -136,9 +127,7 @@ async def test_memoria_in_the_terminal(tmp_path: Path, fake_anthropic: FakeAnthr
         "Vivo en Deusto\n/memoria ver\n/memoria exportar\n/memoria olvidar\n"
         "/press mem:forget:detective_bilbao\n/memoria ver\n"
     )
-    code, out, err = await companion(
-        "chat", "--character", "detective_bilbao", "--user", "ana", env=env, stdin=script
-    )
+    code, out, err = await chat_as_ana(env, script)
     assert code == 0, err
     assert "Uso: /memoria ver" in out  # the view lists the subcommands
     exported = Path(tmp_cwd(env)) / "memoria-detective_bilbao.json"

@@ -7,20 +7,12 @@ import sqlite3
 from pathlib import Path
 
 from tests.fakes.anthropic_api import FakeAnthropic
-from tests.test_cli import companion, env_for
+from tests.test_cli import chat_as_ana, companion, env_for
 
 
 async def test_show_export_import_forget(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
     env = env_for(tmp_path, fake_anthropic)
-    code, _, err = await companion(
-        "chat",
-        "--character",
-        "detective_bilbao",
-        "--user",
-        "ana",
-        env=env,
-        stdin="Vivo en Deusto\n",
-    )
+    code, _, err = await chat_as_ana(env, "Vivo en Deusto\n")
     assert code == 0, err
     admin = env_for(tmp_path, None)  # no LLM key needed for these
     code, out, _ = await companion(
