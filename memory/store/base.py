@@ -130,10 +130,15 @@ def _connect(path: Path) -> sqlite3.Connection:
 class StoreBase:
     """The connection, its pragmas, the migrations, and the thread every statement runs on."""
 
-    def __init__(self, worker: DatabaseThread, con: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, worker: DatabaseThread, path: Path) -> None:
         self._worker = worker  # the only thread that touches `_con`
-        self._con = con
         self.path = path
+
+    @property
+    def _con(self) -> sqlite3.Connection:
+        con = self._worker.con
+        assert con is not None, "the store's thread opens the connection before any job"
+        return con
 
     @property
     def external_changes(self) -> int:
@@ -162,11 +167,11 @@ class StoreBase:
         path.parent.mkdir(parents=True, exist_ok=True)
         worker = DatabaseThread(functools.partial(_connect, path), name="store")
         try:
-            con = await worker.start()
+            await worker.start()
         except BaseException:
             await worker.stop()
             raise
-        store = cls(worker, con, path)
+        store = cls(worker, path)
         try:
             await store._run_alone(store._check_schema_not_newer)
             if migrate:

@@ -19,7 +19,7 @@ import queue
 import sqlite3
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ class Job:
     future: asyncio.Future[Any]
     alone: bool  # manages its own transactions (migrations, checkpoints): never grouped
     result: Any = None
-    error: BaseException | None = field(default=None)
+    error: BaseException | None = None
 
 
 class _GroupLost(Exception):
@@ -58,11 +58,10 @@ class DatabaseThread:
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._started = False
 
-    async def start(self) -> sqlite3.Connection:
+    async def start(self) -> None:
         self._thread.start()
         self._started = True
         self.con = await self.submit(self._factory, alone=True)
-        return self.con
 
     async def submit(self, call: Callable[[], Any], *, alone: bool = False) -> Any:
         if not self._started:  # a job queued now would never be answered
