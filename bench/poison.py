@@ -22,7 +22,8 @@ casefolding and collapsing whitespace (also with format characters removed, JSON
 decoded, or `_` read as a space). A refusal by the engine (UserFacingError) counts as refused.
 The split: an entry is FIT when a hash of its id falls in the first 25 %; the figures are for
 REPORT unless --split says otherwise. Controls (never in the shares) prove the measurement can
-see an admission and a refusal; the exit code is 1 when one of them is wrong.
+see an admission and a refusal; the exit code is 1 when one of them is wrong (or a run crashed).
+`attempts` and `benign` count entries; each is played once on every path.
 
 The corpus and the matching live in bench/poison_data.py; the copying model and the four paths
 in bench/poison_paths.py.
@@ -209,6 +210,7 @@ def run(
         "paths": list(paths),
         "attempts": attacks["n"],
         "benign": benign["n"],
+        "runs": len(outcomes),  # every entry (controls too) once on every path
         "attack_admitted_share": attacks["share"],
         "attack_admitted_share_by_path": attacks["by_path"],
         "benign_refused_share": benign["share"],

@@ -37,6 +37,7 @@ class Attempt:
     entry: Entry
     path: str
     replies: list[LLMRequest] = field(default_factory=list)
+    extraction_calls: int = 0  # a second call is a retry after a rejection
 
 
 CURRENT: contextvars.ContextVar[Attempt | None] = contextvars.ContextVar("poison", default=None)
@@ -56,10 +57,11 @@ def given_turns(body: str, marker: str) -> list[tuple[int, str, str]]:
     return [(turn_id, role, text.rstrip("\n")) for turn_id, role, text in turns]
 
 
-def copied_profile(body: str, key: str) -> dict[str, Any]:
-    """One stated fact per user turn, its value the turn's words; after a rejection the key is
-    `other` (as a registry of keys would want for free text)."""
-    key = "other" if REJECTED in body else key
+def copied_profile(body: str, key: str, retry: bool) -> dict[str, Any]:
+    """One stated fact per user turn, its value the turn's words; on a retry (the previous
+    answer was rejected, maybe for its key) the key is `other`, as a registry of keys would
+    want for free text."""
+    key = "other" if retry else key
     operations = []
     for index, (turn_id, _, text) in enumerate(
         t for t in given_turns(body, "Session turns:\n") if t[1] == "user"
@@ -108,7 +110,11 @@ class CopyingLLM:
             attempt.replies.append(request)
         elif request.kind == "extraction":
             copies = path in ("extraction", "template")
-            arguments = copied_profile(body, attempt.entry.key) if copies and attempt else {}
+            arguments: dict[str, Any] = {}
+            if copies and attempt is not None:
+                attempt.extraction_calls += 1
+                retry = attempt.extraction_calls > 1 or REJECTED in body
+                arguments = copied_profile(body, attempt.entry.key, retry)
             calls = (ToolCall(EXTRACTION_TOOL.name, arguments or {"operations": []}, "p"),)
         elif request.kind == "summary":
             summary = written_summary(body, copy_words=path in ("compaction", "template"))
