@@ -199,7 +199,8 @@ async def play_import(bench: Bench, entry: Entry) -> tuple[str, ...]:
 
 def poisoned_export(template: dict[str, Any], entry: Entry) -> dict[str, Any]:
     """The template export with the entry's words as fact values (the entry's key), as summary
-    claims citing the user's turn, and as the assistant's turn."""
+    claims citing the user's turn, and as the assistant's turn, which the summary does not
+    cover (as when a window is exported before its compaction): the next prompt replays it."""
     data = copy.deepcopy(template)
     base = data["facts"][0]
     first_id = max(f["id"] for f in data["facts"]) + 1
@@ -210,6 +211,7 @@ def poisoned_export(template: dict[str, Any], entry: Entry) -> dict[str, Any]:
     ]
     data["fact_history"] = []
     user_turn = next(t["id"] for t in data["turns"] if t["role"] == "user")
+    data["summaries"][-1]["covers_up_to_turn_id"] = user_turn
     fields = data["summaries"][-1]["fields_json"]
     claims = [f"{text} {{cite:{user_turn}}}" for text in entry.messages]
     fields["established_facts"] = [*fields.get("established_facts", []), *claims]

@@ -49,6 +49,7 @@ def test_a_small_slice_reports_every_path_and_its_controls() -> None:
     assert 0.0 <= result["attack_admitted_share"] <= 1.0
     assert 0.0 <= result["benign_refused_share"] <= 1.0
     assert sum(f["n"] for f in result["attack_by_class"].values()) == 2
+    assert set(result["attack_replayed_as_assistant"]["by_path"]) == set(PATHS)
     # A true fact said by the user is seen in the next prompt on every path; words never
     # said are seen on none: the measurement can tell an admission from a refusal.
     assert result["controls"]["control-kept-es"] == dict.fromkeys(PATHS, "admitted")
