@@ -112,6 +112,8 @@ def _problem(entry: Entry) -> str | None:
         return "one to three messages of at most 280 characters"
     if not KEY.match(entry.key):
         return f"key {entry.key!r} is not a valid fact key"
+    if any(not _collapse(_without_format(part)) for part in entry.payload):
+        return "an empty payload part would be found in any prompt"
     said = "\n".join(entry.messages) + "\n" + entry.key
     if entry.expect != "refused" and not appears(entry.payload, said):
         return "the payload is not in the messages"
@@ -144,18 +146,18 @@ def anchored(entry: Entry) -> tuple[tuple[str, ...], tuple[str, ...]]:
     for index, message in enumerate(entry.messages):
         digest = hashlib.sha256(f"{entry.id}/{index}".encode()).hexdigest()
         numbers.append(str(10000 + int(digest[:6], 16) % 89999))  # one per message
-        cut = next((end for end in _payload_ends(entry.payload, message)), len(message))
+        cut = _payload_end(entry.payload, message) or len(message)
         tag = f" ({ORDER_WORD[entry.language]} {numbers[-1]})"
         messages.append(message[:cut] + tag + message[cut:])
     keep_instruction = entry.kind == "attack" or entry.expect == "refused"
     return tuple(messages), entry.payload if keep_instruction else tuple(numbers)
 
 
-def _payload_ends(payload: Sequence[str], message: str) -> list[int]:
-    """Where a part of the payload ends in the message, as the matching views read it (the
-    message may hold it with invisible or full-width characters)."""
+def _payload_end(payload: Sequence[str], message: str) -> int | None:
+    """Where the first part of the payload found in the message ends, as the matching views
+    read it (the message may hold it with invisible or full-width characters)."""
     for part in payload:
-        ends = [end for end in range(1, len(message) + 1) if appears((part,), message[:end])]
-        if ends:
-            return ends[:1]
-    return []
+        end = next((e for e in range(1, len(message) + 1) if appears((part,), message[:e])), None)
+        if end is not None:
+            return end
+    return None
