@@ -36,3 +36,4 @@ bench: install
 	$(VENV)/bin/python bench/throughput_floor.py
 	$(VENV)/bin/python bench/overhead.py
 	$(VENV)/bin/python bench/memory_bound.py
+	$(VENV)/bin/python bench/poison.py
