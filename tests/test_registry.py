@@ -194,6 +194,8 @@ async def test_discord_tree_is_localised_admin_hidden_and_synced_only_when_chang
         assert {o["name"] for o in admin["options"]} == {"vincular", "desvincular", "recargar"}
         assert synced["personaje"]["default_member_permissions"] is None
         assert {o["name"] for o in synced["personaje"]["options"]} == {"lista", "cambiar"}
+        state = subs["revisar"]["options"][0]
+        assert [c["value"] for c in state["choices"]] == ["on", "off"]
         count = puts(fake)
         assert count() == 1
         async with running(tmp_path, fake, fake_anthropic, clock):
@@ -203,3 +205,27 @@ async def test_discord_tree_is_localised_admin_hidden_and_synced_only_when_chang
         async with running(tmp_path, fake, fake_anthropic, clock):
             pass
         assert count() == 2  # a changed tree is synced
+
+
+async def test_a_typed_command_that_does_not_exist_lists_the_real_ones(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    async with FakeTelegram() as fake:
+        settings = make_settings(
+            tmp_path, fake_anthropic, telegram_bot_token=fake.token, telegram_api_base_url=fake.url
+        )
+        async with open_app(settings, clock=clock, start_scheduler=False) as app:
+            adapter = TelegramAdapter(settings, app.commands)
+            await adapter.start()
+            try:
+                fake.send_command(ANA_TG, ANA_TG, "/memorai", "ver")
+                fake.languages[ANA_TG + 1] = "en"
+                fake.send_command(ANA_TG + 1, ANA_TG + 1, "/memory", "nonsense")
+                unknown = (await fake.wait_for_messages(ANA_TG, 1))[0]["text"]
+                usage = (await fake.wait_for_messages(ANA_TG + 1, 1))[0]["text"]
+            finally:
+                await adapter.stop()
+    valid = "/personaje, /reset, /ayuda, /memoria"
+    assert unknown == text("es", "unknown_command", given="memorai", valid=valid)
+    assert usage.startswith("Usage: /memory view | fix NUMBER VALUE | delete NUMBER")
+    assert not fake_anthropic.bodies()
