@@ -49,13 +49,12 @@ CommandCallback = Callable[[Update, Context], Awaitable[None]]
 LIMIT = 4096
 TYPING_EVERY_SECONDS = 4.0  # Telegram shows "typing" for about 5 s per chat action
 
+
 def caller_of(update: Update) -> Caller:
     user, chat = update.effective_user, update.effective_chat
     assert user is not None and chat is not None
     kind = "dm" if chat.type == ChatType.PRIVATE else "group"
-    return Caller(
-        "telegram", str(user.id), user.full_name, kind, str(chat.id), user.language_code
-    )
+    return Caller("telegram", str(user.id), user.full_name, kind, str(chat.id), user.language_code)
 
 
 def keyboard(answer: Answer) -> InlineKeyboardMarkup | None:
