@@ -34,6 +34,7 @@ class Caller:
     display_name: str
     channel_kind: Literal["dm", "group"]
     channel_id: str
+    locale: str | None = None  # the user's language as the platform reports it ("es-ES")
 
     def __post_init__(self) -> None:
         # A display name comes from the platform as is; see clean_input.

@@ -12,8 +12,9 @@ from datetime import datetime
 
 from bot.answers import Answer, Button, Caller, clean_input, is_blank
 from bot.memoria import Memoria
+from bot.registry import help_lines
 from bot.reload import CharacterReloader
-from bot.texts import text
+from bot.texts import pick_language, text
 from memory.characters import Character, CharacterFileError
 from memory.companion import Companion
 from memory.errors import UserFacingError
@@ -140,7 +141,7 @@ class Commands:
 
     async def _chat(self, caller: Caller, message: str, message_id: str | None) -> Answer:
         character = await self.character_for(caller)
-        language = character.language
+        language = pick_language(caller.locale, character.language)
         if is_blank(message):  # zero-width characters alone are no text either
             return Answer(text(language, "empty"), ok=False)
         if len(message) > self._limits.max_message_chars:
@@ -168,7 +169,7 @@ class Commands:
 
     async def characters(self, caller: Caller) -> Answer:
         current = await self.character_for(caller)
-        lines = [text(current.language, "characters", current=current.name)]
+        lines = [text(await self.language(caller), "characters", current=current.name)]
         lines += [
             f"- {c.id}: {c.name} ({c.identity.trade})" for c in self._companion.characters.all()
         ]
@@ -178,11 +179,10 @@ class Commands:
     async def switch(self, caller: Caller, character_id: str) -> Answer:
         """Choose the caller's character in this DM/channel (its memory stays separate)."""
         book = self._companion.characters
-        current = await self.character_for(caller)
         if book.get(character_id) is None:
             return Answer(
                 text(
-                    current.language,
+                    await self.language(caller),
                     "unknown_character",
                     given=character_id,
                     valid=", ".join(book.ids()),
@@ -195,17 +195,18 @@ class Commands:
         )
         await self._store.choose_character(user.id, caller.channel_key, character_id, now)
         chosen = self._companion.character(character_id)
-        return Answer(text(chosen.language, "switched", name=chosen.name))
+        language = pick_language(caller.locale, chosen.language)
+        return Answer(text(language, "switched", name=chosen.name))
 
     async def bind(self, caller: Caller, character_id: str | None) -> Answer:
         """Admin: make a group channel answer every message as one character (None unbinds)."""
-        current = await self.character_for(caller)
+        language = await self.language(caller)
         if not self.is_admin(caller):
-            return Answer(text(current.language, "admins_only"), ok=False, private=True)
+            return Answer(text(language, "admins_only"), ok=False, private=True)
         if character_id is not None and self._companion.characters.get(character_id) is None:
             return Answer(
                 text(
-                    current.language,
+                    language,
                     "unknown_character",
                     given=character_id,
                     valid=", ".join(self._companion.characters.ids()),
@@ -220,30 +221,35 @@ class Commands:
             self._clock(),
         )
         if character_id is None:
-            return Answer(text(current.language, "unbound"))
+            return Answer(text(language, "unbound"))
         bound = self._companion.character(character_id)
-        return Answer(text(bound.language, "bound", name=bound.name))
+        return Answer(text(language, "bound", name=bound.name))
 
     async def reload(self, caller: Caller) -> Answer:
         """Admin: reload the character files now; a broken file is refused, with its error."""
-        current = await self.character_for(caller)
+        language = await self.language(caller)
         if not self.is_admin(caller):
-            return Answer(text(current.language, "admins_only"), ok=False, private=True)
+            return Answer(text(language, "admins_only"), ok=False, private=True)
         try:
-            return Answer(self._reloader.reload(), private=True)
+            self._reloader.reload()
         except CharacterFileError as exc:
-            return Answer(
-                f"{text(current.language, 'reload_refused')}\n{exc}", ok=False, private=True
-            )
+            # The file's error is for the admin who maintains the YAML, worded by the loader.
+            refused = text(language, "reload_refused")
+            return Answer(f"{refused}\n{exc}", ok=False, private=True)
+        ids = self._companion.characters.ids()
+        reloaded = text(language, "reloaded", count=len(ids), ids=", ".join(ids))
+        return Answer(reloaded, private=True)
 
     async def reset(self, caller: Caller) -> Answer:
         character = await self.character_for(caller)
         ended = await self._companion.reset(caller.incoming(character.id, ""))
-        return Answer(text(character.language, "reset" if ended else "reset_none"))
+        language = pick_language(caller.locale, character.language)
+        return Answer(text(language, "reset" if ended else "reset_none"))
 
     async def help(self, caller: Caller) -> Answer:
         character = await self.character_for(caller)
-        return Answer(text(character.language, "help", name=character.name))
+        language = pick_language(caller.locale, character.language)
+        return Answer(text(language, "help", name=character.name, commands=help_lines(language)))
 
     async def memoria(self, caller: Caller, action: str, args: str) -> Answer:
         """/memoria: the caller's own memory with their current character, answered privately."""
@@ -256,7 +262,7 @@ class Commands:
             character.id,
             character.name,
             caller.channel_key,
-            character.language,
+            pick_language(caller.locale, character.language),
             action,
             args.split(),
         )
@@ -267,7 +273,7 @@ class Commands:
         if kind == "char":
             return await self.switch(caller, value)
         character = await self.character_for(caller)
-        language = character.language
+        language = pick_language(caller.locale, character.language)
         user = await self._store.upsert_user(
             caller.platform, caller.user_id, caller.display_name, self._clock()
         )
@@ -281,7 +287,16 @@ class Commands:
         return self._memoria.cancelled(language)
 
     async def language(self, caller: Caller) -> str:
-        return (await self.character_for(caller)).language
+        """The language the bot speaks to this caller: theirs if we speak it, else the
+        character's."""
+        return pick_language(caller.locale, (await self.character_for(caller)).language)
+
+    async def user_error(self, caller: Caller, error: UserFacingError) -> Answer:
+        """The one rendering of a refusal: a catalogue code in the caller's language, else the
+        message as written (bot/ refusals are already worded in it)."""
+        language = await self.language(caller)
+        worded = text(language, error.code, **error.values) if error.code else error.message
+        return Answer(worded, ok=False, private=True)
 
     async def refusal(self, caller: Caller, key: str) -> Answer:
         """A polite fixed answer (attachments, stickers, errors) in the character's language."""

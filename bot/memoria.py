@@ -7,160 +7,122 @@ only to its owner, never in a group.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 
 from bot.answers import Answer, Button
+from bot.registry import MEMORIA, usage_of
+from bot.texts import format_date, format_moment, text
 from memory.errors import UserFacingError
-from memory.models import User
-from memory.privacy import MemoryService, MemoryView, WhyView
+from memory.models import SummaryFields, User
+from memory.privacy import FactView, MemoryService, MemoryView, WhyView
 from memory.profile import FactState
-from memory.prompt import format_summary
 
-ACTIONS = {
-    "ver": "view",
-    "view": "view",
-    "corregir": "fix",
-    "fix": "fix",
-    "borrar": "delete",
-    "delete": "delete",
-    "olvidar": "forget",
-    "forget": "forget",
-    "exportar": "export",
-    "export": "export",
-    "revisar": "review",
-    "review": "review",
-    "caduca": "expire",
-    "expire": "expire",
-    "porque": "why",
-    "why": "why",
-    "historial": "history",
-    "history": "history",
-}
-KIND_NAMES = {
-    "es": {
-        "semantic": "Quién eres",
-        "emotional": "Cómo te sientes",
-        "episodic": "Lo que te ha pasado",
-    },
-    "en": {
-        "semantic": "Who you are",
-        "emotional": "How you feel",
-        "episodic": "What happened to you",
-    },
-}
-USAGE = {
-    "es": "Uso: /memoria ver | corregir N valor | borrar N | caduca N 30d | historial N | "
-    "olvidar | exportar | revisar on|off | porque",
-    "en": "Usage: /memoria view | fix N value | delete N | expire N 30d | history N | "
-    "forget | export | review on|off | why",
-}
-WORDS = {
-    "es": {
-        "stated": "contado por ti",
-        "inferred": "deducido",
-        "imported": "importado",
-        "confirm": "por confirmar",
-        "pending": "pendiente de tu revisión",
-        "none": "No recuerdo nada de ti todavía.",
-        "title": "Lo que {name} recuerda de ti",
-        "fixed": "Corregido: #{id} {key} = {value}.",
-        "deleted": "Borrado #{id}.",
-        "ask_forget": "¿Borro TODO lo que {name} sabe de ti (conversaciones, resúmenes, "
-        "datos)? No se puede deshacer.",
-        "yes": "Sí, borrar todo",
-        "no": "Cancelar",
-        "forgotten": "Hecho: {name} te ha olvidado por completo.",
-        "cancelled": "Cancelado.",
-        "review_on": "Modo revisión activado: los datos nuevos esperarán tu visto bueno.",
-        "review_off": "Modo revisión desactivado.",
-        "accept": "Aceptar",
-        "reject": "Rechazar",
-        "accepted": "Aceptado #{id}.",
-        "rejected": "Rechazado y borrado #{id}.",
-        "expire": "#{id} caduca ahora: {when}.",
-        "never": "nunca",
-        "why_none": "Todavía no te he contestado nada.",
-        "history": "antes",
-        "until": "hasta",
-        "export": "Aquí tienes todo lo que {name} recuerda de ti.",
-    },
-    "en": {
-        "stated": "told by you",
-        "inferred": "inferred",
-        "imported": "imported",
-        "confirm": "to confirm",
-        "pending": "waiting for your review",
-        "none": "I don't remember anything about you yet.",
-        "title": "What {name} remembers about you",
-        "fixed": "Fixed: #{id} {key} = {value}.",
-        "deleted": "Deleted #{id}.",
-        "ask_forget": "Delete EVERYTHING {name} knows about you (conversations, summaries, "
-        "facts)? This cannot be undone.",
-        "yes": "Yes, delete all",
-        "no": "Cancel",
-        "forgotten": "Done: {name} has forgotten you completely.",
-        "cancelled": "Cancelled.",
-        "review_on": "Review mode on: new facts will wait for your approval.",
-        "review_off": "Review mode off.",
-        "accept": "Accept",
-        "reject": "Reject",
-        "accepted": "Accepted #{id}.",
-        "rejected": "Rejected and deleted #{id}.",
-        "expire": "#{id} now expires: {when}.",
-        "never": "never",
-        "why_none": "I haven't answered you yet.",
-        "history": "before",
-        "until": "until",
-        "export": "Here is everything {name} remembers about you.",
-    },
-}
+KINDS = ("semantic", "emotional", "episodic")
+# The summary's citation codes are for the model (it can follow them); people read dates.
+_CITATION = re.compile(r"\s*\{cite:\d+\}")
+
+
+def _usage(lang: str) -> UserFacingError:
+    return UserFacingError(text(lang, "usage", usage=usage_of(MEMORIA, lang)))
 
 
 def _number(args: list[str], lang: str) -> int:
     if not args or not args[0].lstrip("#").isdigit():
-        raise UserFacingError(USAGE[lang])
+        raise _usage(lang)
     return int(args[0].lstrip("#"))
 
 
+def plain_summary(fields: SummaryFields, lang: str) -> list[str]:
+    """The rolling summary in plain words: field names people understand, no codes."""
+    lines: list[str] = []
+    for name, claims in fields.items():
+        if claims:
+            lines.append(f"{text(lang, f'sum_{name}')}:")
+            lines += [f"- {_CITATION.sub('', claim).strip()}" for claim in claims]
+    return lines
+
+
+def _fact_line(item: FactView, lang: str) -> str:
+    fact = item.fact
+    line = text(
+        lang,
+        "mem_fact",
+        id=fact.id,
+        key=fact.key.replace("_", " "),
+        value=fact.value,
+        origin=text(lang, f"mem_{fact.origin}"),
+        date=format_date(lang, fact.confirmed_at),
+    )
+    return f"{line} · {text(lang, 'mem_confirm')}" if item.state is FactState.TO_CONFIRM else line
+
+
+def _before_line(value: str, until: datetime, lang: str) -> str:
+    return text(lang, "mem_before", value=value, date=format_date(lang, until))
+
+
 def format_view(view: MemoryView, name: str, lang: str) -> str:
-    words = WORDS[lang]
+    usage = text(lang, "usage", usage=usage_of(MEMORIA, lang))
     if not view.facts and view.summary is None:
-        return f"{words['none']}\n\n{USAGE[lang]}"
-    lines = [f"{words['title'].format(name=name)}:"]
-    for kind, title in KIND_NAMES[lang].items():
+        return f"{text(lang, 'mem_none')}\n\n{usage}"
+    lines = [f"{text(lang, 'mem_title', name=name)}:"]
+    for kind in KINDS:
         facts = [v for v in view.facts if v.fact.kind == kind and v.fact.status == "active"]
         if facts:
-            lines.append(f"\n{title}")
+            lines.append(f"\n{text(lang, f'mem_kind_{kind}')}")
         for item in facts:
-            fact = item.fact
-            flag = f" · {words['confirm']}" if item.state is FactState.TO_CONFIRM else ""
-            when = fact.confirmed_at.date().isoformat()
-            lines.append(
-                f"#{fact.id} {fact.key}: {fact.value} — {words[fact.origin]}, {when}{flag}"
-            )
-            for old in item.history:
-                lines.append(
-                    f"    {words['history']}: {old.value} ({words['until']} "
-                    f"{old.superseded_at.date().isoformat()})"
-                )
+            lines.append(_fact_line(item, lang))
+            lines += [f"    {_before_line(o.value, o.superseded_at, lang)}" for o in item.history]
     pending = [v.fact for v in view.facts if v.fact.status == "pending"]
     if pending:
-        lines.append(f"\n{words['pending'].capitalize()}:")
-        lines += [f"#{f.id} {f.key}: {f.value}" for f in pending]
+        lines.append(f"\n{text(lang, 'mem_pending')}:")
+        lines += [f"#{f.id} {f.key.replace('_', ' ')}: {f.value}" for f in pending]
     if view.summary is not None:
-        lines += ["", format_summary(view.summary.fields, lang)]
-    lines += ["", USAGE[lang]]
+        lines += ["", f"{text(lang, 'mem_summary')}:", *plain_summary(view.summary.fields, lang)]
+    lines += ["", usage]
     return "\n".join(lines)
 
 
-def format_why(why: WhyView | None, lang: str) -> str:
+def format_history(item: FactView, lang: str) -> str:
+    """One fact: its value now, then each value it had before, newest first."""
+    fact = item.fact
+    lines = [f"{text(lang, 'mem_history_title', id=fact.id, key=fact.key.replace('_', ' '))}:"]
+    lines.append(
+        text(
+            lang,
+            "mem_history_now",
+            value=fact.value,
+            origin=text(lang, f"mem_{fact.origin}"),
+            date=format_date(lang, fact.confirmed_at),
+        )
+    )
+    older = sorted(item.history, key=lambda o: o.superseded_at, reverse=True)
+    lines += [_before_line(o.value, o.superseded_at, lang) for o in older]
+    if not older:
+        lines.append(text(lang, "mem_history_empty"))
+    return "\n".join(lines)
+
+
+def format_why(why: WhyView | None, name: str, lang: str) -> str:
     if why is None:
-        return WORDS[lang]["why_none"]
-    lines = [f"turn #{why.sources.turn_id} ({why.sources.created_at:%Y-%m-%d %H:%M})"]
-    lines += [f"fact #{f.id} {f.key}: {f.value}" for f in why.facts]
+        return text(lang, "why_none")
+    lines = [text(lang, "why_title", date=format_moment(lang, why.sources.created_at))]
+    if why.facts:
+        lines += ["", text(lang, "why_facts")]
+        lines += [f"- {f.key.replace('_', ' ')}: {f.value} (#{f.id})" for f in why.facts]
     if why.summary is not None:
-        lines.append(format_summary(why.summary.fields, lang))
-    lines += [f"[{t.id}] {t.created_at:%Y-%m-%d %H:%M} {t.role}: {t.text[:80]}" for t in why.turns]
+        lines += ["", text(lang, "why_summary"), *plain_summary(why.summary.fields, lang)]
+    if why.turns:
+        lines += ["", text(lang, "why_turns")]
+        speakers = {"user": text(lang, "role_user"), "assistant": name}
+        for turn in why.turns:
+            who = speakers.get(turn.role, text(lang, "role_tool"))
+            said = " ".join(turn.text.split())
+            said = said if len(said) <= 80 else f"{said[:79]}…"
+            lines.append(f"- {format_moment(lang, turn.created_at)}, {who}: {said}")
+    if not (why.facts or why.summary or why.turns):
+        lines.append(text(lang, "why_nothing"))
     return "\n".join(lines)
 
 
@@ -178,25 +140,27 @@ class Memoria:
         action: str,
         args: list[str],
     ) -> Answer:
-        """One /memoria subcommand for this user with this character."""
-        words = WORDS[lang]
-        kind = ACTIONS.get(action.lower() or "ver")
+        """One /memoria subcommand (named in either language) for this user with this
+        character."""
+        sub = MEMORIA.named(action) if action else MEMORIA.child(MEMORIA.default or "")
+        if sub is None:
+            raise _usage(lang)
         handlers: dict[str, Callable[[], Awaitable[Answer]]] = {
-            "view": lambda: self._view(user, character_id, character_name, scope, lang),
-            "fix": lambda: self._fix(user, character_id, lang, args),
-            "delete": lambda: self._delete(user, character_id, lang, args),
-            "history": lambda: self._view(user, character_id, character_name, scope, lang),
-            "forget": lambda: self._ask_forget(character_id, character_name, lang, args, user),
-            "export": lambda: self._export(user, character_id, character_name, lang),
-            "review": lambda: self._review_mode(user, lang, args),
-            "expire": lambda: self._expire(user, character_id, lang, args),
-            "why": lambda: self._why(user, character_id, lang),
+            "memoria.ver": lambda: self._view(user, character_id, character_name, scope, lang),
+            "memoria.corregir": lambda: self._fix(user, character_id, lang, args),
+            "memoria.borrar": lambda: self._delete(user, character_id, lang, args),
+            "memoria.historial": lambda: self._history(user, character_id, scope, lang, args),
+            "memoria.olvidar": lambda: self._ask_forget(
+                character_id, character_name, lang, args, user
+            ),
+            "memoria.exportar": lambda: self._export(user, character_id, character_name, lang),
+            "memoria.revisar": lambda: self._review_mode(user, lang, args),
+            "memoria.caduca": lambda: self._expire(user, character_id, lang, args),
+            "memoria.porque": lambda: self._why(user, character_id, character_name, lang),
         }
-        if kind is None:
-            raise UserFacingError(USAGE[lang])
-        answer = await handlers[kind]()
+        answer = await handlers[sub.key]()
         return Answer(
-            answer.text or words["none"],
+            answer.text or text(lang, "mem_none"),
             ok=answer.ok,
             private=True,
             buttons=answer.buttons,
@@ -207,80 +171,89 @@ class Memoria:
         self, user: User, character_id: str, name: str, scope: str, lang: str
     ) -> Answer:
         view = await self._service.view(user, character_id, scope)
-        words = WORDS[lang]
         buttons = tuple(
             button
             for v in view.facts
             if v.fact.status == "pending"
             for button in (
-                Button(f"{words['accept']} #{v.fact.id}", f"mem:accept:{v.fact.id}"),
-                Button(f"{words['reject']} #{v.fact.id}", f"mem:reject:{v.fact.id}"),
+                Button(f"{text(lang, 'mem_accept')} #{v.fact.id}", f"mem:accept:{v.fact.id}"),
+                Button(f"{text(lang, 'mem_reject')} #{v.fact.id}", f"mem:reject:{v.fact.id}"),
             )
         )
         return Answer(format_view(view, name, lang), buttons=buttons)
 
+    async def _history(
+        self, user: User, character_id: str, scope: str, lang: str, args: list[str]
+    ) -> Answer:
+        number = _number(args, lang)
+        view = await self._service.view(user, character_id, scope)
+        item = next((v for v in view.facts if v.fact.id == number), None)
+        if item is None:
+            raise UserFacingError(text(lang, "no_fact", id=number))
+        return Answer(format_history(item, lang))
+
     async def _fix(self, user: User, character_id: str, lang: str, args: list[str]) -> Answer:
         number = _number(args, lang)
         if len(args) < 2:
-            raise UserFacingError(USAGE[lang])
+            raise _usage(lang)
         fact = await self._service.correct(user, character_id, number, " ".join(args[1:]))
-        return Answer(WORDS[lang]["fixed"].format(id=fact.id, key=fact.key, value=fact.value))
+        return Answer(text(lang, "mem_fixed", id=fact.id, key=fact.key, value=fact.value))
 
     async def _delete(self, user: User, character_id: str, lang: str, args: list[str]) -> Answer:
         number = _number(args, lang)
         await self._service.delete(user, character_id, number)
-        return Answer(WORDS[lang]["deleted"].format(id=number))
+        return Answer(text(lang, "mem_deleted", id=number))
 
     async def _ask_forget(
         self, character_id: str, name: str, lang: str, args: list[str], user: User
     ) -> Answer:
-        words = WORDS[lang]
         if args and args[0].lower() in ("confirmar", "confirm"):
             return await self.forget(user, character_id, name, lang)
         return Answer(
-            words["ask_forget"].format(name=name),
+            text(lang, "mem_ask_forget", name=name),
             buttons=(
-                Button(words["yes"], f"mem:forget:{character_id}"),
-                Button(words["no"], "mem:cancel"),
+                Button(text(lang, "mem_yes"), f"mem:forget:{character_id}"),
+                Button(text(lang, "mem_no"), "mem:cancel"),
             ),
         )
 
     async def forget(self, user: User, character_id: str, name: str, lang: str) -> Answer:
         await self._service.forget(user, character_id)
-        return Answer(WORDS[lang]["forgotten"].format(name=name), private=True)
+        return Answer(text(lang, "mem_forgotten", name=name), private=True)
 
     async def _export(self, user: User, character_id: str, name: str, lang: str) -> Answer:
         data = await self._service.export(user, character_id)
         payload = json.dumps(data, ensure_ascii=False, indent=1).encode()
         return Answer(
-            WORDS[lang]["export"].format(name=name),
+            text(lang, "mem_export", name=name),
             document=(f"memoria-{character_id}.json", payload),
         )
 
     async def _review_mode(self, user: User, lang: str, args: list[str]) -> Answer:
         if not args or args[0].lower() not in ("on", "off", "si", "sí", "no"):
-            raise UserFacingError(USAGE[lang])
+            raise _usage(lang)
         on = args[0].lower() in ("on", "si", "sí")
         await self._service.set_review_mode(user, on)
-        return Answer(WORDS[lang]["review_on" if on else "review_off"])
+        return Answer(text(lang, "mem_review_on" if on else "mem_review_off"))
 
     async def review(
         self, user: User, character_id: str, lang: str, fact_id: int, accept: bool
     ) -> Answer:
         await self._service.review(user, character_id, fact_id, accept)
-        key = "accepted" if accept else "rejected"
-        return Answer(WORDS[lang][key].format(id=fact_id), private=True)
+        key = "mem_accepted" if accept else "mem_rejected"
+        return Answer(text(lang, key, id=fact_id), private=True)
 
     async def _expire(self, user: User, character_id: str, lang: str, args: list[str]) -> Answer:
         number = _number(args, lang)
         if len(args) < 2:
-            raise UserFacingError(USAGE[lang])
+            raise _usage(lang)
         fact = await self._service.expire(user, character_id, number, args[1])
-        when = fact.expires_at.date().isoformat() if fact.expires_at else WORDS[lang]["never"]
-        return Answer(WORDS[lang]["expire"].format(id=fact.id, when=when))
+        never = text(lang, "mem_never")
+        when = format_date(lang, fact.expires_at) if fact.expires_at else never
+        return Answer(text(lang, "mem_expire", id=fact.id, when=when))
 
-    async def _why(self, user: User, character_id: str, lang: str) -> Answer:
-        return Answer(format_why(await self._service.why(user, character_id), lang))
+    async def _why(self, user: User, character_id: str, name: str, lang: str) -> Answer:
+        return Answer(format_why(await self._service.why(user, character_id), name, lang))
 
     def cancelled(self, lang: str) -> Answer:
-        return Answer(WORDS[lang]["cancelled"], private=True)
+        return Answer(text(lang, "mem_cancelled"), private=True)

@@ -9,14 +9,12 @@ from typing import TextIO
 
 from bot.answers import Answer, Caller
 from bot.commands import Commands
+from bot.registry import run_line
+from bot.texts import text as catalogue
 from memory.companion import Companion
 from memory.errors import UserFacingError
 
 PLATFORM = "terminal"
-HELP = (
-    "Commands: /reset ends the conversation, /memoria [ver|olvidar|exportar|...], "
-    "/press DATA presses a button, /quit leaves (Ctrl-D too)."
-)
 
 
 async def _read_line(stream: TextIO, prompt: str) -> str | None:
@@ -27,7 +25,7 @@ async def _read_line(stream: TextIO, prompt: str) -> str | None:
     return line.rstrip("\n") if line else None
 
 
-def _show(answer: Answer, speaker: str, stdout: TextIO, folder: Path) -> None:
+def _show(answer: Answer, speaker: str, stdout: TextIO, folder: Path, language: str) -> None:
     if answer.text:
         print(f"\n{speaker}: {answer.text}\n", file=stdout, flush=True)
     for button in answer.buttons:
@@ -36,22 +34,17 @@ def _show(answer: Answer, speaker: str, stdout: TextIO, folder: Path) -> None:
         name, payload = answer.document
         path = folder / name
         path.write_bytes(payload)
-        print(f"  (written to {path})", file=stdout)
+        print(f"  {catalogue(language, 'written_to', path=path)}", file=stdout)
 
 
 async def _dispatch(commands: Commands, caller: Caller, text: str) -> Answer:
-    """Slash commands as on the chat platforms; anything else is a message."""
+    """Slash commands from the registry, as on the chat platforms; anything else is a
+    message."""
     command, _, rest = text.partition(" ")
-    if command == "/reset":
-        return await commands.reset(caller)
-    if command == "/memoria":
-        action, _, args = rest.strip().partition(" ")
-        return await commands.memoria(caller, action, args)
     if command == "/press":
         return await commands.button(caller, rest.strip())
-    if command in ("/ayuda", "/help"):
-        return await commands.help(caller)
-    return await commands.chat(caller, text)
+    answer = await run_line(commands, caller, text)
+    return answer if answer is not None else await commands.chat(caller, text)
 
 
 async def run_chat(
@@ -66,7 +59,8 @@ async def run_chat(
     character = companion.character(character_id)
     caller = Caller(PLATFORM, user_name, user_name, "dm", "terminal")
     await commands.switch(caller, character.id)
-    print(f"{character.name} — {HELP}", file=stdout)
+    header = catalogue(await commands.language(caller), "terminal_header", name=character.name)
+    print(header, file=stdout)
     if await companion.is_new_thread(caller.incoming(character.id, "")):
         for opening in character.opening_messages:
             print(f"\n{character.name}: {opening.text}\n", file=stdout)
@@ -79,7 +73,7 @@ async def run_chat(
         try:
             answer = await _dispatch(commands, caller, text)
         except UserFacingError as exc:
-            print(f"! {exc.message}", file=stdout)
+            print(f"! {(await commands.user_error(caller, exc)).text}", file=stdout)
             continue
-        _show(answer, character.name, stdout, Path.cwd())
+        _show(answer, character.name, stdout, Path.cwd(), await commands.language(caller))
     await companion.end_conversation(caller.incoming(character.id, ""), reason="exit")

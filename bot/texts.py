@@ -1,12 +1,20 @@
-"""What the bot itself says (not the characters), in Spanish and English."""
+"""The message catalogue: everything the bot itself says (not the characters), in Spanish and
+English. Command names and their help live with the commands (bot/registry.py); every other
+user-visible sentence is here, so a translation is one place and a test can hold the rest of the
+code to it. `memory/` cannot import this module: its refusals carry a code (`UserFacingError.code`)
+that is one of these keys, and bot/ words them.
+"""
 
 from __future__ import annotations
+
+from datetime import datetime
+
+LANGUAGES = ("es", "en")
 
 TEXTS: dict[str, dict[str, str]] = {
     "es": {
         "help": "Hablas con {name}. Escríbeme y te contesto; recuerdo lo que me cuentas.\n"
-        "/personaje: ver o cambiar de personaje\n/reset: terminar la conversación actual\n"
-        "/memoria: ver, corregir, borrar o exportar lo que recuerdo de ti\n/ayuda: esta ayuda",
+        "{commands}",
         "characters": "Personajes disponibles (ahora: {current}):",
         "switched": "Ahora hablas con {name}.",
         "unknown_character": "No conozco a «{given}». Disponibles: {valid}.",
@@ -25,11 +33,71 @@ TEXTS: dict[str, dict[str, str]] = {
         "private_pointer": "Te he contestado por privado.",
         "start_private": "Para verlo en privado, ábreme un chat privado y escribe /start.",
         "reload_refused": "Rechazado: sigo con la versión anterior de los personajes.",
+        "reloaded": "Personajes recargados ({count}): {ids}.",
+        "usage": "Uso: {usage}",
+        "unknown_command": "No conozco /{given}. Comandos: {valid}.",
+        "terminal_header": "{name}. /ayuda: los comandos; /press DATOS pulsa un botón; /quit "
+        "(o Ctrl-D) para salir.",
+        "written_to": "(guardado en {path})",
+        # memory/ refusals, by code
+        "no_fact": "No hay ningún recuerdo #{id} en tu memoria.",
+        "bad_value": "Ese valor no se puede guardar: parece una instrucción, no un dato sobre ti.",
+        "not_pending": "El recuerdo #{id} no está esperando revisión.",
+        "bad_duration": "«{given}» no es una duración: usa un número y d, w, m o y (30d, 2w, "
+        "6m, 1y), o «nunca».",
+        # /memoria
+        "mem_stated": "contado por ti",
+        "mem_inferred": "deducido",
+        "mem_imported": "importado",
+        "mem_confirm": "por confirmar",
+        "mem_pending": "Pendientes de tu revisión",
+        "mem_none": "No recuerdo nada de ti todavía.",
+        "mem_title": "Lo que {name} recuerda de ti",
+        "mem_kind_semantic": "Quién eres",
+        "mem_kind_emotional": "Cómo te sientes",
+        "mem_kind_episodic": "Lo que te ha pasado",
+        "mem_fact": "#{id} {key}: {value} ({origin}, desde el {date})",
+        "mem_before": "antes: {value} (hasta el {date})",
+        "mem_fixed": "Corregido: #{id} {key} = {value}.",
+        "mem_deleted": "Borrado #{id}.",
+        "mem_ask_forget": "¿Borro TODO lo que {name} sabe de ti (conversaciones, resúmenes, "
+        "datos)? No se puede deshacer.",
+        "mem_yes": "Sí, borrar todo",
+        "mem_no": "Cancelar",
+        "mem_forgotten": "Hecho: {name} te ha olvidado por completo.",
+        "mem_cancelled": "Cancelado.",
+        "mem_review_on": "Modo revisión activado: los datos nuevos esperarán tu visto bueno.",
+        "mem_review_off": "Modo revisión desactivado.",
+        "mem_accept": "Aceptar",
+        "mem_reject": "Rechazar",
+        "mem_accepted": "Aceptado #{id}.",
+        "mem_rejected": "Rechazado y borrado #{id}.",
+        "mem_expire": "#{id} caduca ahora: {when}.",
+        "mem_never": "nunca",
+        "mem_export": "Aquí tienes todo lo que {name} recuerda de ti.",
+        "mem_summary": "De qué va la conversación de ahora",
+        "mem_history_title": "Historial de #{id} ({key})",
+        "mem_history_now": "ahora: {value} ({origin}, desde el {date})",
+        "mem_history_empty": "Nunca ha cambiado.",
+        "why_none": "Todavía no te he contestado nada.",
+        "why_title": "Mi última respuesta ({date}) salió de:",
+        "why_facts": "Lo que sé de ti:",
+        "why_summary": "El resumen de la conversación:",
+        "why_turns": "Estos mensajes:",
+        "why_nothing": "Solo de tu mensaje: no usé recuerdos.",
+        "role_user": "tú",
+        "role_tool": "un recuerdo",
+        "sum_established_facts": "Hechos",
+        "sum_relationship": "Cómo nos llevamos",
+        "sum_commitments": "Cosas pendientes",
+        "sum_tone": "El tono",
+        "sum_open_threads": "Temas abiertos",
+        "sum_canon": "Lo que no cambia",
+        "months": "ene feb mar abr may jun jul ago sep oct nov dic",
     },
     "en": {
         "help": "You are talking to {name}. Write and I answer; I remember what you tell me.\n"
-        "/personaje: see or switch characters\n/reset: end the current conversation\n"
-        "/memoria: see, fix, delete or export what I remember about you\n/ayuda: this help",
+        "{commands}",
         "characters": "Available characters (now: {current}):",
         "switched": "You are now talking to {name}.",
         "unknown_character": "I don't know '{given}'. Available: {valid}.",
@@ -47,9 +115,89 @@ TEXTS: dict[str, dict[str, str]] = {
         "private_pointer": "I've answered you in private.",
         "start_private": "To see it in private, open a private chat with me and send /start.",
         "reload_refused": "Refused: still serving the previous version of the characters.",
+        "reloaded": "Characters reloaded ({count}): {ids}.",
+        "usage": "Usage: {usage}",
+        "unknown_command": "I don't know /{given}. Commands: {valid}.",
+        "terminal_header": "{name}. /help: the commands; /press DATA presses a button; /quit "
+        "(or Ctrl-D) leaves.",
+        "written_to": "(written to {path})",
+        "no_fact": "There is no memory #{id} in your memory.",
+        "bad_value": "That value cannot be stored: it reads like an instruction, not a fact "
+        "about you.",
+        "not_pending": "Memory #{id} is not waiting for review.",
+        "bad_duration": "'{given}' is not a duration: use a number and d, w, m or y (30d, 2w, "
+        "6m, 1y), or 'never'.",
+        "mem_stated": "told by you",
+        "mem_inferred": "inferred",
+        "mem_imported": "imported",
+        "mem_confirm": "to confirm",
+        "mem_pending": "Waiting for your review",
+        "mem_none": "I don't remember anything about you yet.",
+        "mem_title": "What {name} remembers about you",
+        "mem_kind_semantic": "Who you are",
+        "mem_kind_emotional": "How you feel",
+        "mem_kind_episodic": "What happened to you",
+        "mem_fact": "#{id} {key}: {value} ({origin}, since {date})",
+        "mem_before": "before: {value} (until {date})",
+        "mem_fixed": "Fixed: #{id} {key} = {value}.",
+        "mem_deleted": "Deleted #{id}.",
+        "mem_ask_forget": "Delete EVERYTHING {name} knows about you (conversations, summaries, "
+        "facts)? This cannot be undone.",
+        "mem_yes": "Yes, delete all",
+        "mem_no": "Cancel",
+        "mem_forgotten": "Done: {name} has forgotten you completely.",
+        "mem_cancelled": "Cancelled.",
+        "mem_review_on": "Review mode on: new facts will wait for your approval.",
+        "mem_review_off": "Review mode off.",
+        "mem_accept": "Accept",
+        "mem_reject": "Reject",
+        "mem_accepted": "Accepted #{id}.",
+        "mem_rejected": "Rejected and deleted #{id}.",
+        "mem_expire": "#{id} now expires: {when}.",
+        "mem_never": "never",
+        "mem_export": "Here is everything {name} remembers about you.",
+        "mem_summary": "What the current conversation is about",
+        "mem_history_title": "History of #{id} ({key})",
+        "mem_history_now": "now: {value} ({origin}, since {date})",
+        "mem_history_empty": "It has never changed.",
+        "why_none": "I haven't answered you yet.",
+        "why_title": "My last reply ({date}) came from:",
+        "why_facts": "What I know about you:",
+        "why_summary": "The conversation's summary:",
+        "why_turns": "These messages:",
+        "why_nothing": "Only your message: I used no memories.",
+        "role_user": "you",
+        "role_tool": "a memory",
+        "sum_established_facts": "Facts",
+        "sum_relationship": "How we get along",
+        "sum_commitments": "Things pending",
+        "sum_tone": "The tone",
+        "sum_open_threads": "Open topics",
+        "sum_canon": "What does not change",
+        "months": "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec",
     },
 }
 
 
-def text(language: str, key: str, **values: object) -> str:
+def text(language: str, key: str, /, **values: object) -> str:
     return TEXTS.get(language, TEXTS["en"])[key].format(**values)
+
+
+def pick_language(locale: str | None, fallback: str) -> str:
+    """The user's language when the platform says it and we speak it ("es-419" -> "es"),
+    else the character's (``fallback``), else English."""
+    if locale:
+        base = locale.replace("_", "-").split("-")[0].lower()
+        if base in TEXTS:
+            return base
+    return fallback if fallback in TEXTS else "en"
+
+
+def format_date(language: str, when: datetime) -> str:
+    """A date people read: "2 nov 2026" / "2 Nov 2026"."""
+    month = text(language, "months").split()[when.month - 1]
+    return f"{when.day} {month} {when.year}"
+
+
+def format_moment(language: str, when: datetime) -> str:
+    return f"{format_date(language, when)}, {when:%H:%M}"

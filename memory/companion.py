@@ -113,7 +113,12 @@ class Companion:
         character = self._characters.get(character_id)
         if character is None:
             valid = ", ".join(self._characters.ids())
-            raise UserFacingError(f"Unknown character '{character_id}'. Valid: {valid}.")
+            raise UserFacingError(
+                f"Unknown character '{character_id}'. Valid: {valid}.",
+                code="unknown_character",
+                given=character_id,
+                valid=valid,
+            )
         return character
 
     # ---- the conversation -------------------------------------------------------------------
@@ -121,7 +126,7 @@ class Companion:
     async def handle(self, incoming: Incoming) -> Reply:
         """Store the user's turn, answer it, and schedule compaction when due."""
         if not incoming.text.strip():
-            raise UserFacingError("There is no text in that message to answer.")
+            raise UserFacingError("There is no text in that message to answer.", code="empty")
         character, user, thread = await self._open_thread(incoming)
         async with self._sessions.lock(thread):
             now = self._clock()

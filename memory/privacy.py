@@ -56,7 +56,9 @@ def parse_duration(text: str) -> int | None:
     if not match:
         raise UserFacingError(
             f"'{text}' is not a duration: use a number and d, w, m or y (30d, 2w, 6m, 1y), "
-            "or 'nunca'/'never'."
+            "or 'nunca'/'never'.",
+            code="bad_duration",
+            given=text,
         )
     return int(match.group(1)) * _DURATION_DAYS[match.group(2)]
 
@@ -81,7 +83,9 @@ class MemoryService:
     async def _owned(self, user: User, character_id: str, fact_id: int) -> Fact:
         fact = await self._store.fact(user.id, character_id, fact_id)
         if fact is None:
-            raise UserFacingError(f"There is no fact #{fact_id} in your memory.")
+            raise UserFacingError(
+                f"There is no fact #{fact_id} in your memory.", code="no_fact", id=fact_id
+            )
         return fact
 
     async def view(self, user: User, character_id: str, scope: str) -> MemoryView:
@@ -98,7 +102,7 @@ class MemoryService:
         """The user's correction is stored as stated; the old value goes to the history."""
         old = await self._owned(user, character_id, fact_id)
         if problem := check_fact_value(value):
-            raise UserFacingError(f"That value cannot be stored: {problem}.")
+            raise UserFacingError(f"That value cannot be stored: {problem}.", code="bad_value")
         now = self._clock()
         new = replace(
             old,
@@ -136,7 +140,9 @@ class MemoryService:
     async def review(self, user: User, character_id: str, fact_id: int, accept: bool) -> None:
         fact = await self._owned(user, character_id, fact_id)
         if fact.status != "pending":
-            raise UserFacingError(f"Fact #{fact_id} is not waiting for review.")
+            raise UserFacingError(
+                f"Fact #{fact_id} is not waiting for review.", code="not_pending", id=fact_id
+            )
         if accept:
             now = self._clock()
             await self._store.apply_fact_changes(

@@ -21,7 +21,7 @@ from bot.adapters import discord_views
 from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.split import split_message
 from bot.app import App, open_app
-from bot.memoria import WORDS
+from bot.registry import help_lines
 from bot.texts import text
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import Delay, FakeAnthropic, Text
@@ -117,11 +117,12 @@ async def test_start_connects_syncs_commands_and_stop_restores_discord_py(
     assert identify is not None and identify["intents"] == h.adapter.client.intents.value
     assert h.adapter.client.intents.message_content and h.adapter.client.intents.dm_messages
     names = {c["name"] for c in h.fake.registered_commands[None]}
-    assert names == {"personaje", "memoria", "reset", "ayuda"}
+    assert names == {"personaje", "personaje-admin", "memoria", "reset", "ayuda"}
     memoria = next(c for c in h.fake.registered_commands[None] if c["name"] == "memoria")
     subcommands = {o["name"]: o["description"] for o in memoria["options"]}
     assert set(subcommands) == {
         "ver", "corregir", "borrar", "olvidar", "exportar", "revisar", "caduca", "porque",
+        "historial",
     }  # fmt: skip
     assert all(0 < len(d) <= 100 for d in subcommands.values())
     await h.adapter.stop()
@@ -292,9 +293,9 @@ async def test_unexpected_error_is_logged_and_apologised(
 
 
 async def test_bound_channel_answers_every_message(h: Harness) -> None:
-    refused = await h.slash("personaje", {"id": MAGGIE}, user_id=BOB, subcommand="vincular")
+    refused = await h.slash("personaje-admin", {"id": MAGGIE}, user_id=BOB, subcommand="vincular")
     assert refused.ephemeral and refused.content == text("es", "admins_only")
-    bound = await h.slash("personaje", {"id": MAGGIE}, user_id=ALICE, subcommand="vincular")
+    bound = await h.slash("personaje-admin", {"id": MAGGIE}, user_id=ALICE, subcommand="vincular")
     assert not bound.ephemeral and "Maggie Thornton" in (bound.content or "")
     h.llm.queue(Text("Hello, love."))
     await h.fake.guild_message(BOB, "nice shop")  # no mention: answered because bound
@@ -302,8 +303,8 @@ async def test_bound_channel_answers_every_message(h: Harness) -> None:
     assert reply.content == "Hello, love."
     assert "Maggie Thornton" in h.bodies()[0]["system"][0]["text"]
 
-    unbound = await h.slash("personaje", user_id=ALICE, subcommand="desvincular")
-    assert unbound.content == text("en", "unbound")  # said by the character that was bound
+    unbound = await h.slash("personaje-admin", user_id=ALICE, subcommand="desvincular")
+    assert unbound.content == text("es", "unbound")  # in the language of the user who asked
     h.llm.queue(Text("Dime."))
     await h.fake.guild_message(BOB, "still there?")
     await h.fake.guild_message(BOB, "hola", mention_bot=True)
@@ -330,7 +331,7 @@ async def test_switching_character_changes_the_system_prompt(h: Harness) -> None
     response = await h.slash(
         "personaje", {"id": MAGGIE}, user_id=ALICE, guild=False, subcommand="cambiar"
     )
-    assert response.content == text("en", "switched", name="Maggie Thornton")
+    assert response.content == text("es", "switched", name="Maggie Thornton")
     await h.fake.dm(ALICE, "hello")
     await h.fake.wait_for_dms(ALICE)
     system = h.bodies()[-1]["system"][0]["text"]
@@ -345,7 +346,7 @@ async def test_character_list_buttons_switch(h: Harness) -> None:
     pressed = await press_button(h.fake, ALICE, message, f"char:{MAGGIE}", guild=False)
     update = await h.fake.wait_for_interaction_response(pressed)
     assert update.type == 7  # the DM panel is edited in place
-    assert update.content == text("en", "switched", name="Maggie Thornton")
+    assert update.content == text("es", "switched", name="Maggie Thornton")  # the user's
     assert update.data["components"] == []
 
 
@@ -367,7 +368,8 @@ async def test_autocomplete_offers_character_ids(h: Harness) -> None:
 
 async def test_help_is_ephemeral_in_a_guild(h: Harness) -> None:
     response = await h.slash("ayuda", user_id=ALICE)
-    assert response.ephemeral and response.content == text("es", "help", name="Koldo Arrieta")
+    expected = text("es", "help", name="Koldo Arrieta", commands=help_lines("es"))
+    assert response.ephemeral and response.content == expected
 
 
 async def test_slash_command_error_is_ephemeral_and_logged(
@@ -390,7 +392,7 @@ async def test_slow_command_is_deferred_then_followed_up(
     deferred = await h.fake.wait_for_interaction_response(interaction_id)
     assert deferred.type == 5 and deferred.ephemeral
     [followup] = await h.fake.wait_for_followups(interaction_id)
-    assert followup.content == text("es", "help", name="Koldo Arrieta")
+    assert followup.content == text("es", "help", name="Koldo Arrieta", commands=help_lines("es"))
 
 
 # -- /memoria -------------------------------------------------------------------------------------
@@ -398,7 +400,7 @@ async def test_slow_command_is_deferred_then_followed_up(
 
 async def test_memoria_ver_is_ephemeral_in_a_guild(h: Harness) -> None:
     response = await h.slash("memoria", user_id=ALICE, subcommand="ver")
-    assert response.ephemeral and response.content.startswith(WORDS["es"]["none"])
+    assert response.ephemeral and response.content.startswith(text("es", "mem_none"))
 
 
 async def test_memoria_user_facing_error_is_shown(h: Harness) -> None:
@@ -453,7 +455,7 @@ async def test_memoria_olvidar_confirms_with_a_button(h: Harness) -> None:
     pressed = await press_button(h.fake, ALICE, message, f"mem:forget:{KOLDO}", guild=True)
     update = await h.fake.wait_for_interaction_response(pressed)
     assert update.type == 7  # the ephemeral panel is replaced by the outcome
-    assert update.content == WORDS["es"]["forgotten"].format(name="Koldo Arrieta")
+    assert update.content == text("es", "mem_forgotten", name="Koldo Arrieta")
     with sqlite3.connect(h.app.settings.database_path) as raw:
         assert raw.execute("SELECT COUNT(*) FROM turns").fetchone() == (0,)
 
@@ -465,7 +467,7 @@ async def test_press_under_a_public_message_answers_privately(h: Harness) -> Non
     pressed = await press_button(h.fake, BOB, message, f"char:{MAGGIE}", guild=True)
     response = await h.fake.wait_for_interaction_response(pressed)
     assert response.type == 4 and response.ephemeral
-    assert response.content == text("en", "switched", name="Maggie Thornton")
+    assert response.content == text("es", "switched", name="Maggie Thornton")
 
 
 # -- shutdown -------------------------------------------------------------------------------------

@@ -72,14 +72,23 @@ async def tg_exchange(bot: TelegramBot, message: str, chat: int = ANA, **kw: Any
 
 
 def assert_plain_text_only(bot: TelegramBot) -> None:
-    """Telegram renders markup only when asked to (parse_mode or entities): the bot never asks."""
+    """Replies go out as Telegram HTML built by the bot: whatever markup the user (or the model
+    echoing them) wrote is escaped, so it can never become a link, a mention or a tag; only the
+    bot's own Markdown (*actions*, `code`) becomes formatting."""
     assert bot.adapter.application.bot.defaults is None
     for method in ("sendMessage", "editMessageText"):
         for params in bot.fake.calls_to(method):
-            assert params.get("parse_mode") is None, params
+            assert params.get("parse_mode") == "HTML", params
             assert not params.get("entities"), params
+    allowed = {"italic", "bold", "code", "pre"}
     for sent in bot.fake.sent_messages():
-        assert not sent["message"].get("entities"), sent
+        kinds = {e["type"] for e in sent["message"].get("entities") or []}
+        assert kinds <= allowed, sent
+
+
+def rendered(message: str) -> str:
+    """What Telegram shows of the bot's Markdown: *x* and `x` without their marks."""
+    return message.replace("*negrita*", "negrita").replace("`código`", "código")
 
 
 async def test_telegram_empty_and_invisible_messages_are_refused(
@@ -146,9 +155,10 @@ async def test_telegram_markup_and_mentions_are_sent_as_plain_text(
     tg: TelegramBot, caplog: pytest.LogCaptureFixture
 ) -> None:
     for message in INJECTIONS:
-        assert await tg_exchange(tg, message) == f"Re: {message}"  # verbatim, not rendered
+        # The user's own HTML and links are shown as typed (escaped), never rendered.
+        assert await tg_exchange(tg, message) == f"Re: {rendered(message)}"
         group_answer = await tg_exchange(tg, message, chat=GROUP, mention_bot=True)
-        assert group_answer == f"Re: {message}"
+        assert group_answer == f"Re: {rendered(message)}"
     assert_plain_text_only(tg)
     assert no_errors(caplog) == []
 

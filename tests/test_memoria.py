@@ -54,12 +54,12 @@ async def test_view_fix_history_delete(app: App, fake_anthropic, clock) -> None:
     view = await app.commands.memoria(ANA, "ver", "")
     assert view.private
     ids = fact_ids(app)
-    assert f"#{ids['diet']} diet: vegetariana — contado por ti" in view.text
+    assert f"#{ids['diet']} diet: vegetariana (contado por ti, desde el 2 nov 2026)" in view.text
     fixed = await app.commands.memoria(ANA, "corregir", f"{ids['diet']} vegana")
     assert fixed.ok and "vegana" in fixed.text
     view = await app.commands.memoria(ANA, "view", "")
     assert f"#{ids['diet']} diet: vegana" in view.text
-    assert "antes: vegetariana (hasta 2026-11-02)" in view.text
+    assert "antes: vegetariana (hasta el 2 nov 2026)" in view.text
     deleted = await app.commands.memoria(ANA, "borrar", str(ids["city"]))
     assert "Borrado" in deleted.text
     assert "city" not in fact_ids(app)
@@ -187,12 +187,12 @@ async def test_expire_and_why(app: App, fake_anthropic, clock) -> None:
     await learn(app, fake_anthropic, clock, ANA, "Vivo en Getxo", ("semantic", "city", "Getxo"))
     city = fact_ids(app)["city"]
     answer = await app.commands.memoria(ANA, "caduca", f"{city} 2w")
-    assert "2026-11-16" in answer.text  # confirmed 2026-11-02 + 14 days
+    assert "16 nov 2026" in answer.text  # confirmed 2 Nov 2026 + 14 days
     clock.advance(days=20)
     await app.commands.chat(ANA, "Hola de nuevo")
     assert "Por confirmar" in fake_anthropic.bodies()[-1]["system"][1]["text"]
     why = await app.commands.memoria(ANA, "porque", "")
-    assert f"fact #{city} city: Getxo" in why.text
+    assert f"- city: Getxo (#{city})" in why.text
     assert "Vivo en Getxo" in why.text  # the window turn the reply was built from
     bad = None
     try:

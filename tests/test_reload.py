@@ -69,4 +69,4 @@ async def test_the_admin_command_reports_the_error(live: tuple[App, Path]) -> No
     assert "sigo con la versión anterior" in broken.text and "detective_bilbao.yaml" in broken.text
     edit(path, "trait:", "traits:", 1_900_000_300)
     fixed = await app.commands.reload(ADMIN)
-    assert fixed.ok and fixed.text.startswith("reloaded 2 character(s)")
+    assert fixed.ok and fixed.text.startswith("Personajes recargados (2)")

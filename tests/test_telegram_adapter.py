@@ -207,7 +207,7 @@ async def test_memoria_fix_delete_and_another_users_number(bot: Bot) -> None:
     await bot.fake.wait_for_messages(BEA, 1)
     bot.fake.send_command(BEA, BEA, "/memoria", args=f"borrar {fact_id}")
     refused = (await bot.fake.wait_for_messages(BEA, 2))[-1]
-    assert refused["text"] == f"There is no fact #{fact_id} in your memory."
+    assert refused["text"] == f"No hay ningún recuerdo #{fact_id} en tu memoria."
     bot.fake.send_command(ANA, ANA, "/memoria", args="ver")
     view = (await bot.fake.wait_for_messages(ANA, 3))[-1]
     assert f"#{fact_id} ciudad: Bilbao" in view["text"] and "antes: Getxo" in view["text"]

@@ -6,7 +6,8 @@ Setup in the Discord developer portal (https://discord.com/developers/applicatio
   messages with empty text (except those that mention the bot), and connecting with the intent
   requested but not enabled fails with ``PrivilegedIntentsRequired``.
 * Invite the bot with the ``bot`` and ``applications.commands`` scopes. Slash commands are synced
-  globally at start; Discord may take a while to show changed ones everywhere.
+  globally at start when they changed since the last sync (a hash next to the database);
+  Discord may take a while to show changed ones everywhere.
 
 Where the bot answers: always in DMs; in guild channels when mentioned, when a message replies
 to one of its messages, or on every message of a channel an admin bound to a character
@@ -26,7 +27,7 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from bot.adapters.base import InFlight
-from bot.adapters.discord_slash import add_slash_commands
+from bot.adapters.discord_slash import RegistryTranslator, add_slash_commands, sync_if_changed
 from bot.adapters.discord_views import NO_PINGS, Responder, message_caller, parts, reply_to
 from bot.commands import Answer, ArrivalOrder, Caller, Commands
 from bot.config import Settings
@@ -142,8 +143,10 @@ class DiscordAdapter:
         try:
             await self._client.login(token.get_secret_value())
             await self._redirect.follow_gateway(self._client)
-            synced = await self._tree.sync()
-            log.info("discord: %d slash commands synced globally", len(synced))
+            await self._tree.set_translator(RegistryTranslator())
+            assert self._client.application_id is not None  # known once logged in
+            state = self._settings.database_path.parent / "discord-commands.sha256"
+            await sync_if_changed(self._tree, self._client.application_id, state)
         except BaseException:
             await self._client.close()  # login opened an HTTP session
             raise

@@ -1,156 +1,172 @@
-"""The Discord slash commands: each one parses its options, calls `Commands` and responds.
+"""The Discord slash commands, generated from the command registry (bot/registry.py).
 
-The docstring of each callback is the description users see in Discord's command picker, so it
-is one line, in Spanish like the command names.
+Names and descriptions are the registry's Spanish wording, localised to English through a
+``Translator`` (``locale_str`` carries the English in its extras), so a user whose Discord speaks
+English sees ``/memory view``. Admin subcommands go into a sibling ``<name>-admin`` group
+hidden with ``default_permissions`` (only members who can manage the server see it; the bot
+still checks ADMIN_IDS). The tree is synced only when its JSON changed since the last sync.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import asyncio
+import hashlib
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Literal
 
 import discord
 from discord import app_commands
+from discord.app_commands import locale_str
 
 from bot.adapters.discord_views import Responder, interaction_caller
 from bot.commands import Commands
+from bot.registry import REGISTRY, Arg, Command, run
+
+log = logging.getLogger(__name__)
 
 Choices = list[app_commands.Choice[str]]
 AUTOCOMPLETE_LIMIT = 25  # Discord shows at most 25 suggestions
+ENGLISH = frozenset({discord.Locale.american_english, discord.Locale.british_english})
+ADMIN_PERMISSIONS = discord.Permissions(manage_guild=True)
+
+
+class RegistryTranslator(app_commands.Translator):
+    """English from the registry for English locales; Spanish, the default, for the rest."""
+
+    async def translate(
+        self,
+        string: locale_str,
+        locale: discord.Locale,
+        context: app_commands.TranslationContextTypes,
+    ) -> str | None:
+        return string.extras.get("en") if locale in ENGLISH else None
+
+
+def _localised(es: str, en: str) -> locale_str:
+    return locale_str(es, en=en)
+
+
+def _annotation(arg: Arg) -> Any:
+    if arg.kind == "int":
+        return app_commands.Range[int, 1]
+    if arg.choices:
+        return Literal[arg.choices]  # type: ignore[valid-type]
+    return str
+
+
+def _callback(
+    leaf: Command, commands: Commands, responder: Responder
+) -> Callable[..., Awaitable[None]]:
+    """A callback whose signature declares the leaf's arguments, for discord.py to read."""
+
+    async def callback(interaction: discord.Interaction, **options: object) -> None:
+        words = [str(options[a.key]) for a in leaf.args if options.get(a.key) is not None]
+        work = run(commands, interaction_caller(interaction), leaf, words)
+        await responder.respond(interaction, work, personal=not leaf.public)
+
+    first = inspect.Parameter(
+        "interaction", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=discord.Interaction
+    )
+    options = [
+        inspect.Parameter(a.key, inspect.Parameter.KEYWORD_ONLY, annotation=_annotation(a))
+        for a in leaf.args
+    ]
+    callback.__signature__ = inspect.Signature([first, *options])  # type: ignore[attr-defined]
+    if leaf.args:
+        names = {a.key: _localised(a.names.es, a.names.en) for a in leaf.args}
+        helps = {a.key: _localised(a.help.es, a.help.en) for a in leaf.args}
+        callback = app_commands.rename(**names)(app_commands.describe(**helps)(callback))
+    return callback
+
+
+def _slash(
+    leaf: Command, commands: Commands, responder: Responder, parent: app_commands.Group | None
+) -> app_commands.Command[Any, ..., None]:
+    slash: app_commands.Command[Any, ..., None] = app_commands.Command(
+        name=_localised(leaf.names.es, leaf.names.en),
+        description=_localised(leaf.help.es[:100], leaf.help.en[:100]),
+        callback=_callback(leaf, commands, responder),
+        parent=parent,
+    )
+    for arg in leaf.args:
+        if arg.kind == "character":
+            slash.autocomplete(arg.key)(_character_ids(commands))
+    return slash
+
+
+def _group(command: Command, suffix: str, admin: bool) -> app_commands.Group:
+    return app_commands.Group(
+        name=_localised(command.names.es + suffix, command.names.en + suffix),
+        description=_localised(command.help.es[:100], command.help.en[:100]),
+        default_permissions=ADMIN_PERMISSIONS if admin else None,
+    )
 
 
 def add_slash_commands(
     tree: app_commands.CommandTree[discord.Client], commands: Commands, responder: Responder
 ) -> None:
-    tree.add_command(Personaje(commands, responder))
-    tree.add_command(Memoria(commands, responder))
+    """Every registry command on ``tree``: a group per command with subcommands (and its admin
+    sibling), a plain command otherwise."""
+    for command in REGISTRY:
+        if not command.subcommands:
+            slash = _slash(command, commands, responder, None)
+            if command.admin:
+                slash.default_permissions = ADMIN_PERMISSIONS
+            tree.add_command(slash)
+            continue
+        for admin, suffix in ((False, ""), (True, "-admin")):
+            subs = [c for c in command.subcommands if c.admin == admin]
+            if not subs:
+                continue
+            group = _group(command, suffix, admin)
+            for sub in subs:
+                group.add_command(_slash(sub, commands, responder, group))
+            tree.add_command(group)
 
-    @tree.command(name="reset")
-    async def reset(interaction: discord.Interaction) -> None:
-        """Termina la conversación actual; lo importante queda guardado."""
-        await responder.respond(interaction, commands.reset(interaction_caller(interaction)))
 
-    @tree.command(name="ayuda")
-    async def ayuda(interaction: discord.Interaction) -> None:
-        """Qué puedo hacer y qué comandos hay."""
-        await responder.respond(interaction, commands.help(interaction_caller(interaction)))
-
-
-class Personaje(app_commands.Group, name="personaje"):
-    """Ver o cambiar el personaje con el que hablas."""
-
-    def __init__(self, commands: Commands, responder: Responder) -> None:
-        super().__init__()
-        self._commands = commands
-        self._responder = responder
-
-    @app_commands.command(name="lista")
-    async def lista(self, interaction: discord.Interaction) -> None:
-        """Los personajes disponibles, con botones para cambiar."""
-        caller = interaction_caller(interaction)
-        await self._responder.respond(interaction, self._commands.characters(caller))
-
-    @app_commands.command(name="cambiar")
-    @app_commands.rename(character_id="id")
-    @app_commands.describe(character_id="El personaje (su id)")
-    async def cambiar(self, interaction: discord.Interaction, character_id: str) -> None:
-        """Habla con otro personaje; cada uno guarda su propia memoria."""
-        caller = interaction_caller(interaction)
-        await self._responder.respond(interaction, self._commands.switch(caller, character_id))
-
-    @app_commands.command(name="vincular")
-    @app_commands.rename(character_id="id")
-    @app_commands.describe(character_id="El personaje (su id)")
-    async def vincular(self, interaction: discord.Interaction, character_id: str) -> None:
-        """Admin: este canal contesta a todos los mensajes como un personaje."""
-        caller = interaction_caller(interaction)
-        work = self._commands.bind(caller, character_id)
-        await self._responder.respond(interaction, work, personal=False)
-
-    @app_commands.command(name="desvincular")
-    async def desvincular(self, interaction: discord.Interaction) -> None:
-        """Admin: este canal deja de contestar a todos los mensajes."""
-        work = self._commands.bind(interaction_caller(interaction), None)
-        await self._responder.respond(interaction, work, personal=False)
-
-    @app_commands.command(name="recargar")
-    async def recargar(self, interaction: discord.Interaction) -> None:
-        """Admin: recarga los ficheros de personajes; si alguno está roto, sigue el anterior."""
-        work = self._commands.reload(interaction_caller(interaction))
-        await self._responder.respond(interaction, work)
-
-    @cambiar.autocomplete("character_id")
-    @vincular.autocomplete("character_id")
-    async def _character_ids(self, interaction: discord.Interaction, current: str) -> Choices:
+def _character_ids(commands: Commands) -> Callable[..., Awaitable[Choices]]:
+    async def suggest(interaction: discord.Interaction, current: str) -> Choices:
         needle = current.casefold()
         return [
             app_commands.Choice(name=f"{name} ({character_id})"[:100], value=character_id)
-            for character_id, name in self._commands.character_choices()
+            for character_id, name in commands.character_choices()
             if needle in character_id.casefold() or needle in name.casefold()
         ][:AUTOCOMPLETE_LIMIT]
 
+    return suggest
 
-class Memoria(app_commands.Group, name="memoria"):
-    """Ver, corregir, borrar o exportar lo que recuerdo de ti."""
 
-    def __init__(self, commands: Commands, responder: Responder) -> None:
-        super().__init__()
-        self._commands = commands
-        self._responder = responder
+async def tree_digest(tree: app_commands.CommandTree[discord.Client], application_id: int) -> str:
+    """A hash of exactly what a sync would send (translations included)."""
+    translator = tree.translator
+    payload = [
+        await c.get_translated_payload(tree, translator) if translator else c.to_dict(tree)
+        for c in tree.get_commands()
+    ]
+    body = json.dumps([application_id, payload], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(body.encode()).hexdigest()
 
-    async def _run(self, interaction: discord.Interaction, action: str, *args: object) -> None:
-        """Every subcommand: the Spanish action name and its arguments joined by spaces."""
-        caller = interaction_caller(interaction)
-        work = self._commands.memoria(caller, action, " ".join(str(a) for a in args))
-        await self._responder.respond(interaction, work)
 
-    @app_commands.command(name="ver")
-    async def ver(self, interaction: discord.Interaction) -> None:
-        """Lo que recuerdo de ti, numerado, con su tipo y su fecha."""
-        await self._run(interaction, "ver")
-
-    @app_commands.command(name="corregir")
-    @app_commands.describe(numero="El número del recuerdo en /memoria ver", valor="Lo correcto")
-    async def corregir(
-        self, interaction: discord.Interaction, numero: app_commands.Range[int, 1], valor: str
-    ) -> None:
-        """Corrige un recuerdo."""
-        await self._run(interaction, "corregir", numero, valor)
-
-    @app_commands.command(name="borrar")
-    @app_commands.describe(numero="El número del recuerdo en /memoria ver")
-    async def borrar(
-        self, interaction: discord.Interaction, numero: app_commands.Range[int, 1]
-    ) -> None:
-        """Borra un recuerdo."""
-        await self._run(interaction, "borrar", numero)
-
-    @app_commands.command(name="olvidar")
-    async def olvidar(self, interaction: discord.Interaction) -> None:
-        """Olvida todo lo que sé de ti con este personaje."""
-        await self._run(interaction, "olvidar")
-
-    @app_commands.command(name="exportar")
-    async def exportar(self, interaction: discord.Interaction) -> None:
-        """Descarga todo lo que recuerdo de ti en un archivo JSON."""
-        await self._run(interaction, "exportar")
-
-    @app_commands.command(name="revisar")
-    @app_commands.describe(estado="on: los recuerdos nuevos esperan tu visto bueno; off: no")
-    async def revisar(self, interaction: discord.Interaction, estado: Literal["on", "off"]) -> None:
-        """Elige si los recuerdos nuevos esperan tu visto bueno antes de usarse."""
-        await self._run(interaction, "revisar", estado)
-
-    @app_commands.command(name="caduca")
-    @app_commands.describe(
-        numero="El número del recuerdo en /memoria ver", duracion="30d, 2w, 6m, 1y o nunca"
-    )
-    async def caduca(
-        self, interaction: discord.Interaction, numero: app_commands.Range[int, 1], duracion: str
-    ) -> None:
-        """Cambia cuánto tiempo doy por bueno un recuerdo."""
-        await self._run(interaction, "caduca", numero, duracion)
-
-    @app_commands.command(name="porque")
-    async def porque(self, interaction: discord.Interaction) -> None:
-        """De qué recuerdos y mensajes salió mi última respuesta."""
-        await self._run(interaction, "porque")
+async def sync_if_changed(
+    tree: app_commands.CommandTree[discord.Client], application_id: int, state: Path
+) -> bool:
+    """Sync the global commands only when they differ from the last sync recorded in
+    ``state``: a restart does not re-register them (Discord rate-limits command updates)."""
+    digest = await tree_digest(tree, application_id)
+    try:
+        if (await asyncio.to_thread(state.read_text)).strip() == digest:
+            log.info("discord: slash commands unchanged since the last sync")
+            return False
+    except OSError:
+        pass  # never synced from here: sync
+    synced = await tree.sync()
+    log.info("discord: %d slash commands synced globally", len(synced))
+    try:
+        await asyncio.to_thread(state.write_text, digest)
+    except OSError as exc:  # the next start syncs again: harmless
+        log.warning("discord: could not record the command sync in %s: %s", state, exc)
+    return True

@@ -52,7 +52,14 @@ def message_caller(message: discord.Message) -> Caller:
 def interaction_caller(interaction: discord.Interaction) -> Caller:
     kind = "dm" if interaction.guild_id is None else "group"
     user = interaction.user
-    return Caller(PLATFORM, str(user.id), user.display_name, kind, str(interaction.channel_id))
+    return Caller(
+        PLATFORM,
+        str(user.id),
+        user.display_name,
+        kind,
+        str(interaction.channel_id),
+        str(interaction.locale.value),
+    )
 
 
 def button_type(on_press: Press) -> type[discord.ui.DynamicItem[discord.ui.Button[Any]]]:
@@ -202,7 +209,11 @@ class Responder:
         """The one error rule: a UserFacingError says its message; anything else is logged
         with its traceback and answered with a generic apology in the character's language."""
         if isinstance(exc, UserFacingError):
-            return Answer(exc.message, ok=False, private=True)
+            try:
+                return await self._commands.user_error(caller, exc)
+            except Exception:
+                log.exception("discord: could not word a refusal in the user's language")
+                return Answer(exc.message, ok=False, private=True)
         log.error("discord: failed answering user %s", caller.user_id, exc_info=exc)
         try:
             return replace(await self._commands.refusal(caller, "error"), private=True)

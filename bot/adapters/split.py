@@ -10,6 +10,7 @@ renders as code on its own.
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -218,3 +219,103 @@ def _splits_grapheme(text: str, i: int) -> bool:
             run += 1
         return run % 2 == 1
     return False
+
+
+# ---- HTML (Telegram's parse_mode=HTML) ---------------------------------------------------------
+
+_TAG = re.compile(r"<(/?)([a-zA-Z][\w-]*)[^>]*>")
+_ENTITY = re.compile(r"&#?\w+;")
+
+
+@dataclass(frozen=True)
+class _Markup:
+    """Where the tags are, and which tags are open after each one."""
+
+    spans: list[tuple[int, int]]  # tags and entities: a cut never falls inside one
+    ends: list[int]  # the end of each tag, in order
+    stacks: list[tuple[tuple[str, str], ...]]  # (name, opening tag) open after that tag
+
+    @classmethod
+    def of(cls, html: str) -> _Markup:
+        spans = sorted(
+            [(m.start(), m.end()) for m in _TAG.finditer(html)]
+            + [(m.start(), m.end()) for m in _ENTITY.finditer(html)]
+        )
+        ends: list[int] = []
+        stacks: list[tuple[tuple[str, str], ...]] = []
+        stack: list[tuple[str, str]] = []
+        for tag in _TAG.finditer(html):
+            name = tag.group(2).lower()
+            if tag.group(1):
+                while stack and stack.pop()[0] != name:
+                    pass
+            else:
+                stack.append((name, tag.group(0)))
+            ends.append(tag.end())
+            stacks.append(tuple(stack))
+        return cls(spans, ends, stacks)
+
+    def inside(self, pos: int) -> bool:
+        index = bisect.bisect_right(self.spans, (pos, len(self.spans) + pos)) - 1
+        return index >= 0 and self.spans[index][0] < pos < self.spans[index][1]
+
+    def open_at(self, pos: int) -> tuple[tuple[str, str], ...]:
+        index = bisect.bisect_right(self.ends, pos) - 1
+        return self.stacks[index] if index >= 0 else ()
+
+
+def _closing(stack: tuple[tuple[str, str], ...]) -> str:
+    return "".join(f"</{name}>" for name, _ in reversed(stack))
+
+
+def split_html(html: str, limit: int) -> list[str]:
+    """Split Telegram HTML like ``split_message``, keeping every chunk's tags balanced: the tags
+    open at a cut are closed at the end of the chunk and opened again at the start of the next,
+    and no cut falls inside a tag or an entity (``&amp;``)."""
+    if limit < 1:
+        raise ValueError(f"limit must be positive, got {limit}")
+    if not html.strip():
+        return []
+    if len(html) <= limit:
+        return [html]
+    markup = _Markup.of(html)
+    chunks: list[str] = []
+    pos = _skip_space(html, 0)
+    while pos < len(html):
+        prefix = "".join(opening for _, opening in markup.open_at(pos))
+        rest = html[pos:].rstrip()
+        if not rest:
+            break
+        if len(prefix) + len(rest) <= limit:
+            chunks.append(prefix + rest)
+            break
+        end, nxt = _html_cut(html, pos, limit - len(prefix), markup)
+        chunks.append(prefix + html[pos:end].rstrip() + _closing(markup.open_at(end)))
+        pos = _skip_space(html, nxt)
+    return chunks
+
+
+def _html_cut(html: str, pos: int, budget: int, markup: _Markup) -> tuple[int, int]:
+    """The latest good cut whose chunk, with the tags it must close, fits ``budget``."""
+
+    def fits(end: int) -> bool:
+        return (
+            pos < end
+            and not markup.inside(end)
+            and end - pos + len(_closing(markup.open_at(end))) <= budget
+        )
+
+    for floor in (pos + budget // 2, pos + 1):
+        for pattern in _BOUNDARIES:
+            found = [
+                (m.start(), m.end())
+                for m in pattern.finditer(html, floor, min(len(html), pos + budget + 2))
+                if fits(m.start())
+            ]
+            if found:
+                return found[-1]
+    for keep_graphemes in (True, False):
+        for end in range(min(pos + budget, len(html) - 1), pos, -1):
+            if fits(end) and not (keep_graphemes and _splits_grapheme(html, end)):
+                return end, end
+    return pos + budget, pos + budget

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from telegram import (
     BotCommand,
@@ -21,7 +21,7 @@ from telegram import (
     MessageEntity,
     Update,
 )
-from telegram.constants import ChatAction, ChatType
+from telegram.constants import ChatAction, ChatType, ParseMode
 from telegram.error import Forbidden
 from telegram.ext import (
     Application,
@@ -34,39 +34,27 @@ from telegram.ext import (
 )
 
 from bot.adapters.base import InFlight
-from bot.adapters.split import split_message
+from bot.adapters.split import split_html
+from bot.adapters.telegram_format import to_telegram_html
 from bot.answers import Answer, Caller
 from bot.commands import Commands
 from bot.config import Settings
-from bot.texts import text
+from bot.registry import REGISTRY, Command, menu, run, run_line
+from bot.texts import LANGUAGES, text
 from memory.errors import UserFacingError
 
 log = logging.getLogger(__name__)
 Context = ContextTypes.DEFAULT_TYPE
+CommandCallback = Callable[[Update, Context], Awaitable[None]]
 LIMIT = 4096
 TYPING_EVERY_SECONDS = 4.0  # Telegram shows "typing" for about 5 s per chat action
-
-COMMANDS = {
-    "es": [
-        ("personaje", "Ver o cambiar de personaje"),
-        ("reset", "Terminar la conversación"),
-        ("memoria", "Ver, corregir o borrar lo que recuerdo de ti"),
-        ("ayuda", "Ayuda"),
-    ],
-    "en": [
-        ("personaje", "See or switch characters"),
-        ("reset", "End the conversation"),
-        ("memoria", "See, fix or delete what I remember about you"),
-        ("ayuda", "Help"),
-    ],
-}
 
 
 def caller_of(update: Update) -> Caller:
     user, chat = update.effective_user, update.effective_chat
     assert user is not None and chat is not None
     kind = "dm" if chat.type == ChatType.PRIVATE else "group"
-    return Caller("telegram", str(user.id), user.full_name, kind, str(chat.id))
+    return Caller("telegram", str(user.id), user.full_name, kind, str(chat.id), user.language_code)
 
 
 def keyboard(answer: Answer) -> InlineKeyboardMarkup | None:
@@ -99,11 +87,12 @@ class TelegramAdapter:
 
     def _register(self) -> None:
         app = self.application
-        app.add_handler(CommandHandler(["start", "ayuda", "help"], self.on_help))
-        app.add_handler(CommandHandler(["personaje", "character"], self.on_character))
-        app.add_handler(CommandHandler("reset", self.on_reset))
-        app.add_handler(CommandHandler(["memoria", "memory"], self.on_memoria))
+        for command in REGISTRY:  # every name in both languages, and the aliases
+            app.add_handler(CommandHandler(list(command.all_names), self._on_command(command)))
         app.add_handler(CallbackQueryHandler(self.on_button))
+        app.add_handler(
+            MessageHandler(filters.COMMAND & filters.ChatType.PRIVATE, self.on_unknown_command)
+        )
         app.add_handler(MessageHandler(filters.TEXT & ~filters.COMMAND, self.on_text))
         app.add_handler(
             MessageHandler(
@@ -124,10 +113,10 @@ class TelegramAdapter:
     async def start(self) -> None:
         app = self.application
         await app.initialize()
-        for language, entries in COMMANDS.items():
-            listed = [BotCommand(name, description) for name, description in entries]
+        for language in LANGUAGES:
+            listed = [BotCommand(name, description) for name, description in menu(language)]
             await app.bot.set_my_commands(listed, language_code=language)
-        await app.bot.set_my_commands([BotCommand(n, d) for n, d in COMMANDS["en"]])
+        await app.bot.set_my_commands([BotCommand(n, d) for n, d in menu("en")])
         await app.start()
         assert app.updater is not None
         if self._settings.telegram_webhook_url:
@@ -216,33 +205,23 @@ class TelegramAdapter:
             return
         await self._send(message, caller, await self._commands.refusal(caller, "attachment"))
 
-    async def on_help(self, update: Update, _context: Context) -> None:
-        """What the bot does and its commands."""
-        await self._reply_command(update, self._commands.help(caller_of(update)))
+    def _on_command(self, command: Command) -> CommandCallback:
+        """The handler of one registry command: its words go to the registry's runner."""
 
-    async def on_character(self, update: Update, context: Context) -> None:
-        """/personaje [id]: list the characters (with buttons) or switch to one."""
-        caller = caller_of(update)
-        args = context.args or []
-        if args and args[0] in ("recargar", "reload"):
-            await self._reply_command(update, self._commands.reload(caller))
-        elif args and args[0] in ("vincular", "bind", "desvincular", "unbind"):
-            bind_to = args[1] if args[0] in ("vincular", "bind") and len(args) > 1 else None
-            await self._reply_command(update, self._commands.bind(caller, bind_to))
-        elif args:
-            await self._reply_command(update, self._commands.switch(caller, args[-1]))
-        else:
-            await self._reply_command(update, self._commands.characters(caller))
+        async def handle(update: Update, context: Context) -> None:
+            work = run(self._commands, caller_of(update), command, list(context.args or []))
+            await self._reply_command(update, work)
 
-    async def on_reset(self, update: Update, _context: Context) -> None:
-        """/reset: end the conversation now."""
-        await self._reply_command(update, self._commands.reset(caller_of(update)))
+        return handle
 
-    async def on_memoria(self, update: Update, context: Context) -> None:
-        """/memoria [ver|corregir|borrar|olvidar|exportar|revisar|caduca|porque|historial]."""
-        args = context.args or []
-        action, rest = (args[0], " ".join(args[1:])) if args else ("ver", "")
-        await self._reply_command(update, self._commands.memoria(caller_of(update), action, rest))
+    async def on_unknown_command(self, update: Update, _context: Context) -> None:
+        """A "/word" in a private chat that is no command: say which ones exist."""
+        message = update.effective_message
+        if message is None or message.text is None:
+            return
+        answer = await run_line(self._commands, caller_of(update), message.text)
+        if answer is not None:
+            await self._send(message, caller_of(update), answer)
 
     async def on_button(self, update: Update, _context: Context) -> None:
         """An inline keyboard button: switch character, confirm a forget, review a fact."""
@@ -251,7 +230,9 @@ class TelegramAdapter:
             return
         await query.answer()
         answer = await self._commands.button(caller_of(update), query.data)
-        await query.edit_message_text(answer.text, reply_markup=keyboard(answer))
+        await query.edit_message_text(
+            to_telegram_html(answer.text), parse_mode=ParseMode.HTML, reply_markup=keyboard(answer)
+        )
 
     async def on_error(self, update: object, context: Context) -> None:
         """The one error handler: a safe message for the user, the traceback for the log."""
@@ -261,7 +242,7 @@ class TelegramAdapter:
             return
         caller = caller_of(update)
         if isinstance(error, UserFacingError):
-            answer = Answer(error.message, ok=False, private=True)
+            answer = await self._commands.user_error(caller, error)
         else:
             log.error("telegram handler failed", exc_info=error)
             answer = Answer(text(await self._commands.language(caller), "error"), ok=False)
@@ -294,12 +275,15 @@ class TelegramAdapter:
 
     async def _deliver(self, chat_id: int, answer: Answer, reply_to: int | None) -> None:
         bot = self.application.bot
-        chunks = split_message(answer.text, LIMIT) if answer.text else []
+        # Markdown from the model and the catalogue becomes Telegram HTML; the split keeps each
+        # part's tags balanced, as Telegram refuses a message whose HTML does not parse.
+        chunks = split_html(to_telegram_html(answer.text), LIMIT) if answer.text else []
         for index, chunk in enumerate(chunks):
             last = index == len(chunks) - 1
             await bot.send_message(
                 chat_id,
                 chunk,
+                parse_mode=ParseMode.HTML,
                 reply_to_message_id=reply_to if index == 0 else None,
                 reply_markup=keyboard(answer) if last else None,
             )

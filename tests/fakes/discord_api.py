@@ -286,6 +286,7 @@ class FakeDiscord:
         subcommand: str | None = None,
         username: str | None = None,
         channel_id: int | None = None,
+        locale: str | None = None,
     ) -> int:
         """Invoke ``/name [group] [subcommand] options...``; returns the interaction id.
 
@@ -307,7 +308,7 @@ class FakeDiscord:
         guild_commands = self.rest.registered_commands.get(guild_id) if guild_id else None
         if guild_commands and any(c["name"] == name for c in guild_commands):
             data["guild_id"] = str(guild_id)
-        payload = self.world.interaction_payload(state, user, data)
+        payload = self.world.interaction_payload(state, user, data, locale)
         await self.gateway.dispatch("INTERACTION_CREATE", payload)
         return state.id
 

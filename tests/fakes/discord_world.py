@@ -99,6 +99,7 @@ class FakeWorld:
         self.messages: dict[int, JSON] = {}
         self.attachments: dict[int, FakeAttachment] = {}
         self.interactions: dict[str, InteractionState] = {}
+        self.user_locale = "es-ES"  # what interactions report as the user's language
         self._tokens = itertools.count(1)
         self.created_at = now_iso()
 
@@ -308,7 +309,11 @@ class FakeWorld:
         self.interactions[token] = state
         return state
 
-    def interaction_payload(self, state: InteractionState, user: FakeUser, data: JSON) -> JSON:
+    def interaction_payload(
+        self, state: InteractionState, user: FakeUser, data: JSON, locale: str | None = None
+    ) -> JSON:
+        """``locale``: the user's Discord language (default ``user_locale``, Spanish: the
+        fixture characters' language, so tests read the same words either way)."""
         payload: JSON = {
             "id": str(state.id),
             "application_id": str(self.application_id),
@@ -319,7 +324,7 @@ class FakeWorld:
             "channel_id": str(state.channel_id),
             "channel": self.channel_payload(state.channel_id),
             "app_permissions": str(ALL_PERMISSIONS),
-            "locale": "en-US",
+            "locale": locale or self.user_locale,
             "entitlements": [],
             "attachment_size_limit": 10 * 1024 * 1024,
         }

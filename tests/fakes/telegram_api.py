@@ -60,6 +60,8 @@ class FakeTelegram(BotApiMethods):
         super().__init__(token, bot_user)
         self.url = ""
         self.users: dict[int, JSON] = {}
+        # The language each user's client reports (language_code); none unless a test sets it.
+        self.languages: dict[int, str | None] = {}
         self._methods = self.method_table()
         self._faults: defaultdict[str, deque[ApiError]] = defaultdict(deque)
         self._allowed_updates: list[str] | None = None
@@ -228,7 +230,7 @@ class FakeTelegram(BotApiMethods):
             first_name or known.get("first_name") or f"User{user_id}",
             username=username or known.get("username"),
             is_bot=is_bot,
-            language_code=None if is_bot else "en",
+            language_code=None if is_bot else self.languages.get(user_id),
         )
         self.users[user_id] = user
         return user

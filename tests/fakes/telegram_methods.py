@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tests.fakes.telegram_html import parse_html
 from tests.fakes.telegram_objects import (
     CHAT_ACTIONS,
     JSON,
@@ -28,6 +29,19 @@ from tests.fakes.telegram_objects import (
 Handler = Callable[[JSON], Any]
 
 _COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
+
+
+def formatted(params: JSON) -> tuple[str, Any]:
+    """The message's visible text and entities: parse_mode=HTML is parsed (and refused when
+    it does not parse, as the real API does); without a parse mode the text is as sent."""
+    mode = str(params.get("parse_mode") or "")
+    if mode.upper() == "HTML":
+        check_text(params.get("text"))
+        text, entities = parse_html(params["text"])
+        return check_text(text), entities or None
+    if mode:
+        raise bad_request(f"unsupported parse_mode {mode!r} in this fake")
+    return check_text(params.get("text")), params.get("entities")
 
 
 class BotApiMethods:
@@ -116,9 +130,9 @@ class BotApiMethods:
 
     def send_message(self, params: JSON) -> JSON:
         chat = self._chat_for(params)
-        text = check_text(params.get("text"))
+        text, entities = formatted(params)
         check_markup(params.get("reply_markup"))
-        message = self._new_bot_message(chat, params, text=text, entities=params.get("entities"))
+        message = self._new_bot_message(chat, params, text=text, entities=entities)
         self._record_sent("sendMessage", message, params)
         return message
 
@@ -259,7 +273,7 @@ class BotApiMethods:
         return True
 
     def edit_message_text(self, params: JSON) -> JSON | bool:
-        text = check_text(params.get("text"))
+        text, _ = formatted(params)
         check_markup(params.get("reply_markup"))
         return self._edit(params, "editMessageText", {"text": text})
 

@@ -1,0 +1,391 @@
+"""Every command and subcommand, defined once: names in Spanish and English, aliases,
+arguments, help per language, the handler, and whether only admins may use it.
+
+Telegram's menu and handlers, Discord's app command tree, and the text parser (Telegram
+``/...`` messages, the terminal chat) are all generated from ``REGISTRY``; a test walks it and
+runs every command on every platform, so a command cannot exist on one and be missing on another.
+Handlers are thin: they call one method of ``Commands`` with the parsed arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from bot.answers import Answer, Caller
+from bot.texts import text
+from memory.errors import UserFacingError
+
+if TYPE_CHECKING:
+    from bot.commands import Commands
+
+Handler = Callable[["Commands", Caller, list[str]], Awaitable[Answer]]
+ArgKind = Literal["text", "int", "choice", "character"]
+
+
+@dataclass(frozen=True)
+class Words:
+    """One wording per language."""
+
+    es: str
+    en: str
+
+    def get(self, language: str) -> str:
+        return self.en if language == "en" else self.es
+
+
+@dataclass(frozen=True)
+class Arg:
+    key: str  # the option's name on Discord (Spanish; Words.en is its English localisation)
+    names: Words
+    help: Words
+    kind: ArgKind = "text"
+    choices: tuple[str, ...] = ()
+    rest: bool = False  # on text platforms, takes the rest of the line
+
+
+@dataclass(frozen=True)
+class Command:
+    key: str  # "memoria.ver": stable, language-free
+    names: Words
+    help: Words
+    handler: Handler | None = None
+    args: tuple[Arg, ...] = ()
+    aliases: tuple[str, ...] = ()
+    admin: bool = False
+    public: bool = False  # on Discord, answered visibly in the channel (not ephemeral)
+    subcommands: tuple[Command, ...] = ()
+    default: str | None = None  # the subcommand run when none is named
+    implicit: str | None = None  # the subcommand run when the first word names none
+
+    @property
+    def all_names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((self.names.es, self.names.en, *self.aliases)))
+
+    def named(self, word: str) -> Command | None:
+        folded = word.casefold()
+        return next((c for c in self.subcommands if folded in c.all_names), None)
+
+    def child(self, key: str) -> Command:
+        return next(c for c in self.subcommands if c.key == key)
+
+    def leaves(self) -> Iterator[Command]:
+        if not self.subcommands:
+            yield self
+        for sub in self.subcommands:
+            yield from sub.leaves()
+
+
+def _arg_usage(arg: Arg, language: str) -> str:
+    return "|".join(arg.choices) if arg.choices else arg.names.get(language).upper()
+
+
+# ---- the commands -----------------------------------------------------------------------------
+
+FACT = Arg(
+    "numero",
+    Words("numero", "number"),
+    Words("El número en /memoria ver", "The number in /memory view"),
+    "int",
+)
+CHARACTER = Arg(
+    "id", Words("id", "id"), Words("El personaje (su id)", "The character (its id)"), "character"
+)
+
+
+def _memoria(action: str) -> Handler:
+    def handler(commands: Commands, caller: Caller, args: list[str]) -> Awaitable[Answer]:
+        return commands.memoria(caller, action, " ".join(args))
+
+    return handler
+
+
+def _sub(
+    key: str,
+    es: str,
+    en: str,
+    help_es: str,
+    help_en: str,
+    handler: Handler,
+    *args: Arg,
+    admin: bool = False,
+    public: bool = False,
+) -> Command:
+    return Command(
+        key, Words(es, en), Words(help_es, help_en), handler, args, admin=admin, public=public
+    )
+
+
+PERSONAJE = Command(
+    "personaje",
+    Words("personaje", "character"),
+    Words("Ver o cambiar de personaje", "See or switch characters"),
+    default="personaje.lista",
+    implicit="personaje.cambiar",
+    subcommands=(
+        _sub(
+            "personaje.lista",
+            "lista",
+            "list",
+            "Los personajes, con botones para cambiar",
+            "The characters, with buttons to switch",
+            lambda c, who, a: c.characters(who),
+        ),
+        _sub(
+            "personaje.cambiar",
+            "cambiar",
+            "switch",
+            "Habla con otro personaje; cada uno guarda su memoria",
+            "Talk to another character; each keeps its own memory",
+            lambda c, who, a: c.switch(who, a[0]),
+            CHARACTER,
+        ),
+        _sub(
+            "personaje.vincular",
+            "vincular",
+            "bind",
+            "Admin: este canal contesta a todo como un personaje",
+            "Admin: this channel answers every message as a character",
+            lambda c, who, a: c.bind(who, a[0]),
+            CHARACTER,
+            admin=True,
+            public=True,
+        ),
+        _sub(
+            "personaje.desvincular",
+            "desvincular",
+            "unbind",
+            "Admin: este canal deja de contestar a todo",
+            "Admin: this channel stops answering every message",
+            lambda c, who, a: c.bind(who, None),
+            admin=True,
+            public=True,
+        ),
+        _sub(
+            "personaje.recargar",
+            "recargar",
+            "reload",
+            "Admin: recarga los ficheros de personajes",
+            "Admin: reload the character files",
+            lambda c, who, a: c.reload(who),
+            admin=True,
+        ),
+    ),
+)
+RESET = Command(
+    "reset",
+    Words("reset", "reset"),
+    Words("Terminar la conversación actual", "End the current conversation"),
+    lambda c, who, a: c.reset(who),
+)
+AYUDA = Command(
+    "ayuda",
+    Words("ayuda", "help"),
+    Words("Qué puedo hacer y qué comandos hay", "What I can do and which commands there are"),
+    lambda c, who, a: c.help(who),
+    aliases=("start",),
+)
+MEMORIA = Command(
+    "memoria",
+    Words("memoria", "memory"),
+    Words(
+        "Ver, corregir o borrar lo que recuerdo de ti",
+        "See, fix or delete what I remember about you",
+    ),
+    default="memoria.ver",
+    subcommands=(
+        _sub(
+            "memoria.ver",
+            "ver",
+            "view",
+            "Lo que recuerdo de ti, numerado y con fechas",
+            "What I remember about you, numbered and dated",
+            _memoria("ver"),
+        ),
+        _sub(
+            "memoria.corregir",
+            "corregir",
+            "fix",
+            "Corrige un recuerdo",
+            "Fix a memory",
+            _memoria("corregir"),
+            FACT,
+            Arg("valor", Words("valor", "value"), Words("Lo correcto", "What is right"), rest=True),
+        ),
+        _sub(
+            "memoria.borrar",
+            "borrar",
+            "delete",
+            "Borra un recuerdo",
+            "Delete a memory",
+            _memoria("borrar"),
+            FACT,
+        ),
+        _sub(
+            "memoria.historial",
+            "historial",
+            "history",
+            "Cómo ha cambiado un recuerdo",
+            "How a memory has changed",
+            _memoria("historial"),
+            FACT,
+        ),
+        _sub(
+            "memoria.caduca",
+            "caduca",
+            "expire",
+            "Cuánto tiempo doy por bueno un recuerdo",
+            "How long a memory holds",
+            _memoria("caduca"),
+            FACT,
+            Arg(
+                "duracion",
+                Words("duracion", "duration"),
+                Words("30d, 2w, 6m, 1y o nunca", "30d, 2w, 6m, 1y or never"),
+            ),
+        ),
+        _sub(
+            "memoria.revisar",
+            "revisar",
+            "review",
+            "Los recuerdos nuevos esperan tu visto bueno (on/off)",
+            "New memories wait for your approval (on/off)",
+            _memoria("revisar"),
+            Arg(
+                "estado",
+                Words("estado", "state"),
+                Words("on u off", "on or off"),
+                "choice",
+                ("on", "off"),
+            ),
+        ),
+        _sub(
+            "memoria.porque",
+            "porque",
+            "why",
+            "De qué salió mi última respuesta",
+            "What my last reply was built from",
+            _memoria("porque"),
+        ),
+        _sub(
+            "memoria.exportar",
+            "exportar",
+            "export",
+            "Todo lo que recuerdo de ti, en un archivo JSON",
+            "Everything I remember about you, as a JSON file",
+            _memoria("exportar"),
+        ),
+        _sub(
+            "memoria.olvidar",
+            "olvidar",
+            "forget",
+            "Olvida todo lo que sé de ti con este personaje",
+            "Forget everything I know about you with this character",
+            _memoria("olvidar"),
+        ),
+    ),
+)
+REGISTRY: tuple[Command, ...] = (PERSONAJE, RESET, AYUDA, MEMORIA)
+
+
+# ---- lookup and running ------------------------------------------------------------------------
+
+
+def top_level(word: str) -> Command | None:
+    folded = word.casefold()
+    return next((c for c in REGISTRY if folded in c.all_names), None)
+
+
+def leaves() -> Iterator[Command]:
+    for command in REGISTRY:
+        yield from command.leaves()
+
+
+def menu(language: str) -> list[tuple[str, str]]:
+    """(name, description) of the top-level commands, for a platform's command menu."""
+    return [(c.names.get(language), c.help.get(language)) for c in REGISTRY if not c.admin]
+
+
+def help_lines(language: str) -> str:
+    return "\n".join(f"/{c.names.get(language)}: {c.help.get(language)}" for c in REGISTRY)
+
+
+def resolve(command: Command, words: list[str]) -> tuple[Command, list[str]]:
+    """Walk down the subcommands named by the first words; the rest are the arguments."""
+    while command.subcommands:
+        sub = command.named(words[0]) if words else None
+        if sub is not None:
+            command, words = sub, words[1:]
+        elif not words and command.default:
+            command = command.child(command.default)
+        elif words and command.implicit:
+            command = command.child(command.implicit)
+        else:
+            return command, words  # the caller gets this command's usage
+    return command, words
+
+
+def shape_args(command: Command, words: list[str], language: str) -> list[str]:
+    """The words as the command's arguments: a `rest` argument takes the remaining words;
+    a missing or malformed argument is refused with the command's usage."""
+    if command.args and command.args[-1].rest and len(words) > len(command.args):
+        keep = len(command.args) - 1
+        words = [*words[:keep], " ".join(words[keep:])]
+    bad = len(words) < len(command.args) or any(
+        (arg.kind == "int" and not word.lstrip("#").isdigit())
+        or (arg.choices and word.casefold() not in arg.choices)
+        for arg, word in zip(command.args, words, strict=False)
+    )
+    if bad or command.handler is None:
+        raise UserFacingError(text(language, "usage", usage=usage_of(command, language)))
+    return [
+        w.lstrip("#") if a.kind == "int" else w for a, w in zip(command.args, words, strict=False)
+    ]
+
+
+def _leaf_usage(command: Command, language: str) -> str:
+    return " ".join([command.names.get(language), *(_arg_usage(a, language) for a in command.args)])
+
+
+def usage_of(command: Command, language: str) -> str:
+    """'/memoria ver | corregir NUMERO VALOR | ...' or '/memoria corregir NUMERO VALOR'."""
+    if command.subcommands:
+        subs = (_leaf_usage(c, language) for c in command.subcommands if not c.admin)
+        return f"/{command.names.get(language)} " + " | ".join(subs)
+    parent = next((c for c in REGISTRY if command in c.subcommands), None)
+    prefix = f"/{parent.names.get(language)} " if parent else "/"
+    return prefix + _leaf_usage(command, language)
+
+
+async def run(commands: Commands, caller: Caller, command: Command, words: list[str]) -> Answer:
+    """One command with its words (as typed, or an option per argument from Discord)."""
+    language = await commands.language(caller)
+    leaf, rest = resolve(command, words)
+    args = shape_args(leaf, rest, language)
+    assert leaf.handler is not None
+    return await leaf.handler(commands, caller, args)
+
+
+def parse_line(line: str) -> tuple[Command | None, str, list[str]] | None:
+    """A typed "/name words..." line: (the command or None if unknown, the name, the words);
+    None when the line is not a command at all. "/name@bot" (Telegram groups) is accepted."""
+    if not line.startswith("/") or len(line) < 2:
+        return None
+    head, *words = line[1:].split()
+    name = head.split("@", 1)[0]
+    return top_level(name), name, words
+
+
+async def run_line(commands: Commands, caller: Caller, line: str) -> Answer | None:
+    """The text platforms' hook (terminal, Telegram): a registry command run, an unknown
+    "/word" answered with the list of commands, and None for chat text."""
+    parsed = parse_line(line.strip())
+    if parsed is None:
+        return None
+    command, name, words = parsed
+    if command is None:
+        language = await commands.language(caller)
+        valid = ", ".join(f"/{c.names.get(language)}" for c in REGISTRY)
+        return Answer(text(language, "unknown_command", given=name, valid=valid), ok=False)
+    return await run(commands, caller, command, words)

@@ -1,0 +1,85 @@
+"""/memoria ver, porque and historial N read as plain words with dates: no citation codes, no
+prompt markup, and historial N is about fact N alone. Real engine, real database, the fake
+Anthropic API writing the summary (with citations) and the extraction."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from bot.answers import Caller
+from bot.app import App
+from tests.conftest import FakeClock
+from tests.fakes.anthropic_api import FakeAnthropic, ToolUse
+from tests.helpers import summary_input
+from tests.test_memoria import fact_ids, learn
+
+ANA = Caller("telegram", "u1", "Ana", "dm", "c1")
+MACHINERY = re.compile(r"\{cite:\d+\}|^#{1,6} |\bturn #|\bfact #", re.MULTILINE)
+DATE = re.compile(r"\b\d{1,2} (ene|feb|mar|abr|may|jun|jul|ago|sep|oct|nov|dic) 20\d\d\b")
+
+
+async def with_summary_and_facts(app: App, fake: FakeAnthropic, clock: FakeClock) -> None:
+    """A conversation long enough to be summarised (the summary cites a turn), then facts, one
+    of them corrected so that it has a history."""
+
+    def summarise(body: dict[str, Any]) -> ToolUse:
+        first = int(
+            body["messages"][0]["content"][0]["text"].split("Turns to fold in:\n[")[1].split("]")[0]
+        )
+        claims = {"canon": [f"Ana busca a su hermano Iñaki {{cite:{first}}}"]}
+        return ToolUse("write_summary", summary_input(**claims))
+
+    fake.queue(summarise, route="write_summary")
+    await app.commands.chat(ANA, "Busco a mi hermano Iñaki")
+    for i in range(app.settings.window_trigger_turns // 2):
+        await app.commands.chat(ANA, f"mensaje {i}")
+        await app.companion.drain()
+    await learn(
+        app,
+        fake,
+        clock,
+        ANA,
+        "Vivo en Getxo y trabajo de enfermera",
+        ("semantic", "ciudad", "Getxo"),
+        ("semantic", "oficio", "enfermera"),
+    )
+    await app.commands.memoria(ANA, "corregir", f"{fact_ids(app)['ciudad']} Bilbao")
+    await app.commands.chat(ANA, "¿Te acuerdas de Iñaki?")
+
+
+async def test_view_and_why_show_dates_and_words_not_machinery(
+    app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    await with_summary_and_facts(app, fake_anthropic, clock)
+    view = (await app.commands.memoria(ANA, "ver", "")).text
+    assert "Ana busca a su hermano Iñaki" in view  # the summary's claim, without its code
+    assert "Lo que no cambia:" in view  # the field in plain words
+    assert MACHINERY.search(view) is None, view
+    assert DATE.search(view), view
+    why = (await app.commands.memoria(ANA, "porque", "")).text
+    assert "Ana busca a su hermano Iñaki" in why and "¿Te acuerdas de Iñaki?" in why
+    assert f"ciudad: Bilbao (#{fact_ids(app)['ciudad']})" in why
+    assert "tú:" in why and "Koldo Arrieta:" in why  # who said it, not "user"/"assistant"
+    assert MACHINERY.search(why) is None, why
+    assert DATE.search(why), why
+
+
+async def test_history_shows_that_fact_only(
+    app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    await with_summary_and_facts(app, fake_anthropic, clock)
+    ids = fact_ids(app)
+    history = (await app.commands.memoria(ANA, "historial", str(ids["ciudad"]))).text
+    assert history.splitlines()[0] == f"Historial de #{ids['ciudad']} (ciudad):"
+    assert "ahora: Bilbao" in history and "antes: Getxo (hasta el" in history
+    assert "enfermera" not in history and "Iñaki" not in history  # nothing else
+    assert DATE.search(history) and MACHINERY.search(history) is None
+    unchanged = (await app.commands.memoria(ANA, "historial", str(ids["oficio"]))).text
+    assert "ahora: enfermera" in unchanged and "Nunca ha cambiado." in unchanged
+    missing = None
+    try:
+        await app.commands.memoria(ANA, "historial", "999")
+    except Exception as exc:  # the adapters' one error rule words it
+        missing = (await app.commands.user_error(ANA, exc)).text  # type: ignore[arg-type]
+    assert missing == "No hay ningún recuerdo #999 en tu memoria."
