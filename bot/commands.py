@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.answers import Answer, Button, Caller, clean_input, is_blank
-from bot.memoria import Memoria
+from bot.memoria import Memoria, is_heavy, memoria_limited
 from bot.reload import CharacterReloader
 from bot.texts import text
 from memory.characters import Character, CharacterFileError
@@ -25,6 +25,10 @@ class Limits:
     max_message_chars: int = 4000
     rate_limit_messages: int = 8
     rate_limit_window_seconds: float = 60.0
+    # /memoria's heavy requests (a forget confirmed, an export) per user and window: each one
+    # deletes or reads a user's whole memory, so a script cannot keep the store busy with them.
+    memoria_limit: int = 3
+    memoria_window_seconds: float = 600.0
 
 
 class RateLimiter:
@@ -111,6 +115,7 @@ class Commands:
         self._admins = set(admin_ids)
         self._clock = clock
         self._rate = RateLimiter(limits.rate_limit_messages, limits.rate_limit_window_seconds)
+        self._memoria_rate = RateLimiter(limits.memoria_limit, limits.memoria_window_seconds)
         self._order = ArrivalOrder()
         book = companion.characters
         self._default = default_character if book.get(default_character or "") else book.default_id
@@ -248,6 +253,8 @@ class Commands:
     async def memoria(self, caller: Caller, action: str, args: str) -> Answer:
         """/memoria: the caller's own memory with their current character, answered privately."""
         character = await self.character_for(caller)
+        if is_heavy(action, args) and (refused := self._memoria_refusal(caller, character)):
+            return refused
         user = await self._store.upsert_user(
             caller.platform, caller.user_id, caller.display_name, self._clock()
         )
@@ -261,6 +268,15 @@ class Commands:
             args.split(),
         )
 
+    def _memoria_refusal(self, caller: Caller, character: Character) -> Answer | None:
+        """None while the caller is within /memoria's limit; else a refusal saying when."""
+        allowed, wait = self._memoria_rate.check(f"{caller.platform}:{caller.user_id}")
+        if allowed:
+            return None
+        # After the first refusal of a window the limiter gives no wait: the window bounds it.
+        seconds = max(1, round(wait or self._limits.memoria_window_seconds))
+        return Answer(memoria_limited(character.language, seconds), ok=False, private=True)
+
     async def button(self, caller: Caller, data: str) -> Answer:
         """A pressed button: switching character, confirming a forget, reviewing a fact."""
         kind, _, value = data.partition(":")
@@ -273,6 +289,8 @@ class Commands:
         )
         action, _, target = value.partition(":")
         if action == "forget" and target == character.id:
+            if refused := self._memoria_refusal(caller, character):
+                return refused
             return await self._memoria.forget(user, character.id, character.name, language)
         if action in ("accept", "reject") and target.isdigit():
             return await self._memoria.review(

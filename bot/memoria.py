@@ -83,6 +83,8 @@ WORDS = {
         "history": "antes",
         "until": "hasta",
         "export": "Aquí tienes todo lo que {name} recuerda de ti.",
+        "limited": "Demasiadas peticiones de borrado o exportación seguidas. "
+        "Vuelve a probar dentro de {seconds} s.",
     },
     "en": {
         "stated": "told by you",
@@ -112,8 +114,20 @@ WORDS = {
         "history": "before",
         "until": "until",
         "export": "Here is everything {name} remembers about you.",
+        "limited": "Too many forget or export requests in a row. Try again in {seconds} s.",
     },
 }
+
+
+def is_heavy(action: str, args: str) -> bool:
+    """The /memoria requests under their own rate limit: a confirmed forget, an export."""
+    kind = ACTIONS.get(action.lower())
+    confirmed = args.lower().split()[:1] in (["confirmar"], ["confirm"])
+    return kind == "export" or (kind == "forget" and confirmed)
+
+
+def memoria_limited(lang: str, seconds: int) -> str:
+    return WORDS[lang]["limited"].format(seconds=seconds)
 
 
 def _number(args: list[str], lang: str) -> int:
