@@ -82,7 +82,9 @@ async def run_memory(args: argparse.Namespace, settings: Settings) -> int:
             return 0
         if args.memory_action == "export":
             return await _export(service, user, args.character, args.out)
-        return await _forget(store, service, user, args.character, args.yes)
+        # Every character the database holds for the user, loaded now or not.
+        everyone = [args.character] if args.character else await store.characters_of(user.id)
+        return await _forget(store, service, user, everyone, args.yes)
     finally:
         await store.close()
 
@@ -116,11 +118,10 @@ async def _import(service: MemoryService, user: User, file: Path, character: str
 
 
 async def _forget(
-    store: Store, service: MemoryService, user: User, character: str | None, yes: bool
+    store: Store, service: MemoryService, user: User, characters: list[str], yes: bool
 ) -> int:
-    """One character, or (without --character) every character the database holds for this
-    user, loaded now or not, and then the user's own rows once nothing refers to them."""
-    characters = [character] if character else await store.characters_of(user.id)
+    """Each character's memory, then the user's own rows (display name, choices,
+    preferences) once no memory with any character refers to them."""
     if not yes:
         platform_id = user.platform_user_id
         named = ", ".join(characters) or "no character"
@@ -135,11 +136,11 @@ async def _forget(
         if answer.strip() != platform_id:
             print("not confirmed; nothing deleted")
             return 1
-    if character:
-        print(f"{character}: deleted {await service.forget(user, character)}")
-    else:
-        for character_id, counts in (await service.forget_everything(user)).items():
-            print(f"{character_id}: deleted {counts}")
+    for character_id in characters:
+        counts = await service.forget(user, character_id)
+        print(f"{character_id}: deleted {counts}")
+    if await store.forget_user_if_unreferenced(user.id):
+        print(f"user {user.platform_user_id}: no memory left; their own rows deleted too")
     if not await store.purge_settled(timeout=PURGE_WAIT_SECONDS):
         print(
             "the purge of the deleted bytes is still blocked (a reader holds the database); "

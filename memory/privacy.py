@@ -178,15 +178,6 @@ class MemoryService:
         async with self._forgetting(user.id, character_id):
             return await self._store.forget(user.id, character_id)
 
-    async def forget_everything(self, user: User) -> dict[str, dict[str, int]]:
-        """Every character found in the database for this user (loaded now or not), then the
-        user's own rows (display name, choices, preferences) once nothing refers to them."""
-        done = {}
-        for character_id in await self._store.characters_of(user.id):
-            done[character_id] = await self.forget(user, character_id)
-        await self._store.forget_user_if_unreferenced(user.id)
-        return done
-
     async def export(self, user: User, character_id: str) -> dict[str, Any]:
         rows = await self._store.export_rows(user.id, character_id)
         return {
