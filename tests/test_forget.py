@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +36,25 @@ async def small_window(
         yield running
 
 
+@pytest.fixture
+def gates() -> Iterator[list[Gate]]:
+    """Every gate is opened at the end, even when a test fails before it opens its own: the
+    fake provider then answers the request it holds instead of stalling its shutdown."""
+    made: list[Gate] = []
+    yield made
+    for gate in made:
+        gate.opened.set()
+
+
 class Gate:
     """A scripted model answer that is held until the test opens the gate: the background
     call is truly in flight (the request reached the fake provider) when the user forgets."""
 
-    def __init__(self, answer: Any) -> None:
+    def __init__(self, answer: Any, registry: list[Gate]) -> None:
         self.arrived = asyncio.Event()
         self.opened = asyncio.Event()
         self._answer = answer
+        registry.append(self)
 
     async def __call__(self, body: dict[str, Any]) -> Any:
         self.arrived.set()
@@ -70,16 +81,17 @@ async def user_id_of(app: App, caller: Caller) -> int:
 
 
 async def test_a_forget_during_an_in_flight_compaction_leaves_nothing(
-    small_window: App, fake_anthropic: FakeAnthropic
+    small_window: App, fake_anthropic: FakeAnthropic, gates: list[Gate]
 ) -> None:
     app = small_window
-    gate = Gate(ToolUse("write_summary", summary_input(canon=[f"La clave es {CANARY}"])))
+    answer = ToolUse("write_summary", summary_input(canon=[f"La clave es {CANARY}"]))
+    gate = Gate(answer, gates)
     fake_anthropic.queue(gate, route="write_summary")
     await app.commands.chat(ANA, f"Apunta mi clave: {CANARY}")
     await app.commands.chat(ANA, "Y vivo en Getxo")
     await asyncio.wait_for(gate.arrived.wait(), 10)  # the summariser's call is in flight
     ana = await user_id_of(app, ANA)
-    done = await app.commands.button(ANA, FORGET)
+    done = await asyncio.wait_for(app.commands.button(ANA, FORGET), 5)
     assert "olvidado" in done.text
     # The compaction was cancelled by the forget, not merely outrun: nothing is left to wait for.
     await asyncio.wait_for(app.companion.drain(), 2)
@@ -95,17 +107,17 @@ async def test_a_forget_during_an_in_flight_compaction_leaves_nothing(
 
 
 async def test_a_forget_during_an_in_flight_extraction_leaves_nothing(
-    app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
+    app: App, fake_anthropic: FakeAnthropic, clock: FakeClock, gates: list[Gate]
 ) -> None:
     await app.commands.chat(ANA, f"Mi clave del portal es {CANARY}")
     turn = user_turn_ids(app)[-1]
-    gate = Gate(record(op("semantic", "door_code", CANARY, [turn])))
+    gate = Gate(record(op("semantic", "door_code", CANARY, [turn])), gates)
     fake_anthropic.queue(gate, route="record_profile")
     ana = await user_id_of(app, ANA)
     clock.advance(hours=2)
     sweeping = asyncio.create_task(app.sweep())  # ends the conversation, extracts its facts
     await asyncio.wait_for(gate.arrived.wait(), 10)
-    assert "olvidado" in (await app.commands.button(ANA, FORGET)).text
+    assert "olvidado" in (await asyncio.wait_for(app.commands.button(ANA, FORGET), 5)).text
     # The extraction was stopped by the forget: the sweep ends without the model's answer.
     await asyncio.wait_for(sweeping, 2)
     await asyncio.wait_for(app.companion.drain(), 2)
