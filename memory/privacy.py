@@ -147,6 +147,7 @@ class MemoryService:
             )
         else:
             await self._store.delete_fact(user.id, character_id, fact_id)
+            await self._store.purge_search_index()  # the rejected value leaves the WAL too
         self._on_change(user.id, character_id)
 
     async def set_review_mode(self, user: User, on: bool) -> None:
