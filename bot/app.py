@@ -115,8 +115,10 @@ async def open_app(
         await reloader.check()
         await companion.end_idle_conversations()
         await extractor.extract_pending()
+        await store.resume_purge()  # owed by a crash or by another process's forget
 
     companion.on_conversation_end(extract_later)
+    companion.on_forget(extractor.cancel_for)  # a forget stops the user's extraction first
     # Work that was due when the process last stopped is found from the database, not memory.
     companion.spawn(extractor.extract_pending())
     scheduler = AsyncIOScheduler()
@@ -131,7 +133,7 @@ async def open_app(
     if start_scheduler:
         scheduler.start()
     memory_service = MemoryService(
-        store, lifetimes, clock, companion.forget_cached, companion.profile_changed
+        store, lifetimes, clock, companion.forgetting, companion.profile_changed
     )
     commands = Commands(
         companion,

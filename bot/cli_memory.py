@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -19,6 +20,9 @@ from memory.errors import UserFacingError
 from memory.models import User
 from memory.privacy import MemoryService
 from memory.store import Store
+
+# How long `memory forget` waits for the purge (index merge, complete WAL checkpoint) to finish.
+PURGE_WAIT_SECONDS = 30.0
 
 
 def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -50,10 +54,15 @@ async def run_memory(args: argparse.Namespace, settings: Settings) -> int:
     try:
 
         def no_live_sessions(_user: int, _character: str) -> None:
-            """The CLI runs beside the bot, whose sessions it cannot reach."""
+            """The CLI runs beside the bot, whose sessions it cannot reach (the bot notices
+            the other writer and reads them again: see README, /memoria)."""
 
         service = MemoryService(
-            store, settings.lifetimes(), system_clock(settings), no_live_sessions, no_live_sessions
+            store,
+            settings.lifetimes(),
+            system_clock(settings),
+            lambda _user, _character: contextlib.nullcontext(),
+            no_live_sessions,
         )
         user = await store.find_user(args.platform, args.user)
         if args.memory_action == "import":
@@ -73,7 +82,9 @@ async def run_memory(args: argparse.Namespace, settings: Settings) -> int:
             return 0
         if args.memory_action == "export":
             return await _export(service, user, args.character, args.out)
-        return await _forget(service, user, characters, args.yes)
+        # Every character the database holds for the user, loaded now or not.
+        everyone = [args.character] if args.character else await store.characters_of(user.id)
+        return await _forget(store, service, user, everyone, args.yes)
     finally:
         await store.close()
 
@@ -106,13 +117,18 @@ async def _import(service: MemoryService, user: User, file: Path, character: str
     return 0
 
 
-async def _forget(service: MemoryService, user: User, characters: list[str], yes: bool) -> int:
+async def _forget(
+    store: Store, service: MemoryService, user: User, characters: list[str], yes: bool
+) -> int:
+    """Each character's memory, then the user's own rows (display name, choices,
+    preferences) once no memory with any character refers to them."""
     if not yes:
         platform_id = user.platform_user_id
+        named = ", ".join(characters) or "no character"
         try:
             answer = await asyncio.to_thread(
                 input,
-                f"Delete ALL memory of user {platform_id} with {', '.join(characters)}? "
+                f"Delete ALL memory of user {platform_id} with {named}? "
                 "Type the user id to confirm: ",
             )
         except EOFError:
@@ -123,4 +139,12 @@ async def _forget(service: MemoryService, user: User, characters: list[str], yes
     for character_id in characters:
         counts = await service.forget(user, character_id)
         print(f"{character_id}: deleted {counts}")
+    if await store.forget_user_if_unreferenced(user.id):
+        print(f"user {user.platform_user_id}: no memory left; their own rows deleted too")
+    if not await store.purge_settled(timeout=PURGE_WAIT_SECONDS):
+        print(
+            "the purge of the deleted bytes is still blocked (a reader holds the database); "
+            "it stays recorded, and the bot finishes it (at its next sweep or start)",
+            file=sys.stderr,
+        )
     return 0

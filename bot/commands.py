@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.answers import Answer, Button, Caller, clean_input, is_blank
-from bot.memoria import Memoria
+from bot.memoria import Memoria, is_heavy
 from bot.registry import help_lines
 from bot.reload import CharacterReloader
 from bot.texts import pick_language, text
@@ -26,6 +26,10 @@ class Limits:
     max_message_chars: int = 4000
     rate_limit_messages: int = 8
     rate_limit_window_seconds: float = 60.0
+    # /memoria's heavy requests (a forget confirmed, an export) per user and window: each one
+    # deletes or reads a user's whole memory, so a script cannot keep the store busy with them.
+    memoria_limit: int = 3
+    memoria_window_seconds: float = 600.0
 
 
 class RateLimiter:
@@ -112,6 +116,7 @@ class Commands:
         self._admins = set(admin_ids)
         self._clock = clock
         self._rate = RateLimiter(limits.rate_limit_messages, limits.rate_limit_window_seconds)
+        self._memoria_rate = RateLimiter(limits.memoria_limit, limits.memoria_window_seconds)
         self._order = ArrivalOrder()
         book = companion.characters
         self._default = default_character if book.get(default_character or "") else book.default_id
@@ -254,6 +259,9 @@ class Commands:
     async def memoria(self, caller: Caller, action: str, args: str) -> Answer:
         """/memoria: the caller's own memory with their current character, answered privately."""
         character = await self.character_for(caller)
+        language = pick_language(caller.locale, character.language)
+        if is_heavy(action, args) and (refused := self._memoria_refusal(caller, language)):
+            return refused
         user = await self._store.upsert_user(
             caller.platform, caller.user_id, caller.display_name, self._clock()
         )
@@ -262,10 +270,19 @@ class Commands:
             character.id,
             character.name,
             caller.channel_key,
-            pick_language(caller.locale, character.language),
+            language,
             action,
             args.split(),
         )
+
+    def _memoria_refusal(self, caller: Caller, language: str) -> Answer | None:
+        """None while the caller is within /memoria's limit; else a refusal saying when."""
+        allowed, wait = self._memoria_rate.check(f"{caller.platform}:{caller.user_id}")
+        if allowed:
+            return None
+        # After the first refusal of a window the limiter gives no wait: the window bounds it.
+        seconds = max(1, round(wait or self._limits.memoria_window_seconds))
+        return Answer(text(language, "mem_limited", seconds=seconds), ok=False, private=True)
 
     async def button(self, caller: Caller, data: str) -> Answer:
         """A pressed button: switching character, confirming a forget, reviewing a fact."""
@@ -279,6 +296,8 @@ class Commands:
         )
         action, _, target = value.partition(":")
         if action == "forget" and target == character.id:
+            if refused := self._memoria_refusal(caller, language):
+                return refused
             return await self._memoria.forget(user, character.id, character.name, language)
         if action in ("accept", "reject") and target.isdigit():
             return await self._memoria.review(

@@ -28,6 +28,14 @@ def _usage(lang: str) -> UserFacingError:
     return UserFacingError(text(lang, "usage", usage=usage_of(MEMORIA, lang)))
 
 
+def is_heavy(action: str, args: str) -> bool:
+    """The /memoria requests under their own rate limit: a confirmed forget, an export."""
+    sub = MEMORIA.named(action) if action else None
+    confirmed = args.lower().split()[:1] in (["confirmar"], ["confirm"])
+    key = sub.key if sub is not None else ""
+    return key == "memoria.exportar" or (key == "memoria.olvidar" and confirmed)
+
+
 def _number(args: list[str], lang: str) -> int:
     if not args or not args[0].lstrip("#").isdigit():
         raise _usage(lang)

@@ -52,6 +52,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "mem_confirm": "por confirmar",
         "mem_pending": "Pendientes de tu revisión",
         "mem_none": "No recuerdo nada de ti todavía.",
+        "mem_limited": "Demasiadas peticiones de borrado o exportación seguidas. "
+        "Vuelve a probar dentro de {seconds} s.",
         "mem_title": "Lo que {name} recuerda de ti",
         "mem_kind_semantic": "Quién eres",
         "mem_kind_emotional": "Cómo te sientes",
@@ -133,6 +135,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "mem_confirm": "to confirm",
         "mem_pending": "Waiting for your review",
         "mem_none": "I don't remember anything about you yet.",
+        "mem_limited": "Too many forget or export requests in a row. Try again in {seconds} s.",
         "mem_title": "What {name} remembers about you",
         "mem_kind_semantic": "Who you are",
         "mem_kind_emotional": "How you feel",

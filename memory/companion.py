@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -80,7 +81,11 @@ class Companion:
         self._profile_versions: dict[tuple[int, str], int] = {}
         self._profile_epoch = 0
         self._tasks: set[asyncio.Task[Any]] = set()
+        # (user id, character id) -> its background work in flight: what a forget cancels
+        self._owned_tasks: dict[tuple[int, str], set[asyncio.Task[Any]]] = {}
         self._end_listeners: list[Callable[[Conversation], Awaitable[None]]] = []
+        self._forget_listeners: list[Callable[[int, str], Awaitable[None]]] = []
+        self._users_seen_at_changes = 0
 
     @property
     def characters(self) -> CharacterBook:
@@ -108,6 +113,38 @@ class Companion:
     def forget_cached(self, user_id: int, character_id: str) -> None:
         """Drop the RAM sessions of a user with a character (after /memoria olvidar)."""
         self._sessions.drop_where(lambda t: t.user_id == user_id and t.character_id == character_id)
+
+    def on_forget(self, listener: Callable[[int, str], Awaitable[None]]) -> None:
+        """Called before a user's memory with a character is deleted, to stop the work of
+        theirs that runs outside the engine (profile extraction); returns once it stopped."""
+        self._forget_listeners.append(listener)
+
+    @contextlib.asynccontextmanager
+    async def forgetting(self, user_id: int, character_id: str) -> AsyncIterator[None]:
+        """Hold everything of this user with this character still while it is deleted: each
+        thread's lock is taken (a reply under way ends first, none begins), the background
+        work in flight is cancelled and waited for, and the sessions leave RAM afterwards.
+        So no summary, fact or usage row computed from the old memory lands after the delete
+        (and the store's conditional writes catch whatever raced past this)."""
+        threads = sorted(
+            (
+                t
+                for t in self._sessions.threads()
+                if (t.user_id, t.character_id) == (user_id, character_id)
+            ),
+            key=lambda t: t.scope,
+        )
+        async with contextlib.AsyncExitStack() as held:
+            for thread in threads:  # in one order: two forgets never wait on each other
+                await held.enter_async_context(self._sessions.lock(thread))
+            owned = list(self._owned_tasks.get((user_id, character_id), ()))
+            for task in owned:
+                task.cancel()
+            await asyncio.gather(*owned, return_exceptions=True)
+            for listener in self._forget_listeners:
+                await listener(user_id, character_id)
+            yield
+            self.forget_cached(user_id, character_id)
 
     def character(self, character_id: str) -> Character:
         character = self._characters.get(character_id)
@@ -195,7 +232,13 @@ class Companion:
         except ConversationGone:
             log.info("conversation %s was deleted by another process", session.conversation.id)
             self._sessions.drop(session.thread)
-            session = await self._session(session.user, session.thread, now)
+            # `memory forget` may have deleted the user's row too: it is written again.
+            u = session.user
+            user = await self._store.upsert_user(
+                u.platform, u.platform_user_id, u.display_name, now
+            )
+            thread = replace(session.thread, user_id=user.id)
+            session = await self._session(user, thread, now)
             turn = await self._store.add_turn(session.conversation, "user", text, now, message_id)
         if self._store.external_changes == session.store_changes or session.compacting:
             session.window.append(turn)  # (a compaction in flight finishes first; next time)
@@ -251,6 +294,11 @@ class Companion:
     async def _open_thread(self, incoming: Incoming) -> tuple[Character, User, Thread]:
         """The character, the user (created on first contact) and their thread."""
         character = self.character(incoming.character_id)
+        if self._store.external_changes != self._users_seen_at_changes:
+            # Another process wrote (`companion memory forget` may have deleted a user's row):
+            # the users cached here are read again, once each.
+            self._users = RecentUsers(self._settings.max_sessions_in_ram)
+            self._users_seen_at_changes = self._store.external_changes
         user = self._users.get(incoming.platform, incoming.platform_user_id)
         if user is None or user.display_name != incoming.display_name:
             user = await self._store.upsert_user(
@@ -324,9 +372,15 @@ class Companion:
             return
         session.compacting = True
         job = CompactionInput(
-            session.thread, character.name, character.language, session.summary, fold
+            session.thread,
+            character.name,
+            character.language,
+            session.summary,
+            fold,
+            conversation_id=session.conversation.id,
         )
-        self.spawn(self._compact(session, job))
+        owner = (session.thread.user_id, session.thread.character_id)
+        self.spawn(self._compact(session, job), owner=owner)
 
     async def _compact(self, session: Session, job: CompactionInput) -> None:
         folded = False
@@ -335,7 +389,11 @@ class Companion:
             if summary is None:
                 return
             async with self._sessions.lock(session.thread):
-                summary_id = await self._store.save_summary(session.thread, summary)
+                summary_id = await self._store.save_summary(
+                    session.thread, summary, job.conversation_id
+                )
+                if summary_id is None:  # forgotten meanwhile: nothing was written
+                    return
                 session.summary = replace(summary, id=summary_id)
                 # Turns that arrived during the call stay: the window is append-only.
                 session.window = [t for t in session.window if t.id > summary.covers_up_to_turn_id]
@@ -349,11 +407,23 @@ class Companion:
 
     # ---- background work --------------------------------------------------------------------
 
-    def spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
-        """Run after the reply; tracked so that shutdown and tests can wait for it."""
+    def spawn(
+        self, coroutine: Coroutine[Any, Any, None], owner: tuple[int, str] | None = None
+    ) -> None:
+        """Run after the reply; tracked so that shutdown and tests can wait for it, and by
+        `owner` (user id, character id) so that a forget can cancel it."""
         task = asyncio.create_task(coroutine)
         self._tasks.add(task)
+        if owner is not None:
+            self._owned_tasks.setdefault(owner, set()).add(task)
+            task.add_done_callback(lambda done: self._disown(owner, done))
         task.add_done_callback(self._task_done)
+
+    def _disown(self, owner: tuple[int, str], task: asyncio.Task[Any]) -> None:
+        tasks = self._owned_tasks.get(owner, set())
+        tasks.discard(task)
+        if not tasks:
+            self._owned_tasks.pop(owner, None)
 
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)

@@ -7,6 +7,7 @@ rejected whole and retried with the reason; after the retries the profile stays 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -217,7 +218,9 @@ class ProfileExtractor:
         self._characters = characters
         self._attempts = attempts
         self._model = model
-        self._in_flight: set[int] = set()
+        # conversation id -> (user id, character id) and its extraction's task: what a
+        # forget must stop before it deletes (cancel_for)
+        self._in_flight: dict[int, tuple[tuple[int, str], asyncio.Task[str]]] = {}
 
     async def extract_pending(self) -> int:
         """Run every extraction the database says is due; safe to call at every start."""
@@ -230,11 +233,25 @@ class ProfileExtractor:
         """Extract one ended conversation once; returns the status recorded for it."""
         if conversation.id in self._in_flight:
             return "in flight"
-        self._in_flight.add(conversation.id)
+        work = asyncio.ensure_future(self._extract(conversation))
+        owner = (conversation.thread.user_id, conversation.thread.character_id)
+        self._in_flight[conversation.id] = (owner, work)
         try:
-            return await self._extract(conversation)
+            return await work
+        except asyncio.CancelledError:
+            if asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                raise  # we were cancelled ourselves (shutdown)
+            return "forgotten"  # cancel_for stopped it: its conversation is being deleted
         finally:
-            self._in_flight.discard(conversation.id)
+            del self._in_flight[conversation.id]
+
+    async def cancel_for(self, user_id: int, character_id: str) -> None:
+        """Stop this user's extractions with this character and wait until they have stopped
+        (a forget is about to delete what they read)."""
+        works = [w for owner, w in self._in_flight.values() if owner == (user_id, character_id)]
+        for work in works:
+            work.cancel()
+        await asyncio.gather(*works, return_exceptions=True)
 
     async def _extract(self, conversation: Conversation) -> str:
         thread = conversation.thread
@@ -287,9 +304,10 @@ class ProfileExtractor:
                 await self._count(conversation, response.model, feedback, response)
                 continue
             await self._count(conversation, response.model, None, response)
-            await self._store.apply_fact_changes(
+            if not await self._store.apply_fact_changes(
                 plan.adds, plan.updates, plan.deletes, plan.confirms, conversation.id, self._clock()
-            )
+            ):
+                return "forgotten"  # deleted while the model answered: nothing was written
             return "done"
         log.error(
             "extraction of conversation %s rejected after %s attempts; profile kept",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -69,13 +70,15 @@ class MemoryService:
         store: Store,
         lifetimes: Lifetimes,
         clock: Callable[[], datetime],
-        on_forget: Callable[[int, str], None],
+        forgetting: Callable[[int, str], AbstractAsyncContextManager[None]],
         on_change: Callable[[int, str], None],
     ) -> None:
         self._store = store
         self._lifetimes = lifetimes
         self._clock = clock
-        self._on_forget = on_forget  # drops the RAM sessions of what was forgotten
+        # Holds the engine still around a forget: the pair's background work stopped, its
+        # sessions out of RAM (Companion.forgetting).
+        self._forgetting = forgetting
         # Tells live sessions that the facts changed: a deleted or corrected fact leaves the
         # prompt at the user's next message, not when the conversation ends.
         self._on_change = on_change
@@ -150,6 +153,7 @@ class MemoryService:
             )
         else:
             await self._store.delete_fact(user.id, character_id, fact_id)
+            await self._store.purge_search_index()  # the rejected value leaves the WAL too
         self._on_change(user.id, character_id)
 
     async def set_review_mode(self, user: User, on: bool) -> None:
@@ -176,11 +180,10 @@ class MemoryService:
         return WhyView(sources, tuple(facts), summary, tuple(sorted(turns, key=lambda t: t.id)))
 
     async def forget(self, user: User, character_id: str) -> dict[str, int]:
-        """Everything with this character, from every table and the search index."""
-        self._on_forget(user.id, character_id)
-        counts = await self._store.forget(user.id, character_id)
-        self._on_forget(user.id, character_id)
-        return counts
+        """Everything with this character, from every table and the search index, with the
+        user's background work stopped first: nothing computed from it lands afterwards."""
+        async with self._forgetting(user.id, character_id):
+            return await self._store.forget(user.id, character_id)
 
     async def export(self, user: User, character_id: str) -> dict[str, Any]:
         rows = await self._store.export_rows(user.id, character_id)

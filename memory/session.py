@@ -90,6 +90,10 @@ class SessionCache:
         self._sessions[session.thread] = session
         self._sessions.move_to_end(session.thread)
 
+    def threads(self) -> list[Thread]:
+        """Every thread in RAM or with its lock in use (a message being answered)."""
+        return list(self._sessions.keys() | self._locks.keys())
+
     def drop(self, thread: Thread) -> None:
         self._sessions.pop(thread, None)
 

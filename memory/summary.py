@@ -165,6 +165,7 @@ class CompactionInput:
     language: str
     previous: Summary | None
     folded: tuple[Turn, ...]
+    conversation_id: int | None = None  # its usage rows are written only while it exists
 
 
 class Summariser:
@@ -256,6 +257,7 @@ class Summariser:
             ok=error is None,
             user_id=job.thread.user_id,
             character_id=job.thread.character_id,
+            conversation_id=job.conversation_id,
             error=error,
         )
         await self._record_usage(record.measured(response))

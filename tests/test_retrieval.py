@@ -288,6 +288,7 @@ async def test_deleted_turns_leave_search_and_every_table(store: Store) -> None:
         await store._execute("DELETE FROM turns WHERE id = ?", (turn.id,))
     assert await retriever.search(ana, "Zumalakarregi", 5) == []
     await store.purge_search_index()
+    assert await store.purge_settled(timeout=10)  # the purge runs in the background
     assert "zumalakarregi" not in everything_in(store.path)
     assert "zumalakarregi" not in index_terms(store.path)
     assert not {"mote", "secreto", "apuntado"} & index_terms(store.path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
@@ -24,6 +25,11 @@ R = TypeVar("R")
 S = TypeVar("S", bound="StoreBase")
 
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+BUSY_TIMEOUT_MS = 5000
+# Pages of index merging per step of a purge: a few milliseconds on the store's thread, so the
+# users' work queued meanwhile waits for one step, never for the whole merge.
+PURGE_STEP_PAGES = 64
+PURGE_RETRY_MAX_SECONDS = 30.0
 
 
 def on_db_thread(
@@ -110,21 +116,27 @@ def _connect(path: Path) -> sqlite3.Connection:
     con = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     con.row_factory = sqlite3.Row
     try:
-        for pragma in (
-            "journal_mode = WAL",
-            "synchronous = NORMAL",
-            "foreign_keys = ON",
-            "busy_timeout = 5000",
-            # Deleted memory must not linger in free pages.
-            "secure_delete = ON",
-        ):
-            con.execute(f"PRAGMA {pragma}")
-        # The search index's triggers call it (migration 0007): on every connection, first.
-        con.create_function("thread_tokens", 4, fts.thread_tokens, deterministic=True)
+        configure(con)
     except BaseException:
         con.close()
         raise
     return con
+
+
+def configure(con: sqlite3.Connection) -> None:
+    """Set every pragma explicitly, whatever SQLite was built with: secure_delete is on by
+    default in some builds only, and forget relies on it."""
+    for pragma in (
+        "journal_mode = WAL",
+        "synchronous = NORMAL",
+        "foreign_keys = ON",
+        f"busy_timeout = {BUSY_TIMEOUT_MS}",
+        # Deleted memory must not linger in free pages.
+        "secure_delete = ON",
+    ):
+        con.execute(f"PRAGMA {pragma}")
+    # The search index's triggers call it (migration 0007): on every connection, first.
+    con.create_function("thread_tokens", 4, fts.thread_tokens, deterministic=True)
 
 
 class StoreBase:
@@ -133,6 +145,10 @@ class StoreBase:
     def __init__(self, worker: DatabaseThread, path: Path) -> None:
         self._worker = worker  # the only thread that touches `_con`
         self.path = path
+        self._purge: asyncio.Task[None] | None = None
+        # First wait before trying a blocked checkpoint again (a reader holds a snapshot);
+        # doubled at each failure up to PURGE_RETRY_MAX_SECONDS.
+        self.purge_retry_seconds = 0.05
 
     @property
     def _con(self) -> sqlite3.Connection:
@@ -176,12 +192,18 @@ class StoreBase:
             await store._run_alone(store._check_schema_not_newer)
             if migrate:
                 await store.migrate()
+                # A purge the last run recorded but did not finish (a crash, a reader that
+                # held the WAL): resumed now, in the background.
+                await store.resume_purge()
         except BaseException:
             await store.close()
             raise
         return store
 
     async def close(self) -> None:
+        if self._purge is not None:  # what it has not finished stays recorded: next start
+            self._purge.cancel()
+            await asyncio.gather(self._purge, return_exceptions=True)
         await self._worker.stop()
 
     def _all(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
@@ -264,6 +286,85 @@ class StoreBase:
     def integrity_check(self) -> str:
         row = self._one("PRAGMA integrity_check")
         return str(row[0]) if row else "no answer"
+
+    # ---- purging what a deletion left (forget) ----------------------------------------------
+
+    def _record_pending_purge(self) -> None:
+        """Called inside the deleting transaction: the purge is owed from the moment the rows
+        are gone, so a crash before it ends leaves the record, and the next start resumes it."""
+        self._con.execute("INSERT INTO pending_purges (requested_at) VALUES (datetime('now'))")
+
+    @on_db_thread
+    def pending_purges(self) -> int:
+        row = self._one("SELECT count(*) FROM pending_purges")
+        return int(row[0]) if row else 0
+
+    async def resume_purge(self) -> None:
+        """Start the purge if one is recorded as owed (by a crash, or by another process such
+        as `companion memory forget` whose checkpoint a reader blocked)."""
+        if await self.pending_purges():
+            self._start_purge()
+
+    def _start_purge(self) -> None:
+        """Purge in the background, one runner for every pending record: deletes that arrive
+        while it runs are finished by the same pass (coalesced), and nobody waits for it."""
+        if self._purge is None or self._purge.done():
+            self._purge = asyncio.create_task(self._purge_until_done(), name="store-purge")
+
+    async def purge_settled(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109
+        """Wait (at most `timeout` seconds) for the background purge; True once nothing is
+        pending. For tests and the admin CLI: the bot never waits for it."""
+        if self._purge is not None and not self._purge.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self._purge), timeout)
+            except TimeoutError:
+                return False
+        return await self.pending_purges() == 0
+
+    async def _purge_until_done(self) -> None:
+        delay = self.purge_retry_seconds
+        while True:
+            try:
+                step = await self._purge_step()
+            except sqlite3.Error:  # a locked or full file: the record stays, try again later
+                log.warning("purge step failed; retrying in %.1fs", delay, exc_info=True)
+                step = "blocked"
+            if step == "done":
+                return
+            if step == "blocked":
+                await asyncio.sleep(delay)
+                delay = min(2 * delay, PURGE_RETRY_MAX_SECONDS)
+            else:
+                delay = self.purge_retry_seconds
+
+    @alone_on_db_thread
+    def _purge_step(self) -> str:
+        """One short step: merge a little more of the index; once merged into one segment,
+        checkpoint the WAL; once that is complete, clear the records this pass covered."""
+        row = self._one("SELECT max(id) FROM pending_purges")
+        last = row[0] if row else None
+        if last is None:
+            return "done"
+        if fts.merge_step(self._con, PURGE_STEP_PAGES):
+            return "merging"
+        if not self._checkpoint_completely():
+            return "blocked"
+        self._con.execute("DELETE FROM pending_purges WHERE id <= ?", (last,))
+        return "cleared"
+
+    def _checkpoint_completely(self) -> bool:
+        """Copy every WAL frame into the file and empty the WAL. A reader holding an older
+        snapshot (an export, `stats`, a backup) makes it stop short and say so (busy, or fewer
+        frames copied than logged): the old pages, deleted words included, are still in the
+        WAL then. It must not wait here, holding the store's thread: busy_timeout 0, and the
+        purge's loop tries again later."""
+        self._con.execute("PRAGMA busy_timeout = 0")
+        try:
+            row = self._con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            self._con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        busy, logged, copied = row
+        return bool(busy == 0 and logged == copied)
 
     # ---- rows into typed records ----------------------------------------------------------
 

@@ -215,11 +215,17 @@ class ConversationsMixin(StoreBase):
         return self._summary(row) if row else None
 
     @on_db_thread
-    def save_summary(self, thread: Thread, summary: Summary) -> int:
-        """Store a new version; returns its id."""
-        cursor = self._con.execute(
+    def save_summary(
+        self, thread: Thread, summary: Summary, conversation_id: int | None = None
+    ) -> int | None:
+        """Store a new version; returns its id. With `conversation_id` (the compaction's), only
+        while that conversation still exists, tested by the INSERT itself: a summary computed
+        before a forget writes nothing after it (None), whatever raced past the engine's lock."""
+        row = self._one(
             "INSERT INTO summaries (user_id, character_id, scope, fields_json, cited_ids_json,"
-            " covers_up_to_turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            " covers_up_to_turn_id, created_at) SELECT ?, ?, ?, ?, ?, ?, ?"
+            " WHERE ?8 IS NULL OR EXISTS (SELECT 1 FROM conversations WHERE id = ?8"
+            " AND user_id = ?1 AND character_id = ?2) RETURNING id",
             (
                 thread.user_id,
                 thread.character_id,
@@ -228,9 +234,10 @@ class ConversationsMixin(StoreBase):
                 json.dumps(sorted(summary.cited_ids)),
                 summary.covers_up_to_turn_id,
                 _ts(summary.created_at),
+                conversation_id,
             ),
         )
-        return int(cursor.lastrowid or 0)
+        return int(row[0]) if row else None
 
     # ---- usage ------------------------------------------------------------------------------
 
@@ -239,11 +246,14 @@ class ConversationsMixin(StoreBase):
         self._insert_usage(record, now)
 
     def _insert_usage(self, record: UsageRecord, now: datetime) -> None:
+        # A row of a conversation is written only while it exists: a background call that
+        # ends after a forget leaves no row (nor a foreign-key error) behind.
         self._con.execute(
             "INSERT INTO llm_usage (user_id, character_id, conversation_id, turn_id, kind,"
             " model, ok, error, input_tokens, cache_read_tokens, cache_write_tokens,"
             " output_tokens, latency_ms, created_at, tool_round, fragments, tools_called)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17"
+            " WHERE ?3 IS NULL OR EXISTS (SELECT 1 FROM conversations WHERE id = ?3)",
             (
                 record.user_id,
                 record.character_id,

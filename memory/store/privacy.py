@@ -14,7 +14,7 @@ from memory.models import (
     Thread,
     Turn,
 )
-from memory.store.base import StoreBase, _fact, _ts, alone_on_db_thread, on_db_thread
+from memory.store.base import StoreBase, _fact, _ts, on_db_thread
 
 
 class PrivacyMixin(StoreBase):
@@ -44,10 +44,13 @@ class PrivacyMixin(StoreBase):
 
     @on_db_thread
     def delete_fact(self, user_id: int, character_id: str, fact_id: int) -> bool:
-        cursor = self._con.execute(
-            "DELETE FROM facts WHERE id = ? AND user_id = ? AND character_id = ?",
-            (fact_id, user_id, character_id),
-        )
+        with self._transaction() as db:
+            cursor = db.execute(
+                "DELETE FROM facts WHERE id = ? AND user_id = ? AND character_id = ?",
+                (fact_id, user_id, character_id),
+            )
+            if cursor.rowcount == 1:  # its value is in the WAL: owed a checkpoint
+                self._record_pending_purge()
         return cursor.rowcount == 1
 
     @on_db_thread
@@ -92,9 +95,17 @@ class PrivacyMixin(StoreBase):
             rows[table] = [dict(row) for row in cur]
         return rows
 
-    @alone_on_db_thread  # its checkpoint needs no transaction open
-    def forget(self, user_id: int, character_id: str) -> dict[str, int]:
-        """Delete everything this user has with this character, from every table and index."""
+    async def forget(self, user_id: int, character_id: str) -> dict[str, int]:
+        """Delete everything this user has with this character, from every table and index.
+        The rows go now (the index's own rows with them, through its delete trigger: work in
+        proportion to what is deleted); the bytes they leave in old index segments and in the
+        WAL are purged in the background, recorded as owed in the same transaction."""
+        counts = await self._forget_rows(user_id, character_id)
+        self._start_purge()
+        return counts
+
+    @on_db_thread
+    def _forget_rows(self, user_id: int, character_id: str) -> dict[str, int]:
         owned = "WHERE user_id = ? AND character_id = ?"
         counts: dict[str, int] = {}
         with self._transaction() as db:
@@ -109,8 +120,58 @@ class PrivacyMixin(StoreBase):
             ):
                 cursor = db.execute(f"DELETE FROM {table} {owned}", (user_id, character_id))
                 counts[table] = cursor.rowcount
-        self._purge_search_index()
+            self._record_pending_purge()
         return counts
+
+    @on_db_thread
+    def characters_of(self, user_id: int) -> list[str]:
+        """Every character this user has any row with, loaded now or not."""
+        tables = (
+            "conversations",
+            "turns",
+            "summaries",
+            "facts",
+            "llm_usage",
+            "memory_rejections",
+            "reply_sources",
+            "character_choices",
+        )
+        union = " UNION ".join(
+            f"SELECT character_id FROM {table} WHERE user_id = ?1" for table in tables
+        )
+        return [row[0] for row in self._all(union + " ORDER BY 1", (user_id,)) if row[0]]
+
+    async def forget_user_if_unreferenced(self, user_id: int) -> bool:
+        """Once nothing of the user's memory is left with any character: their remaining
+        rows (display name, choices of character, preferences) go too. False, and nothing
+        deleted, while any memory row still refers to them."""
+        forgotten = await self._forget_user_rows(user_id)
+        if forgotten:
+            self._start_purge()
+        return forgotten
+
+    @on_db_thread
+    def _forget_user_rows(self, user_id: int) -> bool:
+        with self._transaction() as db:
+            for table in (
+                "conversations",
+                "turns",
+                "summaries",
+                "facts",
+                "llm_usage",
+                "memory_rejections",
+                "reply_sources",
+                "fact_history",
+            ):
+                if db.execute(
+                    f"SELECT 1 FROM {table} WHERE user_id = ? LIMIT 1", (user_id,)
+                ).fetchall():
+                    return False
+            for table in ("character_choices", "user_preferences"):
+                db.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
+            db.execute("DELETE FROM users WHERE id = ?", (user_id,))
+            self._record_pending_purge()
+        return True
 
     @on_db_thread
     def import_rows(

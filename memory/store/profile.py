@@ -54,9 +54,15 @@ class ProfileMixin(StoreBase):
         confirms: list[Fact],
         conversation_id: int | None,
         now: datetime,
-    ) -> None:
-        """Write one extraction's operations atomically: all of them or none."""
+    ) -> bool:
+        """Write one extraction's operations atomically: all of them or none. With
+        `conversation_id` (an extraction's), none unless that conversation still exists, in
+        the same transaction: an extraction that ends after a forget writes nothing."""
         with self._transaction() as db:
+            if conversation_id is not None and not db.execute(
+                "SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)
+            ).fetchall():
+                return False
             for fact in adds:
                 self._insert_fact(fact)
             for old, new, reason in updates:
@@ -70,6 +76,7 @@ class ProfileMixin(StoreBase):
                 )
             if conversation_id is not None:
                 self._mark_extracted(conversation_id, "done", now)
+        return True
 
     def _insert_fact(self, fact: Fact) -> None:
         self._con.execute(

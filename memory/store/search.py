@@ -9,7 +9,7 @@ from memory.fts import Term
 from memory.models import (
     Turn,
 )
-from memory.store.base import StoreBase, alone_on_db_thread, on_db_thread
+from memory.store.base import StoreBase, on_db_thread
 
 # (first turn id of its exchange, next exchange's first turn id, previous exchange's last, turn)
 ExchangeRow = tuple[int, int | None, int | None, Turn]
@@ -24,15 +24,12 @@ class SearchMixin(StoreBase):
     ) -> list[int]:
         return fts.term_counts(self._con, user_id, character_id, scope, terms)
 
-    @alone_on_db_thread
-    def purge_search_index(self) -> None:
+    async def purge_search_index(self) -> None:
         """Run after deleting turns: their words leave the index segments, and the WAL (which
-        still holds the old pages) is checkpointed and truncated."""
-        self._purge_search_index()
-
-    def _purge_search_index(self) -> None:
-        fts.optimize(self._con)
-        self._con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        still holds the old pages) is checkpointed and truncated, in the background and
+        resumed after a crash (`purge_settled` waits for it)."""
+        await self._run(self._record_pending_purge)
+        self._start_purge()
 
     @on_db_thread
     def thread_text_stats(
