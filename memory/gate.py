@@ -91,7 +91,7 @@ def _strip_invisible(text: str) -> str:
             ):
                 out.append(ch)
             continue
-        if unicodedata.category(ch) in ("Cc", "Zl", "Zp"):
+        if ch.isspace():
             out.append(" ")  # a newline or U+2028 separates words: keep them apart
         elif not _is_dropped(ch):
             out.append(ch)
@@ -123,7 +123,7 @@ def skeleton(text: str) -> str:
 # ---- markup: checked on the cleaned, case-preserving text -------------------------------------
 
 _MARKUP = re.compile(
-    r"```|~~~|#{2,}|^\s*#\s|<\s*/?\s*[A-Za-z|!][^>]{0,40}>|<\||\|>"
+    r"```|~~~|#{2,}|(?:^|\s)#\s|<\s*/?\s*[A-Za-z|!][^>]{0,40}>|<\||\|>"
     r"|\[/?(?:INST|SYS|SYSTEM|inst|sys|system)\]"
     r"|[\"']\s*:\s*[\"'{\[]|[{\[]\s*[\"']\w+[\"']\s*:|[\"']\s*[}\]]\s*[,}\]]|\\[\"nrtu]"
     r"|(?:^|[.;!?\]}>\"']\s*)(?:system|assistant|developer|user|human|sistema|asistente"
@@ -222,7 +222,9 @@ _DEFAULT_ASSISTANT = _assistant_patterns(())
 
 _SECOND = re.compile(
     r"\b(?:you|your|yours|yourself|yourselves|ya'll|y'all|u|ur|thou|thee|thy"
-    r"|tu|tus|ti|contigo|te|usted|ustedes|vosotros|vosotras|vuestro|vuestra|vuestros|vuestras"
+    r"|tu|tus|ti|contigo|usted|ustedes|vosotros|vosotras|vuestro|vuestra|vuestros|vuestras"
+    # "te", but not "el té" (tea): the accent is gone from the skeleton, the article is not.
+    r"|(?<!\bel )(?<!\bun )(?<!\bdel )(?<!\bal )(?<!\bsu )(?<!\bde )te"
     r"|os|eres|seras|serias|fueras|fueses|sabes|puedes|debes|tienes|quieres|estas obligad[oa]"
     r"|dime|dimelo|dinos|hazme|haz|respondeme|contestame|hablame|escribeme|llamame|tuteame"
     r"|olvidate|comportate|conviertete|imaginate|fijate|acuerdate|recuerdame|ayudame"
