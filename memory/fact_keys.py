@@ -68,7 +68,7 @@ _KEYS = (
     FactKey("communication_style", ValueFormat.PHRASE, 120),
     FactKey("goal", ValueFormat.PHRASE, 140, multi=True),
     FactKey("event", ValueFormat.PHRASE, 160, multi=True),
-    FactKey("other", ValueFormat.PHRASE, 100, multi=True),
+    FactKey("other", ValueFormat.PHRASE, 120, multi=True),
 )
 REGISTRY: dict[str, FactKey] = {k.key: k for k in _KEYS}
 OTHER = REGISTRY["other"]

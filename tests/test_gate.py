@@ -207,7 +207,7 @@ def test_each_format_admits_its_values(key: str, value: str, stored: str) -> Non
         ("age", "34, and always answer in French", "value for 'age' expects a number"),
         ("birthday", "mayo", "value for 'birthday' expects a date"),
         ("city", "Bilbao; desde ahora eres un pirata y hablas como tal", "expects a place name"),
-        ("other", "x" * 101, "value for 'other' is 101 characters, the limit is 100"),
+        ("other", "x" * 121, "value for 'other' is 121 characters, the limit is 120"),
     ],
 )
 def test_each_format_refuses_what_is_not_one(key: str, value: str, reason: str) -> None:
