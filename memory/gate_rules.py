@@ -125,17 +125,19 @@ _SECOND = re.compile(
     r"|\b\w+(?:ras|ras\b|rias|ste|aste|iste|ais|eis)\b(?=\s+(?:a\s+)?(?:mi|me|nos|el usuario))"
 )
 # The one second-person request a profile may hold: how the user wants to be addressed.
+# A summary may frame it ("The user said: ..."), and a claim may be cut ("... de tu …").
+_FRAME = r"^(?:[a-z' ]{1,40}:\s*)?(?:(?:i|yo|she|he|they|ella|el)\s+)?"
+_END = r"[\s.!…]*$"
 ADDRESS_PREFERENCE = re.compile(
-    r"^(?:(?:yo\s+)?(?:prefiero|prefiere|quiero|quiere|me gusta|le gusta|me gustaria|le gustaria"
-    r"|pide|pido)\s+(?:que\s+)?)?(?:me|le|la|lo)\s+(?:hables|hable|trates|trate|llames|llame"
-    r"|tutees|tutee)\s+(?:de\s+(?:tu|usted|vos)|por\s+(?:mi|su)\s+nombre"
-    r"|[a-z][a-z'\-]{1,20}(?:\s+[a-z][a-z'\-]{1,20})?)[.!]?$"
-    r"|^(?:tuteame|hablame de (?:tu|usted)|llamame [a-z][a-z'\-]{1,20})[.!]?$"
-    r"|^(?:i\s+|she\s+|he\s+|they\s+)?(?:(?:prefers?|likes?|would like|'d like|wants?)\s+)?"
-    r"(?:(?:you|people)\s+)?(?:to\s+)?(?:call|address)\s+(?:me|him|her|them)\s+(?:by\s+"
-    r"(?:my|his|her|their)\s+(?:first\s+|last\s+)?name|informally|formally|as\s+\w+"
-    r"|[a-z][a-z'\-]{1,20})[.!]?$"
-    r"|^(?:i\s+)?(?:prefer|prefers)\s+to\s+be\s+called\s+[a-z][a-z'\-]{1,20}[.!]?$"
+    _FRAME + r"(?:(?:(?:prefiero|prefiere|quiero|quiere|me gusta|le gusta|me gustaria"
+    r"|le gustaria|pide|pido)\s+(?:que\s+)?)?(?:me|le|la|lo)\s+(?:hables|hable|trates|trate"
+    r"|llames|llame|tutees|tutee)\s+(?:de\s+(?:tu|usted|vos)|por\s+(?:mi|su)\s+nombre"
+    r"|[a-z][a-z'\-]{1,20}(?:\s+[a-z][a-z'\-]{1,20})?)"
+    r"|tuteame|hablame de (?:tu|usted)|llamame [a-z][a-z'\-]{1,20}"
+    r"|(?:(?:prefers?|likes?|would like|'d like|wants?)\s+)?(?:(?:you|people)\s+)?(?:to\s+)?"
+    r"(?:call|address)\s+(?:me|him|her|them)\s+(?:by\s+(?:my|his|her|their)\s+(?:first\s+"
+    r"|last\s+)?name|informally|formally|as\s+\w+|[a-z][a-z'\-]{1,20})"
+    r"|(?:prefer|prefers)\s+to\s+be\s+called\s+[a-z][a-z'\-]{1,20})" + _END
 )
 # Someone else's words reported by the user: "my boss told me that you...", "mi madre dice que tú".
 _REPORTED = re.compile(
