@@ -25,7 +25,7 @@ from pydantic import (
 
 from memory.characters import CharacterBook
 from memory.fact_keys import KEY_SYNTAX, key_json_schema, spec_of, storage_key
-from memory.gate import check_fact, check_joined
+from memory.gate import as_data, check_fact, check_joined
 from memory.llm import LLM, ChatMessage, LLMError, LLMRequest, LLMResponse, TextBlock, ToolSpec
 from memory.models import Conversation, Fact, Turn, UsageRecord
 from memory.profile import Lifetimes
@@ -361,7 +361,7 @@ class ProfileExtractor:
         feedback: str,
     ) -> LLMRequest:
         shown = facts_for_extraction(existing, turns)
-        profile = "\n".join(f"[{f.kind}] {f.key} = {f.value}" for f in shown) or "(empty)"
+        profile = "\n".join(f"[{f.kind}] {f.key} = {as_data(f.value)}" for f in shown) or "(empty)"
         if len(shown) < len(existing):
             profile += (
                 f"\n(and {len(existing) - len(shown)} older facts not related to this session)"

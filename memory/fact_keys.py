@@ -23,6 +23,7 @@ class ValueFormat(Enum):
     NUMBER = "a number"  # an age: "34"
     DATE = "a date"  # "1990-05-14", "14 de mayo", "May 14"
     PLACE = "a place name"  # "Bilbao", "Getxo (Bizkaia)"
+    ADDRESS = "a form of address"  # "tú", "usted", "informal", or "prefiero que me hables de tú"
     PHRASE = "a short phrase"  # checked in full by memory.gate
 
 
@@ -41,7 +42,7 @@ _KEYS = (
     FactKey("age", ValueFormat.NUMBER, 3),
     FactKey("birthday", ValueFormat.DATE, 30),
     FactKey("language", ValueFormat.PHRASE, 60),
-    FactKey("form_of_address", ValueFormat.PHRASE, 60),
+    FactKey("form_of_address", ValueFormat.ADDRESS, 60),
     FactKey("city", ValueFormat.PLACE, 60),
     FactKey("country", ValueFormat.PLACE, 60),
     FactKey("hometown", ValueFormat.PLACE, 60),

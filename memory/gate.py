@@ -91,7 +91,7 @@ def check_text(
     folded = skeleton(cleaned)
     if ADDRESS_PREFERENCE.match(folded):
         return None  # how the user wants to be addressed: the one request a memory may hold
-    patterns = assistant_patterns(names) if names else DEFAULT_ASSISTANT
+    patterns = assistant_patterns(tuple(names)) if names else DEFAULT_ASSISTANT
     for pattern in patterns:
         if match := pattern.search(folded):
             return f"makes the assistant its subject: '{excerpt(match)}'"
@@ -124,6 +124,10 @@ _AGE = re.compile(
     re.IGNORECASE,
 )
 _DATE = re.compile(r"^[\w ,./\-ºª°]+$")
+# The bare forms of address: a pronoun the gate would otherwise read as speaking to the bot.
+_ADDRESS_FORMS = frozenset(
+    ("tu", "de tu", "usted", "de usted", "vos", "informal", "formal", "tuteo", "you", "formally")
+)
 _PLACE = re.compile(r"^[^\W_][\w .,'’()\-/]*$")
 
 
@@ -174,6 +178,8 @@ def check_fact(
     cleaned = clean(value)
     if not cleaned:
         return FactVerdict(spec.key, cleaned, "value is empty")
+    if spec.format is ValueFormat.ADDRESS and skeleton(cleaned).strip(".!") in _ADDRESS_FORMS:
+        return FactVerdict(spec.key, cleaned, None)
     formatted, problem = _format_value(spec.format, cleaned)
     if problem is None:
         problem = check_text(formatted, max_len=spec.max_len, names=names)

@@ -9,7 +9,7 @@ assistant's configuration, and markup or encoded blobs that could break out of t
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from functools import lru_cache
 
 from memory.gate_normalise import skeleton
 
@@ -90,7 +90,8 @@ _IS_NOW = (
 )
 
 
-def assistant_patterns(names: Sequence[str]) -> list[re.Pattern[str]]:
+@lru_cache(maxsize=64)  # one entry per character: compiled once, not per value checked
+def assistant_patterns(names: tuple[str, ...]) -> list[re.Pattern[str]]:
     ref = _REF
     folded = [re.escape(skeleton(n)) for n in names if len(skeleton(n)) >= 3]
     subject = f"(?:\\w+\\s+)?(?:(?:{_MODAL})\\s+(?:\\w+\\s+)?{_ACTION}|{_ACT_3SG}\\b|{_IS_NOW})"
