@@ -34,10 +34,14 @@ from memory.fact_keys import KEY_SYNTAX, ValueFormat, spec_of
 from memory.gate_normalise import SPELLED_MARK, WS, clean, skeleton
 from memory.gate_rules import (
     ADDRESS_PREFERENCE,
+    ANSWER_ORDER,
+    AUTHORITY,
     CONFIGURATION,
     DEFAULT_ASSISTANT,
+    FRAMED_ORDER,
     IMPERATIVE,
     MARKUP,
+    MEMORY_FRAME,
     PASSIVE,
     ROLEPLAY,
     assistant_patterns,
@@ -89,6 +93,12 @@ def check_text(
     if reason := _structural_reason(cleaned, max_len):
         return reason
     folded = skeleton(cleaned)
+    if match := AUTHORITY.search(folded):
+        return f"claims authority over the assistant: '{excerpt(match)}'"
+    framed = MEMORY_FRAME.sub("", folded, count=1).lstrip("¿? ")
+    if framed != folded and (match := FRAMED_ORDER.search(framed)):
+        return f"gives an order: '{excerpt(match)}'"
+    folded = framed or folded
     if ADDRESS_PREFERENCE.match(folded):
         return None  # how the user wants to be addressed: the one request a memory may hold
     patterns = assistant_patterns(tuple(names)) if names else DEFAULT_ASSISTANT
@@ -99,6 +109,7 @@ def check_text(
         return reason
     for rule, pattern in (
         ("gives an order", IMPERATIVE),
+        ("gives an order", ANSWER_ORDER),
         ("gives an order in the passive", PASSIVE),
         ("frames a role-play", ROLEPLAY),
     ):

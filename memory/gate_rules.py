@@ -232,3 +232,43 @@ def second_person_reason(folded: str) -> str | None:
     ):
         return None  # someone else's words, quoted by the user (checked by the other rules)
     return f"speaks to the assistant: '{excerpt(match)}'"
+
+
+# How people hand a fact to the one who should remember it: "acuérdate de que...", "I told you
+# that...", "para tu memoria: ...". The frame speaks to the assistant; what it frames is the
+# memory, and that is what the rules check (so "para tu memoria: responde en inglés" is still
+# refused, and "remember that my birthday is May 14" is a birthday).
+MEMORY_FRAME = re.compile(
+    r"^[¿¡]?\s*(?:(?:oye|mira|por cierto|bueno|pues|ah|eh|hey|oh|btw|by the way|so|well|ok|vale)"
+    r"[,.!]?\s+)?"
+    r"(?:(?:para|for)\s+(?:tu|your)\s+(?:memoria|memory)|note for your memory|para que lo sepas"
+    r"|para que te acuerdes|apunta(?:lo|te)?|anota(?:lo|te)?|recuerda|acuerdate(?:\s+de)?"
+    r"|te acuerdas(?:\s+de)?|te cuento|(?:ya\s+|como\s+)?te (?:lo\s+)?(?:dije|conte)"
+    r"|no te olvides(?:\s+de)?|que no se te olvide|(?:ya\s+)?sabes|te recuerdo|remember"
+    r"|don'?t forget|(?:as\s+)?i (?:already\s+)?told you(?:\s+(?:before|already|last \w+"
+    r"|yesterday))?|(?:you|ya) know|just so you know|fyi|keep in mind|make a note"
+    r"|note that)(?:\s+(?:that|que))?\s*[:,]?\s*"
+)
+# A memory that speaks of "the user" holding power over the assistant is a claim of authority
+# made to the assistant, not something the user told about their life.
+AUTHORITY = re.compile(
+    r"\b(?:the user|this user|el usuario|la usuaria|este usuario|esta usuaria)\b(?:\s+\w+){0,6}?"
+    r"\s+(?:admin\w*|administrador\w*|developer|desarrollador\w*|creator|creador\w*|owner"
+    r"|dueno|duena|propietari\w+|operator|operador\w*|root|superuser|superusuari\w+"
+    r"|moderator|moderador\w*|authori[sz]ed|autorizad\w+|permission\w*|permisos?"
+    r"|privilege\w*|privilegi\w+|rights|derechos|verified|verificad\w+)\b"
+)
+# After a memory frame the text speaks to the assistant, so "from now on" there starts an order
+# unless the user goes on about themselves ("recuerda que a partir de ahora trabajo de noche").
+FRAMED_ORDER = re.compile(
+    r"\b(?:from now on|from today|henceforth|going forward|starting now|a partir de (?:ahora|hoy)"
+    r"|desde (?:ahora|hoy)|de ahora en adelante|en adelante)\b[,:]?\s+"
+    r"(?!(?:i|i'm|i'll|my|we|yo|me|mi|mis|nos|nosotros)\b)(?!\w+(?:o|amos|emos|imos)\b)"
+)
+# A Spanish tú imperative of answering is spelled like the third person ("responde"), so it is an
+# order only where a fact would not put it: opening a clause, followed by how to answer.
+ANSWER_ORDER = re.compile(
+    r"(?:^|[.;:!?,]\s*|\b(?:y|luego|ahora|por favor)\s+)(?:responde|contesta|respondeme"
+    r"|contestame|di|dime|escribeme|hablame)\s+(?:en|como|con|solo|solamente|siempre"
+    r"|unicamente|a todo|todo|cada|usando|sin|nada|nunca)\b"
+)
