@@ -41,7 +41,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "written_to": "(guardado en {path})",
         # memory/ refusals, by code
         "no_fact": "No hay ningún recuerdo #{id} en tu memoria.",
-        "bad_value": "Ese valor no se puede guardar: parece una instrucción, no un dato sobre ti.",
+        "bad_value": "Ese valor no se puede guardar en «{key}»: tiene que ser un dato sobre ti "
+        "con el formato de ese campo, no una instrucción.",
         "not_pending": "El recuerdo #{id} no está esperando revisión.",
         "bad_duration": "«{given}» no es una duración: usa un número y d, w, m o y (30d, 2w, "
         "6m, 1y), o «nunca».",
@@ -124,8 +125,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "(or Ctrl-D) leaves.",
         "written_to": "(written to {path})",
         "no_fact": "There is no memory #{id} in your memory.",
-        "bad_value": "That value cannot be stored: it reads like an instruction, not a fact "
-        "about you.",
+        "bad_value": "That value cannot be stored in “{key}”: it must be a fact about you in "
+        "that field's format, not an instruction.",
         "not_pending": "Memory #{id} is not waiting for review.",
         "bad_duration": "'{given}' is not a duration: use a number and d, w, m or y (30d, 2w, "
         "6m, 1y), or 'never'.",

@@ -15,8 +15,17 @@ from datetime import datetime
 from typing import Any
 
 from memory.errors import UserFacingError
-from memory.guard import check_fact_value
-from memory.models import Fact, FactVersion, ReplySources, Summary, Thread, Turn, User
+from memory.gate import check_fact, check_text, check_turn, filter_claims
+from memory.models import (
+    Fact,
+    FactVersion,
+    ReplySources,
+    Summary,
+    SummaryFields,
+    Thread,
+    Turn,
+    User,
+)
 from memory.profile import FactState, Lifetimes
 from memory.store import Store
 
@@ -104,12 +113,19 @@ class MemoryService:
     async def correct(self, user: User, character_id: str, fact_id: int, value: str) -> Fact:
         """The user's correction is stored as stated; the old value goes to the history."""
         old = await self._owned(user, character_id, fact_id)
-        if problem := check_fact_value(value):
-            raise UserFacingError(f"That value cannot be stored: {problem}.", code="bad_value")
         now = self._clock()
+        verdict = check_fact(old.key, value, kind=old.kind)
+        if verdict.reason is not None:
+            thread = Thread(user.id, character_id, old.scope)
+            await self._store.record_rejection(thread, None, verdict.reason, now)
+            raise UserFacingError(
+                f"That value cannot be stored: {verdict.reason}.",
+                code="bad_value",
+                key=old.key.replace("_", " "),
+            )
         new = replace(
             old,
-            value=value.strip(),
+            value=verdict.value,
             origin="stated",
             confirmed_at=now,
             expires_at=self._lifetimes.expires_at(old.lifetime, now),
@@ -207,9 +223,76 @@ class MemoryService:
                 f"not a {EXPORT_FORMAT} export of version {EXPORT_VERSION} (got format "
                 f"{data.get('format')!r}, version {data.get('version')!r})"
             )
-        counts = await self._store.import_rows(user.id, character_id, data, self._clock())
+        now = self._clock()
+        data, refusals = gate_import(data)
+        counts = await self._store.import_rows(user.id, character_id, data, now)
+        for scope, reason in refusals:
+            thread = Thread(user.id, character_id, scope)
+            await self._store.record_rejection(thread, None, f"import: {reason}", now)
+        if refusals:
+            counts["refused"] = len(refusals)
         self._on_change(user.id, character_id)
         return counts
+
+
+# An imported reply that reads as an instruction keeps its place in the conversation (ids,
+# citations and order stay valid) but not its words.
+WITHHELD = "[withheld at import: it read as an instruction]"
+
+
+def gate_import(data: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """The export with everything the memory gate refuses taken out, and (scope, reason) for
+    each refusal: facts (key and value) and their history, every summary claim, and the
+    assistant's and tools' turns. The user's own turns are their literal log: kept as written."""
+    refusals: list[tuple[str, str]] = []
+    facts, kept_ids = [], set()
+    for row in data.get("facts", []):
+        verdict = check_fact(
+            str(row.get("key", "")), str(row.get("value", "")), kind=row.get("kind")
+        )
+        if verdict.reason is None:
+            facts.append({**row, "value": verdict.value})
+            kept_ids.add(row.get("id"))
+        else:
+            refusals.append((str(row.get("scope", "dm")), f"fact: {verdict.reason}"))
+    history = []
+    for row in data.get("fact_history", []):
+        if row.get("fact_id") not in kept_ids:
+            continue
+        if problem := check_text(str(row.get("value", ""))):
+            refusals.append(("dm", f"fact history: {problem}"))
+        else:
+            history.append(row)
+    summaries = []
+    for row in data.get("summaries", []):
+        fields, dropped = filter_claims(_summary_fields(row.get("fields_json", {})))
+        refusals += [(str(row.get("scope", "dm")), f"summary: {d.reason}") for d in dropped]
+        summaries.append({**row, "fields_json": {k: list(v) for k, v in fields.items()}})
+    turns = []
+    for row in data.get("turns", []):
+        problem = row.get("role") != "user" and check_turn(str(row.get("text", "")))
+        if problem:
+            refusals.append((str(row.get("scope", "dm")), f"{row.get('role')} turn: {problem}"))
+            row = {**row, "text": WITHHELD}
+        turns.append(row)
+    cleaned = {**data, "facts": facts, "fact_history": history, "summaries": summaries}
+    return {**cleaned, "turns": turns}, refusals
+
+
+def _summary_fields(raw: object) -> SummaryFields:
+    """An export's summary fields, whatever their shape: unknown fields and non-strings are
+    refused by the import's schema, not silently kept."""
+    if not isinstance(raw, dict):
+        raise UserFacingError("a summary's fields_json is not an object")
+    unknown = sorted(set(raw) - set(SummaryFields.names()))
+    if unknown:
+        raise UserFacingError(f"a summary has unknown fields {unknown}")
+    fields = SummaryFields()
+    for name, claims in raw.items():
+        if not isinstance(claims, list) or not all(isinstance(c, str) for c in claims):
+            raise UserFacingError(f"a summary's field '{name}' is not a list of strings")
+        fields = fields.with_field(name, tuple(claims))
+    return fields
 
 
 def _public(row: dict[str, Any]) -> dict[str, Any]:

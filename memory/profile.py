@@ -12,6 +12,8 @@ from datetime import date, datetime, timedelta
 from enum import Enum
 
 from memory.characters import CharacterBook
+from memory.fact_keys import canonical_key
+from memory.gate import as_data, check_text
 from memory.labels import label
 from memory.models import Fact, Thread
 from memory.store import Store
@@ -97,7 +99,10 @@ def _rank(fact: Fact, state: FactState, confirm_slot: bool) -> tuple[int, float]
 
 
 def _line(fact: Fact, state: FactState, language: str) -> str:
-    text = f"- {fact.key.replace('_', ' ')}: {fact.value}"
+    # The key is shown by its registry name (a key from before the registry, unknown to it,
+    # reads as its kind's fallback: event, feeling or other), the value as data: one line,
+    # nothing that can close the block.
+    text = f"- {canonical_key(fact.key, fact.kind).replace('_', ' ')}: {as_data(fact.value)}"
     if fact.event_date is not None:
         text += f" ({fact.event_date.isoformat()})"
     if state is FactState.TO_CONFIRM:
@@ -127,7 +132,13 @@ def profile_lines(
 ) -> ProfileLines:
     """Rank the facts and keep what fits the budget (less the block's header); a section title
     is paid for, at its real cost, only above a fact that fits."""
-    states = [(f, lifetimes.state(f, now)) for f in facts if f.status == "active"]
+    # Facts stored before the gate existed pass it here too: one it refuses is not shown
+    # (it still appears in /memoria ver, where the user can correct or delete it).
+    states = [
+        (f, lifetimes.state(f, now))
+        for f in facts
+        if f.status == "active" and check_text(f.value, max_len=len(f.value) + 1) is None
+    ]
     stale = sorted(
         (f for f, state in states if state is FactState.TO_CONFIRM),
         key=lambda f: -f.confirmed_at.timestamp(),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from memory.gate import ClaimRefusal, filter_claims
 from memory.llm import LLM, ChatMessage, LLMError, LLMRequest, LLMResponse, TextBlock, ToolSpec
 from memory.models import Summary, SummaryFields, Thread, Turn, UsageRecord
 from memory.prompt import format_summary, trim_summary
@@ -88,7 +89,14 @@ def parse_output(response: LLMResponse) -> dict[str, Any]:
     return raw
 
 
-def validate_fields(raw: dict[str, Any], allowed_ids: set[int]) -> SummaryFields:
+def validate_fields(
+    raw: dict[str, Any],
+    allowed_ids: set[int],
+    refused: list[ClaimRefusal] | None = None,
+) -> SummaryFields:
+    """The output's fields, checked. A claim the memory gate refuses (an instruction, markup)
+    is dropped alone and logged (and appended to ``refused`` when given), so one hostile
+    sentence can neither reach the prompt nor cost the rest of the summary."""
     valid = SummaryFields.names()
     unknown = sorted(set(raw) - set(valid))
     if unknown:
@@ -108,7 +116,12 @@ def validate_fields(raw: dict[str, Any], allowed_ids: set[int]) -> SummaryFields
     invented = sorted(cited_ids(json.dumps(claims, ensure_ascii=False)) - allowed_ids)
     if invented:
         raise SummaryRejected(f"cites ids {invented} that were not given to the summariser")
-    return SummaryFields(**claims)
+    fields, dropped = filter_claims(SummaryFields(**claims))
+    for refusal in dropped:
+        log.warning("summary claim of '%s' refused: %s", refusal.field, refusal.reason)
+    if refused is not None:
+        refused.extend(dropped)
+    return fields
 
 
 def accumulate(previous: SummaryFields | None, new: SummaryFields) -> SummaryFields:

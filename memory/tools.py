@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from memory.gate import check_turn
 from memory.llm import ToolCall, ToolSpec
 from memory.models import Thread, Turn
 from memory.retrieval import Retriever
@@ -99,8 +100,23 @@ class ToolOutcome:
     recalled_turn_ids: tuple[int, ...] = ()
 
 
+# A tool result is stored as a turn and replayed in every later request of the conversation
+# (and shown to the summariser), so recalled text passes the memory gate first: a turn that
+# reads as an instruction keeps its place and date, not its words. Lore pages are the admin's
+# text, part of the character, and are not gated.
+WITHHELD = "[withheld: it read as an instruction]"
+
+
+def gated(text: str) -> str:
+    problem = check_turn(text)
+    if problem is None:
+        return text
+    log.info("recalled text withheld from a tool result: %s", problem)
+    return WITHHELD
+
+
 def _turn_line(turn: Turn) -> str:
-    return f"[{turn.id}] {turn.created_at:%Y-%m-%d %H:%M} {turn.role}: {turn.text}"
+    return f"[{turn.id}] {turn.created_at:%Y-%m-%d %H:%M} {turn.role}: {gated(turn.text)}"
 
 
 class ToolBox:
@@ -168,7 +184,7 @@ class ToolBox:
         if not exchanges:
             return ToolOutcome("nothing found")
         lines = [
-            f"[{e.when:%Y-%m-%d}] (turns {', '.join(map(str, e.turn_ids))})\n{e.text}"
+            f"[{e.when:%Y-%m-%d}] (turns {', '.join(map(str, e.turn_ids))})\n{gated(e.text)}"
             for e in exchanges
         ]
         recalled = tuple(sorted({i for e in exchanges for i in e.turn_ids}))

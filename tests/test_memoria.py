@@ -169,20 +169,20 @@ async def test_review_mode_accept_and_reject(app: App, fake_anthropic, clock) ->
         clock,
         ANA,
         "Tengo dos gatos y un loro",
-        ("semantic", "cats", "dos gatos"),
-        ("semantic", "parrot", "un loro"),
+        ("semantic", "pets", "dos gatos"),
+        ("semantic", "pets_2", "un loro"),
     )
     await app.commands.chat(ANA, "hola")
     assert "gatos" not in fake_anthropic.bodies()[-1]["system"][1]["text"]  # pending: unused
     view = await app.commands.memoria(ANA, "ver", "")
     ids = fact_ids(app)
-    assert f"mem:accept:{ids['cats']}" in [b.data for b in view.buttons]
-    await app.commands.button(ANA, f"mem:accept:{ids['cats']}")
-    await app.commands.button(ANA, f"mem:reject:{ids['parrot']}")
-    assert set(fact_ids(app)) == {"cats"}
+    assert f"mem:accept:{ids['pets']}" in [b.data for b in view.buttons]
+    await app.commands.button(ANA, f"mem:accept:{ids['pets']}")
+    await app.commands.button(ANA, f"mem:reject:{ids['pets_2']}")
+    assert set(fact_ids(app)) == {"pets"}
     await end_by_timer(app, clock)
     await app.commands.chat(ANA, "¿y ahora?")
-    assert "- cats: dos gatos" in fake_anthropic.bodies()[-1]["system"][1]["text"]
+    assert "- pets: dos gatos" in fake_anthropic.bodies()[-1]["system"][1]["text"]
 
 
 async def test_expire_and_why(app: App, fake_anthropic, clock) -> None:

@@ -41,10 +41,10 @@ async def with_summary_and_facts(app: App, fake: FakeAnthropic, clock: FakeClock
         clock,
         ANA,
         "Vivo en Getxo y trabajo de enfermera",
-        ("semantic", "ciudad", "Getxo"),
-        ("semantic", "oficio", "enfermera"),
+        ("semantic", "city", "Getxo"),
+        ("semantic", "job", "enfermera"),
     )
-    await app.commands.memoria(ANA, "corregir", f"{fact_ids(app)['ciudad']} Bilbao")
+    await app.commands.memoria(ANA, "corregir", f"{fact_ids(app)['city']} Bilbao")
     await app.commands.chat(ANA, "¿Te acuerdas de Iñaki?")
 
 
@@ -59,7 +59,7 @@ async def test_view_and_why_show_dates_and_words_not_machinery(
     assert DATE.search(view), view
     why = (await app.commands.memoria(ANA, "porque", "")).text
     assert "Ana busca a su hermano Iñaki" in why and "¿Te acuerdas de Iñaki?" in why
-    assert f"ciudad: Bilbao (#{fact_ids(app)['ciudad']})" in why
+    assert f"city: Bilbao (#{fact_ids(app)['city']})" in why
     assert "tú:" in why and "Koldo Arrieta:" in why  # who said it, not "user"/"assistant"
     assert MACHINERY.search(why) is None, why
     assert DATE.search(why), why
@@ -70,12 +70,12 @@ async def test_history_shows_that_fact_only(
 ) -> None:
     await with_summary_and_facts(app, fake_anthropic, clock)
     ids = fact_ids(app)
-    history = (await app.commands.memoria(ANA, "historial", str(ids["ciudad"]))).text
-    assert history.splitlines()[0] == f"Historial de #{ids['ciudad']} (ciudad):"
+    history = (await app.commands.memoria(ANA, "historial", str(ids["city"]))).text
+    assert history.splitlines()[0] == f"Historial de #{ids['city']} (city):"
     assert "ahora: Bilbao" in history and "antes: Getxo (hasta el" in history
     assert "enfermera" not in history and "Iñaki" not in history  # nothing else
     assert DATE.search(history) and MACHINERY.search(history) is None
-    unchanged = (await app.commands.memoria(ANA, "historial", str(ids["oficio"]))).text
+    unchanged = (await app.commands.memoria(ANA, "historial", str(ids["job"]))).text
     assert "ahora: enfermera" in unchanged and "Nunca ha cambiado." in unchanged
     missing = None
     try:

@@ -126,7 +126,7 @@ async def test_past_event_becomes_something_to_ask_about(
     await end_by_timer(app, clock)
     await app.companion.handle(dm("Buenas"))
     assert (
-        "- job interview: entrevista de trabajo (2026-11-06)"
+        "- event: entrevista de trabajo (2026-11-06)"
         in (fake_anthropic.bodies()[-1]["system"][1]["text"])
     )
     await end_by_timer(app, clock, hours=24 * 5)
@@ -225,10 +225,10 @@ async def test_a_crash_before_extraction_is_recovered_at_start_up(
         # The process dies right after the session ended: no extraction ran.
         await app.store.end_conversation(conversation.id, "inactivity", clock())
         turn = user_turn_ids(app)[0]
-    fake_anthropic.queue(record(op("semantic", "dog", "Beltza", [turn])), route="record_profile")
+    fake_anthropic.queue(record(op("semantic", "pets", "Beltza", [turn])), route="record_profile")
     async with open_app(settings, clock=clock, start_scheduler=False) as app:
         await app.companion.drain()
-        assert facts(app) == [("semantic", "dog", "Beltza", "dm")]
+        assert facts(app) == [("semantic", "pets", "Beltza", "dm")]
 
 
 async def test_dm_facts_never_reach_a_group_prompt(

@@ -7,6 +7,7 @@ import re
 from datetime import datetime
 from typing import Any
 
+from memory.fact_keys import registry_key, storage_key
 from memory.models import (
     Fact,
     ReplySources,
@@ -263,6 +264,17 @@ class PrivacyMixin(StoreBase):
         fact_ids: dict[int, int] = {}
         for row in data.get("facts", []):
             evidence = [turn_ids[i] for i in row["evidence"] if i in turn_ids]
+            key = row["key"]
+            if registry_key(key) is None:  # never stored as free text: its registry fallback
+                taken = {
+                    r[0]
+                    for r in self._all(
+                        "SELECT key FROM facts WHERE user_id = ? AND character_id = ?"
+                        " AND scope = ? AND kind = ?",
+                        (user_id, character_id, row["scope"], row["kind"]),
+                    )
+                }
+                key = storage_key(key, taken, row["kind"])
             inserted = self._one(
                 "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
                 " evidence, lifetime, event_date, created_at, confirmed_at, expires_at, status)"
@@ -272,7 +284,7 @@ class PrivacyMixin(StoreBase):
                     user_id,
                     character_id,
                     row["kind"],
-                    row["key"],
+                    key,
                     row["value"],
                     row["origin"],
                     row["scope"],
