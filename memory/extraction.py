@@ -17,12 +17,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from memory.characters import CharacterBook
+from memory.credentials import find_credentials
 from memory.guard import check_fact_value
 from memory.llm import LLM, ChatMessage, LLMError, LLMRequest, LLMResponse, TextBlock, ToolSpec
 from memory.models import Conversation, Fact, Turn, UsageRecord
 from memory.profile import Lifetimes
 from memory.store import Store
 from memory.summary import format_turns
+from memory.supersede import changes_of, retire_in_latest_summary
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +118,9 @@ def plan_operations(
         seen.add((op.kind, op.key))
         if op.value is not None and (problem := check_fact_value(op.value)):
             raise ExtractionRejected(f"{where}: {problem}", poisoned=True)
+        if find_credentials(f"{op.key.replace('_', ' ')}: {op.value or ''}"):
+            log.info("%s dropped: a credential is never remembered", where)
+            continue
         _plan_one(plan, op, by_key.get((op.kind, op.key)), conversation, lifetimes, now, where)
     if review_mode:
         plan.adds = [replace(fact, status="pending") for fact in plan.adds]
@@ -290,6 +295,10 @@ class ProfileExtractor:
             await self._store.apply_fact_changes(
                 plan.adds, plan.updates, plan.deletes, plan.confirms, conversation.id, self._clock()
             )
+            # A replaced value leaves the summary's established facts and canon too.
+            changes = changes_of(plan.updates, plan.deletes, self._clock(), turns[-1].id)
+            language = self._characters.language_of(thread.character_id)
+            await retire_in_latest_summary(self._store, thread, changes, language, self._clock())
             return "done"
         log.error(
             "extraction of conversation %s rejected after %s attempts; profile kept",

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from memory.credentials import mask_credentials
 from memory.fts import Term, fold, query_terms, words
 from memory.models import Thread, Turn
 from memory.prompt import Fragment
@@ -217,7 +218,11 @@ class Retriever:
     def _exchange(candidate: _Candidate, names: tuple[str, str] | None) -> Exchange:
         user, character = names or ("User", "Character")
         shown = [t for t in candidate.turns if t.role != "tool"]
-        text = "\n".join(f"{user if t.role == 'user' else character}: {t.text}" for t in shown)
+        # Credentials stay in the user's log but are never recalled into a prompt: fragments
+        # and search_memory results both come from here.
+        text = "\n".join(
+            f"{user if t.role == 'user' else character}: {mask_credentials(t.text)}" for t in shown
+        )
         return Exchange(
             turn_ids=tuple(t.id for t in shown),
             when=shown[0].created_at,

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from memory.credentials import mask_credentials
 from memory.llm import ToolCall, ToolSpec
 from memory.models import Thread, Turn
 from memory.retrieval import Retriever
@@ -100,7 +101,8 @@ class ToolOutcome:
 
 
 def _turn_line(turn: Turn) -> str:
-    return f"[{turn.id}] {turn.created_at:%Y-%m-%d %H:%M} {turn.role}: {turn.text}"
+    text = mask_credentials(turn.text)  # a password said long ago is not read back to the model
+    return f"[{turn.id}] {turn.created_at:%Y-%m-%d %H:%M} {turn.role}: {text}"
 
 
 class ToolBox:
