@@ -21,14 +21,16 @@ import itertools
 import math
 import re
 import unicodedata
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 CredentialKind = Literal[
-    "password", "pin", "one_time_code", "card_number", "iban", "account_number", "api_key"
+    "password", "pin", "one_time_code", "card_number", "iban", "account_number", "api_key", "known"
 ]
 MASK = "••••"
 LOOKAHEAD = 5  # tokens after a naming word in which its value may appear
+MAX_TOKEN = 256  # a token longer than this is no credential (keys are matched up to 200)
 
 _TOKEN = re.compile(r"\S+")
 _EDGE = "\"'«»“”‘’`()[]{}<>.,;:!?¿¡"
@@ -36,6 +38,26 @@ _KEY_PREFIX = re.compile(
     r"(?:sk-(?:ant-|proj-|live-|test-)?|rk_live_|sk_live_|pk_live_|ghp_|gho_|ghu_|ghs_|ghr_"
     r"|github_pat_|glpat-|xox[abposr]-|AKIA|ASIA|AIza|hf_|npm_|eyJ)[A-Za-z0-9_\-.]{12,}"
 )
+# Something a credential needs: three digits in a row, a long unbroken token, or the start of
+# a naming word. Looked for first (substring searches, in C) so that ordinary text is cheap.
+_THREE_DIGITS = re.compile(r"\d\d\d")
+_LONG_TOKEN = re.compile(r"[a-z0-9_+/=-]{20}")
+_HINT_WORDS = (
+    "contrase", "passw", "passc", "passphrase", "pwd", "clave", "key", "wifi", "wi-fi", "pin",
+    "nip", "cvv", "cvc", "codigo", "código", "code", "otp", "2fa", "token", "secret", "cuenta",
+    "account", "acct", "iban",
+)  # fmt: skip
+
+
+def _may_hold_one(text: str) -> bool:
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return (
+        any(word in folded for word in _HINT_WORDS)
+        or _THREE_DIGITS.search(folded) is not None
+        or _LONG_TOKEN.search(folded) is not None
+    )
+
+
 _TOKEN_CHARS = re.compile(r"[A-Za-z0-9_\-+/=]{20,200}")
 _IBAN_HEAD = re.compile(r"[A-Za-z]{2}\d{2}[A-Za-z0-9]{0,30}")
 _ALNUM = re.compile(r"[A-Za-z0-9]{1,34}")
@@ -56,17 +78,26 @@ _NOT_SECRET_CODES = {
 # Words allowed between the naming word and the value.
 # fmt: off
 _FILLER = {
-    "es", "is", "era", "was", "sera", "will", "be", "are", "son", "de", "del", "la", "el", "los",
-    "las", "the", "of", "for", "to", "a", "mi", "my", "tu", "your", "su", "our", "nuestra",
-    "nuestro", "wifi", "wi-fi", "red", "network", "router", "casa", "home", ":", "=", "-", "->",
-    "→", "nueva", "nuevo", "new", "actual", "current", "ahora", "now", "que", "that", "it's",
-    "its", "number", "numero", "nº", "no", "n°", "#", "verificacion", "verification", "seguridad",
-    "security", "acceso", "access", "login", "confirmacion", "confirmation", "one-time", "sms",
-    "banco", "bank", "bancaria", "tarjeta", "card", "api", "portal", "puerta", "door", "alarma",
-    "alarm", "gmail", "correo", "email", "e-mail", "mail", "cuenta", "account", "user", "usuario",
-    "master", "maestra",
+    "de", "del", "la", "el", "los", "las", "the", "of", "for", "to", "a", "mi", "my", "tu", "your",
+    "su", "our", "nuestra", "nuestro", "wifi", "wi-fi", "red", "network", "router", "casa", "home",
+    "-", "nueva", "nuevo", "new", "actual", "current", "ahora", "now", "number", "numero", "nº",
+    "no", "n°", "#", "verificacion", "verification", "seguridad", "security", "acceso", "access",
+    "login", "confirmacion", "confirmation", "one-time", "sms", "banco", "bank", "bancaria",
+    "tarjeta", "card", "api", "portal", "puerta", "door", "alarma", "alarm", "gmail", "correo",
+    "email", "e-mail", "mail", "cuenta", "account", "user", "usuario", "master", "maestra",
 }
 # fmt: on
+# Words that join a naming word to its value: "mi PIN es 4821", "password: hunter2".
+# fmt: off
+_CONNECTORS = {
+    "es", "is", "era", "was", "sera", "are", "son", "seria", "would", ":", "=", "->",
+    "→", "es:", "is:",
+}
+# fmt: on
+# After a connector, before the value: "el cvv es el 123", "la clave es la paciencia".
+_ARTICLES = {"el", "la", "lo", "the", "a", "un", "una", "mi", "my"}
+# After these a word of any kind names whose secret it is: "la contraseña del portátil es ...".
+_OF = {"de", "del", "of", "for"}
 # Words that describe a secret rather than being one: "mi contraseña es muy segura".
 # fmt: off
 _NOT_A_VALUE = {
@@ -96,9 +127,12 @@ class _Token:
     end: int
     text: str  # without surrounding punctuation
     folded: str
+    joins: bool = False  # ends with ":" or "=" ("PIN:", "password=")
 
 
 def _fold(text: str) -> str:
+    if text.isascii():
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text).casefold())
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
@@ -106,13 +140,16 @@ def _fold(text: str) -> str:
 def _tokens(text: str) -> list[_Token]:
     found = []
     for match in _TOKEN.finditer(text):
+        if match.end() - match.start() > MAX_TOKEN:
+            continue  # longer than any key or card: no credential, and not worth folding
         raw = match.group(0)
         stripped = raw.strip(_EDGE)
         if not stripped:
             stripped = raw  # ":" and "=" stay as tokens: they join a word to its value
         offset = raw.find(stripped)
         start = match.start() + offset
-        found.append(_Token(start, start + len(stripped), stripped, _fold(stripped)))
+        joins = raw.rstrip(_EDGE.replace(":", "")).endswith((":", "="))
+        found.append(_Token(start, start + len(stripped), stripped, _fold(stripped), joins))
     return found
 
 
@@ -161,7 +198,7 @@ def _looks_like_key(token: str) -> bool:
 def _code_like(token: str) -> bool:
     """A value a key or a wifi password could be: not a plain lowercase word."""
     has_digit = any(c.isdigit() for c in token)
-    mixed = token != token.lower() and token != token.upper()
+    mixed = any(c.isupper() for c in token[1:]) and any(c.islower() for c in token)  # CasaPepe
     symbol = any(not c.isalnum() for c in token)
     return len(token) >= 4 and (has_digit or mixed or symbol)
 
@@ -204,10 +241,38 @@ def _named_value(tokens: list[_Token], index: int) -> tuple[CredentialKind, _Tok
     )
     window = tokens[index + 1 : index + 1 + LOOKAHEAD]
     wifi = word in {"wifi", "wi-fi"} or any(t.folded in {"wifi", "wi-fi"} for t in window)
-    for token in window:
-        if token.folded in _FILLER:
-            continue
-        return (kind, token) if _value_fits(word, token, wifi) else None
+    value = _value_token(tokens, index)
+    if value is None:
+        return None
+    token, joined = value
+    # Without "es"/"is"/":" the value must look like a code: "I forgot my password again".
+    fits = _value_fits(word, token, wifi) and (joined or _code_like(token.text))
+    return (kind, token) if fits else None
+
+
+def _value_token(tokens: list[_Token], index: int) -> tuple[_Token, bool] | None:
+    """The token a naming word introduces, and whether a connector joined them. Grammar, within
+    LOOKAHEAD tokens: NAME [fillers, "de X"] CONNECTOR [article] VALUE, or NAME VALUE."""
+    joined = tokens[index].joins
+    after_of = False
+    end = min(len(tokens), index + 2 + LOOKAHEAD)
+    position = index + 1
+    while position < end:
+        token = tokens[position]
+        if joined:
+            if token.folded in _ARTICLES:
+                position += 1
+                continue
+            return token, True
+        if token.folded in _CONNECTORS or (token.joins and (token.folded in _FILLER or after_of)):
+            joined = True
+        elif token.folded in _FILLER or after_of:
+            after_of = token.folded in _OF
+        elif position == index + 1:
+            return token, False
+        else:
+            return None
+        position += 1
     return None
 
 
@@ -245,28 +310,43 @@ def _grouped_numbers(text: str, tokens: list[_Token]) -> list[Credential]:
 def _longest_valid(text: str, group: list[_Token], after_account_word: bool) -> Credential | None:
     """The longest run of groups from the first that is an IBAN, a card number, or (after
     "cuenta"/"account") an account number of 8 digits or more."""
-    for last in range(len(group) - 1, -1, -1):
-        start, end = group[0].start, group[last].end
-        joined = "".join(t.text for t in group[: last + 1])
-        if _IBAN_HEAD.fullmatch(joined) and not joined.isdigit() and iban_valid(joined):
-            return Credential("iban", start, end, text[start:end])
-        digits = joined.replace("-", "")
-        if (
-            digits.isdigit()
-            and 13 <= len(digits) <= 19
-            and digits[0] in "23456"
-            and luhn_valid(digits)
-        ):
-            return Credential("card_number", start, end, text[start:end])
-        if after_account_word and digits.isdigit() and len(digits) >= 8:
-            return Credential("account_number", start, end, text[start:end])
+    best: Credential | None = None
+    joined = ""
+    for last, token in enumerate(group):
+        joined += token.text
+        if len(joined) > 34:  # the longest IBAN
+            break
+        kind = _number_kind(joined, after_account_word)
+        if kind is not None:
+            start, end = group[0].start, group[last].end
+            best = Credential(kind, start, end, text[start:end])
+    return best
+
+
+def _number_kind(joined: str, after_account_word: bool) -> CredentialKind | None:
+    if not joined.isdigit():
+        if len(joined) >= 15 and _IBAN_HEAD.fullmatch(joined) and iban_valid(joined):
+            return "iban"
+        return None
+    if 13 <= len(joined) <= 19 and joined[0] in "23456" and luhn_valid(joined):
+        return "card_number"
+    if after_account_word and len(joined) >= 8:
+        return "account_number"
     return None
 
 
-def find_credentials(text: str) -> list[Credential]:
-    """Every credential in `text`, in order, without overlaps."""
+def find_credentials(text: str, known: Collection[str] = ()) -> list[Credential]:
+    """Every credential in `text`, in order, without overlaps.
+
+    `known` are credential values found in the text's sources (`credential_values` of the turns
+    a summary or a fact comes from): a model that copies a password bare ("Txakoli-2023"), or a
+    reply that repeats it, carries no naming word, but it is the same value.
+    """
+    found = _known_values(text, known)
+    if not _may_hold_one(text):
+        return found  # the common case: no digits, no long token, no naming word
     tokens = _tokens(text)
-    found = _grouped_numbers(text, tokens)
+    found += _grouped_numbers(text, tokens)
     for index, token in enumerate(tokens):
         if _looks_like_key(token.text):
             found.append(Credential("api_key", token.start, token.end, token.text))
@@ -294,11 +374,29 @@ def _without_overlaps(found: list[Credential]) -> list[Credential]:
     return kept
 
 
-def mask_credentials(text: str) -> str:
-    """`text` with every credential's value replaced by MASK; the words around it stay."""
-    found = find_credentials(text)
+def _known_values(text: str, known: Collection[str]) -> list[Credential]:
+    found = []
+    for value in known:
+        start = text.find(value)
+        while start >= 0:
+            found.append(Credential("known", start, start + len(value), value))
+            start = text.find(value, start + len(value))
+    return found
+
+
+def credential_values(texts: Iterable[str]) -> frozenset[str]:
+    """The credential values said in `texts`, to be recognised wherever they are copied."""
+    return frozenset(c.value for text in texts for c in find_credentials(text) if len(c.value) > 2)
+
+
+def mask_credentials(text: str, known: Collection[str] = ()) -> str:
+    """`text` with every credential's value replaced by MASK; the words around it stay. A value
+    found once is masked wherever it recurs in `text` (a reply that repeats the password)."""
+    found = find_credentials(text, known)
     if not found:
         return text
+    values = {c.value for c in found if c.kind != "known" and len(c.value) > 2}
+    found = _without_overlaps(found + _known_values(text, values))
     parts = []
     position = 0
     for credential in found:
@@ -309,5 +407,5 @@ def mask_credentials(text: str) -> str:
     return "".join(parts)
 
 
-def holds_credential(text: str) -> bool:
-    return bool(find_credentials(text))
+def holds_credential(text: str, known: Collection[str] = ()) -> bool:
+    return bool(find_credentials(text, known))

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from memory.characters import CharacterBook
-from memory.credentials import find_credentials
+from memory.credentials import credential_values, find_credentials
 from memory.guard import check_fact_value
 from memory.llm import LLM, ChatMessage, LLMError, LLMRequest, LLMResponse, TextBlock, ToolSpec
 from memory.models import Conversation, Fact, Turn, UsageRecord
@@ -105,6 +105,7 @@ def plan_operations(
     roles = {turn.id: turn.role for turn in turns}
     by_key = {(f.kind, f.key): f for f in existing}
     seen: set[tuple[str, str]] = set()
+    secrets = credential_values(turn.text for turn in turns)
     plan = Plan()
     for index, op in enumerate(operations):
         where = f"operation {index} ({op.op} {op.kind}/{op.key})"
@@ -118,7 +119,7 @@ def plan_operations(
         seen.add((op.kind, op.key))
         if op.value is not None and (problem := check_fact_value(op.value)):
             raise ExtractionRejected(f"{where}: {problem}", poisoned=True)
-        if find_credentials(f"{op.key.replace('_', ' ')}: {op.value or ''}"):
+        if find_credentials(f"{op.key.replace('_', ' ')}: {op.value or ''}", secrets):
             log.info("%s dropped: a credential is never remembered", where)
             continue
         _plan_one(plan, op, by_key.get((op.kind, op.key)), conversation, lifetimes, now, where)

@@ -23,7 +23,7 @@ import math
 import re
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from memory.credentials import mask_credentials
@@ -102,7 +102,9 @@ class Retriever:
         is between those two, whether or not it names them.
         """
         ranked = await self._rank(where, query, names)
-        return [self._exchange(c, names) for c in ranked[: max(limit, 0)]]
+        found = [self._exchange(c, names) for c in ranked[: max(limit, 0)]]
+        # Credentials stay in the user's log but are never recalled (as in select_fragments).
+        return [replace(e, text=mask_credentials(e.text)) for e in found]
 
     async def fragments(
         self,
@@ -218,11 +220,7 @@ class Retriever:
     def _exchange(candidate: _Candidate, names: tuple[str, str] | None) -> Exchange:
         user, character = names or ("User", "Character")
         shown = [t for t in candidate.turns if t.role != "tool"]
-        # Credentials stay in the user's log but are never recalled into a prompt: fragments
-        # and search_memory results both come from here.
-        text = "\n".join(
-            f"{user if t.role == 'user' else character}: {mask_credentials(t.text)}" for t in shown
-        )
+        text = "\n".join(f"{user if t.role == 'user' else character}: {t.text}" for t in shown)
         return Exchange(
             turn_ids=tuple(t.id for t in shown),
             when=shown[0].created_at,
@@ -252,6 +250,9 @@ def select_fragments(
             break
         if exchange.score < config.threshold:
             continue
+        # Credentials stay in the user's log but are never recalled into a prompt; masked here,
+        # for the few exchanges looked at, and before the cost is counted.
+        exchange = replace(exchange, text=mask_credentials(exchange.text))
         # Counted as memory/prompt.py renders it, so the renderer never has to drop one.
         cost = tokens.count(f"[{exchange.when:%Y-%m-%d}] {exchange.text}")
         if used + cost > budget_tokens:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memory.credentials import find_credentials, mask_credentials
+from memory.credentials import credential_values, find_credentials, mask_credentials
 from memory.llm import LLM, ChatMessage, LLMError, LLMRequest, LLMResponse, TextBlock, ToolSpec
 from memory.models import Summary, SummaryFields, Thread, Turn, UsageRecord
 from memory.prompt import format_summary, trim_summary
@@ -199,10 +199,11 @@ def _label_before(words: list[_Word], index: int) -> str | None:
     return None
 
 
-def anchors_of(text: str) -> list[str]:
+def anchors_of(text: str, known: frozenset[str] = frozenset()) -> list[str]:
     """The values worth keeping verbatim in `text`, each as "label value" or "value": built from
-    a bounded window of tokens in one pass (linear time), never from a credential."""
-    secret = [(c.start, c.end) for c in find_credentials(text)]
+    a bounded window of tokens in one pass (linear time), never from a credential (nor from a
+    `known` one said elsewhere in the conversation)."""
+    secret = [(c.start, c.end) for c in find_credentials(text, known)]
     words = _words(text)
     found: list[str] = []
     index = 0
@@ -234,9 +235,10 @@ def keep_anchors(fields: SummaryFields, folded: Sequence[Turn]) -> SummaryFields
     """A code-level safety net: a value the user gave that the summary lost goes to canon, as
     the value and the noun naming it, citing its turn."""
     rendered = json.dumps(dict(fields.items()), ensure_ascii=False)
+    known = credential_values(t.text for t in folded)
     added: list[str] = []
     for turn in (t for t in folded if t.role == "user"):
-        for anchor in anchors_of(turn.text):
+        for anchor in anchors_of(turn.text, known):
             value = anchor.split(" ", 1)[-1] if anchor.split(" ", 1)[0] in ANCHOR_LABELS else anchor
             if len(added) >= MAX_NEW_ANCHORS or value in rendered:
                 continue
@@ -246,11 +248,12 @@ def keep_anchors(fields: SummaryFields, folded: Sequence[Turn]) -> SummaryFields
     return fields.with_field("canon", fields.canon + tuple(added)) if added else fields
 
 
-def without_credentials(fields: SummaryFields) -> SummaryFields:
-    """Every claim with its credentials masked: a password typed in passing is never promoted
-    into the summary, whatever the model copied."""
+def without_credentials(fields: SummaryFields, folded: Sequence[Turn]) -> SummaryFields:
+    """Every claim with its credentials masked, and the credentials said in the folded turns
+    wherever the model copied them: a password typed in passing never reaches the summary."""
+    known = credential_values(t.text for t in folded)
     for name, claims in fields.items():
-        fields = fields.with_field(name, tuple(mask_credentials(claim) for claim in claims))
+        fields = fields.with_field(name, tuple(mask_credentials(c, known) for c in claims))
     return fields
 
 
@@ -346,7 +349,7 @@ class Summariser:
             if self._superseded is not None:
                 changes = await self._superseded(job.thread)
                 fields = retire_superseded(fields, changes, job.language)
-            fields = without_credentials(fields)
+            fields = without_credentials(fields, job.folded)
             fields = trim_summary(fields, job.language, self._cap, self._tokens)
             return Summary(
                 fields=fields,

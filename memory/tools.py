@@ -101,8 +101,7 @@ class ToolOutcome:
 
 
 def _turn_line(turn: Turn) -> str:
-    text = mask_credentials(turn.text)  # a password said long ago is not read back to the model
-    return f"[{turn.id}] {turn.created_at:%Y-%m-%d %H:%M} {turn.role}: {text}"
+    return f"[{turn.id}] {turn.created_at:%Y-%m-%d %H:%M} {turn.role}: {turn.text}"
 
 
 class ToolBox:
@@ -158,7 +157,8 @@ class ToolBox:
         lines = [
             _turn_line(found[i]) if i in found else f"[{i}] not found" for i in raw[:MAX_LOOKUP_IDS]
         ]
-        return ToolOutcome("\n".join(lines), recalled_turn_ids=tuple(sorted(found)))
+        text = mask_credentials("\n".join(lines))  # a password said long ago is not read back
+        return ToolOutcome(text, recalled_turn_ids=tuple(sorted(found)))
 
     async def _search(self, arguments: dict[str, Any]) -> ToolOutcome:
         query = arguments.get("query")
