@@ -202,3 +202,30 @@ def test_a_deleted_fact_dates_its_claims_and_a_new_job_only_the_changed_words() 
         "Antes (hasta 2026-11): Tiene un gato {cite:2}",
         "Antes (hasta 2026-11): Su gato se llama Mishi {cite:2}",
     )
+
+
+async def test_a_move_learnt_while_the_next_conversation_runs_reaches_it(
+    app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    """The move's extraction lands after the next conversation began (a restart, a slow
+    model): from the next message on, that conversation's summary no longer says Getxo."""
+    await first_session(app, fake_anthropic, clock)
+    await app.commands.chat(ANA, "Me he mudado a Bilbao, por fin")
+    said = user_turn_ids(app)[-1]
+    release = asyncio.Event()
+
+    async def extract(body: dict[str, Any]) -> ToolUse:
+        await release.wait()
+        return record(op("semantic", "city", "Bilbao", [said], action="update"))
+
+    fake_anthropic.queue(extract, route="record_profile")
+    clock.advance(hours=2)
+    await app.commands.chat(ANA, "Buenas")  # ends the move's conversation: its extraction waits
+    assert f"- {GETXO_CANON}" in fake_anthropic.bodies()[-1]["system"][2]["text"]
+    release.set()
+    await until(lambda: city(app) == "Bilbao")
+    await app.companion.drain()
+    await app.commands.chat(ANA, "¿Qué tal?")
+    summary = fake_anthropic.bodies()[-1]["system"][2]["text"]
+    assert f"- Antes (hasta 2026-11): {GETXO_CANON}" in summary
+    assert f"- {GETXO_CANON}" not in summary
