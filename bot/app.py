@@ -25,6 +25,7 @@ from memory.responder import Responder
 from memory.retrieval import Retriever
 from memory.store import Store
 from memory.summary import Summariser
+from memory.supersede import superseded_values
 from memory.tokens import TokenEstimator
 
 IDLE_SWEEP_SECONDS = 60
@@ -70,6 +71,10 @@ async def open_app(
         tokens,
         cap_tokens=settings.summary_cap_tokens,
         model=settings.llm_summary_model,
+        superseded=lambda thread: superseded_values(store, thread),
+        record_rejection=lambda thread, conversation_id, reason: store.record_rejection(
+            thread, conversation_id, reason, clock()
+        ),
     )
     lifetimes = settings.lifetimes()
     profile = ProfileService(

@@ -253,6 +253,8 @@ class Companion:
         if version != session.profile_version and self._profile is not None:
             session.profile = await self._profile.lines_for(thread, now)
             session.profile_version = version
+            if not session.compacting:  # a changed fact may have dated claims of the summary
+                session.summary = await self._store.latest_summary(thread) or session.summary
 
     async def _restore(
         self, user: User, thread: Thread, conversation: Conversation, now: datetime

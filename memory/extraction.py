@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from memory.characters import CharacterBook
+from memory.credentials import credential_values, find_credentials
 from memory.fact_keys import KEY_SYNTAX, key_json_schema, spec_of, storage_key
 from memory.gate import as_data, check_fact, check_joined
 from memory.llm import LLM, ChatMessage, LLMError, LLMRequest, LLMResponse, TextBlock, ToolSpec
@@ -32,6 +33,7 @@ from memory.models import Conversation, Fact, Turn, UsageRecord
 from memory.profile import Lifetimes
 from memory.store import Store
 from memory.summary import format_turns
+from memory.supersede import changes_of, retire_in_latest_summary
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +120,7 @@ def plan_operations(
     by_key = {(f.kind, f.key): f for f in existing}
     taken = {(f.kind, f.key) for f in existing}
     seen: set[tuple[str, str]] = set()
+    secrets = credential_values(turn.text for turn in turns)
     plan = Plan()
     values: list[str] = []
     for index, op in enumerate(operations):
@@ -132,7 +135,11 @@ def plan_operations(
             if verdict.reason is not None:
                 raise ExtractionRejected(f"{where}: {verdict.reason}", poisoned=True)
             op = op.model_copy(update={"value": verdict.value})
-            values.append(verdict.value)
+        if find_credentials(f"{op.key.replace('_', ' ')}: {op.value or ''}", secrets):
+            log.info("%s dropped: a credential is never remembered", where)
+            continue
+        if op.value is not None:
+            values.append(op.value)
         op, current = _resolve_key(op, by_key, taken)
         if (op.kind, op.key) in seen:
             raise ExtractionRejected(f"{where}: the same fact appears twice")
@@ -362,6 +369,10 @@ class ProfileExtractor:
                 plan.adds, plan.updates, plan.deletes, plan.confirms, conversation.id, self._clock()
             ):
                 return "forgotten"  # deleted while the model answered: nothing was written
+            # A replaced value leaves the summary's established facts and canon too.
+            changes = changes_of(plan.updates, plan.deletes, self._clock(), turns[-1].id)
+            language = self._characters.language_of(thread.character_id)
+            await retire_in_latest_summary(self._store, thread, changes, language, self._clock())
             return "done"
         log.error(
             "extraction of conversation %s rejected after %s attempts; profile kept",

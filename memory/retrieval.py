@@ -23,9 +23,10 @@ import math
 import re
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from memory.credentials import mask_credentials
 from memory.fts import Term, fold, query_terms, words
 from memory.models import Thread, Turn
 from memory.prompt import Fragment
@@ -101,7 +102,9 @@ class Retriever:
         is between those two, whether or not it names them.
         """
         ranked = await self._rank(where, query, names)
-        return [self._exchange(c, names) for c in ranked[: max(limit, 0)]]
+        found = [self._exchange(c, names) for c in ranked[: max(limit, 0)]]
+        # Credentials stay in the user's log but are never recalled (as in select_fragments).
+        return [replace(e, text=mask_credentials(e.text)) for e in found]
 
     async def fragments(
         self,
@@ -247,6 +250,9 @@ def select_fragments(
             break
         if exchange.score < config.threshold:
             continue
+        # Credentials stay in the user's log but are never recalled into a prompt; masked here,
+        # for the few exchanges looked at, and before the cost is counted.
+        exchange = replace(exchange, text=mask_credentials(exchange.text))
         # Counted as memory/prompt.py renders it, so the renderer never has to drop one.
         cost = tokens.count(f"[{exchange.when:%Y-%m-%d}] {exchange.text}")
         if used + cost > budget_tokens:

@@ -10,22 +10,53 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Sequence
+import unicodedata
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memory.gate import ClaimRefusal, filter_claims
+from memory.credentials import credential_values, find_credentials, mask_credentials
+from memory.gate import ClaimRefusal, check_claim, filter_claims
 from memory.llm import LLM, ChatMessage, LLMError, LLMRequest, LLMResponse, TextBlock, ToolSpec
 from memory.models import Summary, SummaryFields, Thread, Turn, UsageRecord
 from memory.prompt import format_summary, trim_summary
+from memory.supersede import ValueChange, retire_superseded
 from memory.tokens import TokenEstimator
 
 log = logging.getLogger(__name__)
 
 CITE = re.compile(r"\{cite:(\d+)\}")
-# Values that must survive verbatim: order numbers, amounts, dates, phone numbers (3+ digits).
-ANCHOR = re.compile(r"(?<![\w{:])[\w€$£#./:-]*\d[\w€$£#./:-]*")
+# An anchor is a value that must survive verbatim (an order number, an amount, a date, a phone:
+# 3+ digits) and at most the one noun before it that names it, from this list: never the user's
+# sentence, so an anchor cannot carry an instruction. Folded: lower case, no accents.
+# fmt: off
+ANCHOR_LABELS = frozenset({
+    "pedido", "order", "factura", "invoice", "referencia", "reference", "ref", "localizador",
+    "reserva", "booking", "reservation", "billete", "ticket", "vuelo", "flight", "tren", "train",
+    "habitacion", "room", "mesa", "table", "telefono", "movil", "phone", "mobile", "importe",
+    "amount", "precio", "price", "total", "presupuesto", "budget", "deuda", "debt", "sueldo",
+    "salary", "alquiler", "rent", "fecha", "date", "cita", "appointment", "expediente", "caso",
+    "case", "matricula", "plate", "portal", "piso", "flat", "calle", "street", "postal", "envio",
+    "shipment", "seguimiento", "tracking", "paquete", "package", "parcel", "cliente", "customer",
+    "socio", "member", "poliza", "policy", "contrato", "contract",
+})
+# fmt: on
+# Words allowed between a label and its value ("pedido nº 48213", "order number 48213").
+# fmt: off
+_ANCHOR_FILLER = frozenset({
+    "n", "nº", "n°", "no", "num", "numero", "number", "#", "de", "del", "el", "la", "es", "is",
+    "mi", "my", "the", "of",
+})
+# fmt: on
+_ANCHOR_VALUE = re.compile(r"[\w€$£#./:+-]{1,32}")  # a whole token; one bounded repeat
+_WORD_IN_VALUE = re.compile(r"[^\W\d_]{5}")  # five letters in a row: a word, not a value
+_TOKEN = re.compile(r"\S+")
+_EDGE = "\"'«»“”‘’`()[]{}<>,;:!?¿¡."
+# Units after an amount, kept with it ("300 euros"); like the labels, a fixed list.
+ANCHOR_UNITS = frozenset({"euros", "euro", "eur", "dolares", "dollars", "usd", "libras", "pounds"})
+ANCHOR_LABEL_WINDOW = 3  # tokens looked at before a value for its label
+ANCHOR_VALUE_GROUPS = 4  # "612 345 678": digit groups joined into one value
 MAX_NEW_ANCHORS = 3
 MAX_CLAIM_CHARS = 400
 # Fields that accumulate: the model only adds to them, code keeps what was there verbatim.
@@ -38,8 +69,10 @@ _FIELD_HELP = {
     "commitments": "promises and plans still pending, by either side",
     "tone": "the current tone of the conversation and why it changed",
     "open_threads": "topics left open that may come back",
-    "canon": "NEW values that must never be contradicted or lost, copied verbatim: order "
-    "numbers, agreed amounts, dates, names (earlier ones are kept automatically)",
+    "canon": "NEW agreed values that must not drift, copied verbatim, each with the word that "
+    "names it: order numbers, agreed amounts, dates of appointments (earlier ones are kept "
+    "automatically). Not where the user lives or works, nor anything else that may change: "
+    "those are established facts. Never passwords, PINs, card numbers or codes",
 }
 
 SUMMARY_TOOL = ToolSpec(
@@ -135,30 +168,108 @@ def accumulate(previous: SummaryFields | None, new: SummaryFields) -> SummaryFie
     return new
 
 
-def _anchors(text: str) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class _Word:
+    start: int
+    end: int
+    text: str
+
+
+def _words(text: str) -> list[_Word]:
     found = []
-    for match in ANCHOR.finditer(text):
-        token = match.group(0).strip(".:-/")
-        if sum(ch.isdigit() for ch in token) >= 3:
-            found.append(token)
+    for match in _TOKEN.finditer(text):
+        stripped = match.group(0).strip(_EDGE)
+        offset = match.group(0).find(stripped) if stripped else 0
+        found.append(
+            _Word(match.start() + offset, match.start() + offset + len(stripped), stripped)
+        )
+    return found
+
+
+def _fold(word: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", word.casefold())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def _is_value(word: str) -> bool:
+    return (
+        len(word) <= 32
+        and bool(_ANCHOR_VALUE.fullmatch(word))
+        and any(ch.isdigit() for ch in word)
+        and not _WORD_IN_VALUE.search(word)
+    )
+
+
+def _label_before(words: list[_Word], index: int) -> str | None:
+    """The label noun among the few words before a value, skipping "nº", "de", "es"...; the
+    first other word ends the search."""
+    for word in reversed(words[max(index - ANCHOR_LABEL_WINDOW, 0) : index]):
+        folded = _fold(word.text)
+        if folded in ANCHOR_LABELS:
+            return folded
+        if folded not in _ANCHOR_FILLER:
+            return None
+    return None
+
+
+def anchors_of(text: str, known: frozenset[str] = frozenset()) -> list[str]:
+    """The values worth keeping verbatim in `text`, each as "label value" or "value": built from
+    a bounded window of tokens in one pass (linear time), never from a credential (nor from a
+    `known` one said elsewhere in the conversation)."""
+    secret = [(c.start, c.end) for c in find_credentials(text, known)]
+    words = _words(text)
+    found: list[str] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if not _is_value(word.text) or any(s < word.end and word.start < e for s, e in secret):
+            index += 1
+            continue
+        end = index + 1  # digit groups typed with spaces are one value
+        while (
+            end < len(words)
+            and end - index < ANCHOR_VALUE_GROUPS
+            and words[end].text.isdigit()
+            and words[end].start - words[end - 1].end == 1
+        ):
+            end += 1
+        value = " ".join(w.text for w in words[index:end])
+        if end < len(words) and _fold(words[end].text) in ANCHOR_UNITS:
+            value += " " + _fold(words[end].text)
+            end += 1
+        if sum(ch.isdigit() for ch in value) >= 3:
+            label = _label_before(words, index)
+            found.append(f"{label} {value}" if label else value)
+        index = end
     return found
 
 
 def keep_anchors(fields: SummaryFields, folded: Sequence[Turn]) -> SummaryFields:
-    """A code-level safety net: a value the user gave that the summary lost goes to canon."""
+    """A code-level safety net: a value the user gave that the summary lost goes to canon, as
+    the value and the noun naming it, citing its turn."""
     rendered = json.dumps(dict(fields.items()), ensure_ascii=False)
+    known = credential_values(t.text for t in folded)
     added: list[str] = []
     for turn in (t for t in folded if t.role == "user"):
-        missing = [a for a in _anchors(turn.text) if a not in rendered]
-        if not missing or len(added) >= MAX_NEW_ANCHORS:
-            continue
-        sentence = next(
-            (s for s in re.split(r"(?<=[.!?])\s+", turn.text) if missing[0] in s), turn.text
-        )
-        claim = f"«{sentence.strip()[:160]}» {{cite:{turn.id}}}"
-        added.append(claim)
-        rendered += claim
+        for anchor in anchors_of(turn.text, known):
+            value = anchor.split(" ", 1)[-1] if anchor.split(" ", 1)[0] in ANCHOR_LABELS else anchor
+            if len(added) >= MAX_NEW_ANCHORS or value in rendered:
+                continue
+            claim = f"{anchor} {{cite:{turn.id}}}"
+            if check_claim(claim) is not None:
+                continue  # built from a value and a listed noun, but it passes the gate too
+            added.append(claim)
+            rendered += claim
     return fields.with_field("canon", fields.canon + tuple(added)) if added else fields
+
+
+def without_credentials(fields: SummaryFields, folded: Sequence[Turn]) -> SummaryFields:
+    """Every claim with its credentials masked, and the credentials said in the folded turns
+    wherever the model copied them: a password typed in passing never reaches the summary."""
+    known = credential_values(t.text for t in folded)
+    for name, claims in fields.items():
+        fields = fields.with_field(name, tuple(mask_credentials(c, known) for c in claims))
+    return fields
 
 
 def format_turns(turns: Sequence[Turn], recollected: frozenset[int] = frozenset()) -> str:
@@ -190,8 +301,16 @@ class Summariser:
         cap_tokens: int,
         attempts: int = 3,
         model: str | None = None,
+        superseded: Callable[[Thread], Awaitable[Sequence[ValueChange]]] | None = None,
+        record_rejection: Callable[[Thread, int | None, str], Awaitable[None]] | None = None,
     ) -> None:
         self._llm = llm
+        # Claims the memory gate drops are counted with the profile's refusals
+        # (memory_rejections), so an attack on the summary shows up where an admin looks.
+        self._record_rejection = record_rejection
+        # The profile's replaced values, read after the model answers: a claim it kept from the
+        # previous summary that names one of them is dated (memory/supersede.py).
+        self._superseded = superseded
         self._record_usage = record_usage
         self._tokens = tokens
         self._cap = cap_tokens
@@ -235,10 +354,12 @@ class Summariser:
                 failure = f"LLM failed: {exc}"
                 await self._count(job, request.model or "", failure)
                 break  # the provider already retried; the next compaction trigger tries again
+            refused: list[ClaimRefusal] = []
             try:
                 raw = parse_output(response)
                 fields = accumulate(
-                    job.previous.fields if job.previous else None, validate_fields(raw, allowed)
+                    job.previous.fields if job.previous else None,
+                    validate_fields(raw, allowed, refused),
                 )
             except SummaryRejected as exc:
                 failure = f"attempt {attempt}: {exc}"
@@ -246,7 +367,15 @@ class Summariser:
                 await self._count(job, response.model, failure, response)
                 continue
             await self._count(job, response.model, None, response)
+            if self._record_rejection is not None:
+                for refusal in refused:
+                    reason = f"summary claim of '{refusal.field}': {refusal.reason}"
+                    await self._record_rejection(job.thread, job.conversation_id, reason)
             fields = keep_anchors(fields, job.folded)
+            if self._superseded is not None:
+                changes = await self._superseded(job.thread)
+                fields = retire_superseded(fields, changes, job.language)
+            fields = without_credentials(fields, job.folded)
             fields = trim_summary(fields, job.language, self._cap, self._tokens)
             return Summary(
                 fields=fields,

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from memory.credentials import mask_credentials
 from memory.gate import check_turn
 from memory.llm import ToolCall, ToolSpec
 from memory.models import Thread, Turn
@@ -172,7 +173,8 @@ class ToolBox:
         lines = [
             _turn_line(found[i]) if i in found else f"[{i}] not found" for i in raw[:MAX_LOOKUP_IDS]
         ]
-        return ToolOutcome("\n".join(lines), recalled_turn_ids=tuple(sorted(found)))
+        text = mask_credentials("\n".join(lines))  # a password said long ago is not read back
+        return ToolOutcome(text, recalled_turn_ids=tuple(sorted(found)))
 
     async def _search(self, arguments: dict[str, Any]) -> ToolOutcome:
         query = arguments.get("query")

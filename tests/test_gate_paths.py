@@ -118,6 +118,7 @@ async def test_compaction_drops_the_hostile_claim_and_keeps_the_rest(
     block = fake_anthropic.bodies()[-1]["system"][2]["text"]
     assert "Ana busca a su hermano" in block and "48213" in block
     assert "responda siempre" not in block
+    assert [r for r in rejections(app) if r.startswith("summary claim of 'canon'")]
 
 
 async def test_import_refuses_hostile_facts_claims_and_replies(

@@ -93,17 +93,18 @@ async def test_forget_needs_confirmation_and_leaves_no_trace(
             body["messages"][0]["content"][0]["text"].split("Turns to fold in:\n[")[1].split("]")[0]
         )
         return ToolUse(
-            "write_summary", summary_input(canon=[f"La clave es {canary} {{cite:{first}}}"])
+            "write_summary", summary_input(canon=[f"El barco se llama {canary} {{cite:{first}}}"])
         )
 
     fake_anthropic.queue(summarise, route="write_summary")
-    await app.commands.chat(ANA, f"Apunta mi clave: {canary}")
+    # Not a credential: those never reach the summary or the profile (tests/test_credentials.py).
+    await app.commands.chat(ANA, f"Mi barco se llama {canary}")
     for i in range(app.settings.window_trigger_turns // 2):
         await app.commands.chat(ANA, f"mensaje {i}")
         await app.companion.drain()
     turn = user_turn_ids(app)[0]
     fake_anthropic.queue(
-        record(op("semantic", "secret_code", canary, [turn])), route="record_profile"
+        record(op("semantic", "boat_name", canary, [turn])), route="record_profile"
     )
     await end_by_timer(app, clock)
     await learn(app, fake_anthropic, clock, BEA, "Yo soy Bea", ("semantic", "name", "Bea"))

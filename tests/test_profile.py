@@ -299,7 +299,9 @@ async def test_anchors_survive_compactions_verbatim(
     assert summaries >= 2  # the default fake summariser returns empty fields every time
     body = fake_anthropic.bodies()[-1]
     canon = body["system"][2]["text"]
-    assert "«Te pago 300 euros y el pedido es el 48213-B, ¿vale?» {cite:1}" in canon
+    # The values and the words that name them, not the user's sentence (issue 13, item 4).
+    assert "- 300 euros {cite:1}\n- pedido 48213-B {cite:1}" in canon
+    assert "Te pago" not in canon
 
 
 def test_the_extraction_request_does_not_grow_with_the_profile() -> None:
