@@ -23,7 +23,7 @@ from memory.models import (
 from memory.profile import ProfileLines
 from memory.prompt import Budgets
 from memory.responder import ProbeResult, Responder
-from memory.session import RecentUsers, Session, SessionCache
+from memory.session import Burst, Bursts, CallGate, RecentUsers, Session, SessionCache
 from memory.store import ConversationGone, Store
 from memory.summary import CompactionInput, Summariser
 from memory.tokens import TokenEstimator
@@ -77,6 +77,7 @@ class Companion:
         self._profile = profile
         self._sessions = SessionCache(settings.max_sessions_in_ram)
         self._users = RecentUsers(settings.max_sessions_in_ram)
+        self._bursts = Bursts()
         self._profile_versions: dict[tuple[int, str], int] = {}
         self._profile_epoch = 0
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -118,40 +119,133 @@ class Companion:
 
     # ---- the conversation -------------------------------------------------------------------
 
-    async def handle(self, incoming: Incoming) -> Reply:
+    async def handle(
+        self,
+        incoming: Incoming,
+        gate: CallGate | None = None,
+        on_held: Callable[[float], Awaitable[None]] | None = None,
+    ) -> Reply:
         """Store the user's turn, answer it, and schedule compaction when due."""
+        return await self.submit(incoming, gate, on_held)
+
+    def submit(
+        self,
+        incoming: Incoming,
+        gate: CallGate | None = None,
+        on_held: Callable[[float], Awaitable[None]] | None = None,
+    ) -> Awaitable[Reply]:
+        """Join the message to its thread's burst now (so arrival order is the order of the
+        calls to this method), and return the wait for its reply. Messages that arrive while a
+        reply is being written, or while `gate` holds the call back (`on_held` is told for how
+        long, once), are answered together by one LLM call. The reply comes back for the
+        burst's newest message; the others get an empty Reply: nothing more to send."""
         if not incoming.text.strip():
             raise UserFacingError("There is no text in that message to answer.")
-        character, user, thread = await self._open_thread(incoming)
+        burst, leads = self._bursts.join(incoming)
+        return self._answer(burst, incoming, leads, gate, on_held)
+
+    async def _answer(
+        self,
+        burst: Burst,
+        incoming: Incoming,
+        leads: bool,
+        gate: CallGate | None,
+        on_held: Callable[[float], Awaitable[None]] | None,
+    ) -> Reply:
+        if leads:
+            try:
+                burst.done.set_result(await self._lead(burst, gate, on_held))
+            except asyncio.CancelledError:
+                self._bursts.close(burst)
+                burst.done.cancel()
+                raise
+            except Exception as exc:
+                self._bursts.close(burst)
+                burst.done.set_exception(exc)
+        elif burst.held and not burst.closed:
+            await self._store_held(burst)  # stored now, not after the wait
+        try:
+            reply = await asyncio.shield(burst.done)
+        except Exception:
+            if incoming is burst.messages[-1]:  # final once done: the burst closed before
+                raise
+            return Reply("", ok=False)
+        if incoming is burst.messages[-1]:
+            return reply
+        return Reply("", ok=reply.ok, turn_id=reply.turn_id)
+
+    async def _lead(
+        self,
+        burst: Burst,
+        gate: CallGate | None,
+        on_held: Callable[[float], Awaitable[None]] | None,
+    ) -> Reply:
+        """Store the burst's messages, wait for the gate, then answer them in one call."""
+        first = burst.messages[0]
+        character, user, thread = await self._open_thread(first)
+        notified = False
+        while True:
+            async with self._sessions.lock(thread):
+                now = self._clock()
+                session = await self._store_burst(user, thread, burst, now)
+                key = f"{first.platform}:{first.platform_user_id}"
+                wait = gate.reserve(key) if gate is not None else 0.0
+                if wait <= 0:
+                    self._bursts.close(burst)  # no await since the last store: none is left
+                    assert burst.last_turn is not None
+                    return await self._reply(session, character, burst.last_turn, now)
+                burst.held = True
+            if on_held is not None and not notified:
+                notified = True
+                await on_held(wait)
+            assert gate is not None
+            await gate.wait(wait)
+
+    async def _store_held(self, burst: Burst) -> None:
+        _, user, thread = await self._open_thread(burst.messages[0])
         async with self._sessions.lock(thread):
-            now = self._clock()
-            session = await self._session(user, thread, now)
-            await self._refresh_profile_if_changed(session, now)
+            await self._store_burst(user, thread, burst, self._clock())
+
+    async def _store_burst(
+        self, user: User, thread: Thread, burst: Burst, now: datetime
+    ) -> Session:
+        """Append the burst's messages not yet stored, in arrival order (under the lock)."""
+        session = await self._session(user, thread, now)
+        await self._refresh_profile_if_changed(session, now)
+        while burst.stored < len(burst.messages):
             before = session
-            session, turn = await self._add_user_turn(session, incoming, now)
-            if session.conversation.id == before.conversation.id:
+            session, turn = await self._add_user_turn(session, burst.messages[burst.stored], now)
+            if burst.stored == 0 and session.conversation.id == before.conversation.id:
                 session.previous_activity = before.last_activity
             session.last_activity = now
-            generated = await self._responder.respond(session, character, now, turn.id)
-            if generated is None:
-                return Reply(APOLOGY[character.language], ok=False, turn_id=turn.id)
-            reply_turn = await self._store.add_reply(
-                session.conversation,
-                generated.text,
-                self._clock(),
-                ReplySources(
-                    turn_id=0,  # the store sets the reply's id
-                    fact_ids=session.profile.fact_ids,
-                    summary_id=session.summary.id if session.summary else None,
-                    window_turn_ids=tuple(t.id for t in session.window),
-                    fragment_turn_ids=generated.fragment_turn_ids,
-                    created_at=now,
-                ),
-                generated.usage,
-            )
-            session.window.append(reply_turn)
-            if self._compaction_due(session):
-                self._start_compaction(session, character, keep=self._settings.window_keep_turns)
+            burst.stored += 1
+            burst.last_turn = turn
+        return session
+
+    async def _reply(
+        self, session: Session, character: Character, turn: Turn, now: datetime
+    ) -> Reply:
+        """One LLM call answering the window up to `turn`, stored with what it was built from."""
+        generated = await self._responder.respond(session, character, now, turn.id)
+        if generated is None:
+            return Reply(APOLOGY[character.language], ok=False, turn_id=turn.id)
+        reply_turn = await self._store.add_reply(
+            session.conversation,
+            generated.text,
+            self._clock(),
+            ReplySources(
+                turn_id=0,  # the store sets the reply's id
+                fact_ids=session.profile.fact_ids,
+                summary_id=session.summary.id if session.summary else None,
+                window_turn_ids=tuple(t.id for t in session.window),
+                fragment_turn_ids=generated.fragment_turn_ids,
+                created_at=now,
+            ),
+            generated.usage,
+        )
+        session.window.append(reply_turn)
+        if self._compaction_due(session):
+            self._start_compaction(session, character, keep=self._settings.window_keep_turns)
         return Reply(generated.text, turn_id=reply_turn.id)
 
     # ---- sessions ---------------------------------------------------------------------------
