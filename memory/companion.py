@@ -142,7 +142,10 @@ class Companion:
         if not incoming.text.strip():
             raise UserFacingError("There is no text in that message to answer.")
         burst, leads = self._bursts.join(incoming)
-        return self._answer(burst, incoming, leads, gate, on_held)
+        # A task, not a bare coroutine: the burst is answered even if this caller never awaits
+        # (its handler failed or was cancelled), or the thread's later messages would wait on
+        # it for ever.
+        return asyncio.ensure_future(self._answer(burst, incoming, leads, gate, on_held))
 
     async def _answer(
         self,

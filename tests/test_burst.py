@@ -121,19 +121,23 @@ async def test_a_held_call_names_when_and_answers_everything_held(
     async with telegram_bot(tmp_path, fake_anthropic, clock) as bot:
         bot.app.commands.use_rate_limiter(RateLimiter(2, 60, timer.clock, timer.sleep))
         database = bot.app.settings.database_path
-        for index in range(2):  # two calls at 0 s: the cap
-            bot.fake.send_private_text(ANA, f"mensaje {index}")
-            await bot.fake.wait_for_messages(ANA, index + 1)
-        timer.now = 15.0
-        for index in range(2, 5):
-            bot.fake.send_private_text(ANA, f"mensaje {index}")
-        notice = (await bot.fake.wait_for_messages(ANA, 3))[-1]
-        assert notice["text"] == text("es", "rate_limited", seconds=45)
-        assert "45 s" in notice["text"]
-        await wait_until(lambda: len(user_turns(database)) == 5)  # stored while held
-        bot.fake.send_private_text(ANA, "mensaje 5")  # one more, during the wait
-        await wait_until(lambda: len(user_turns(database)) == 6)
-        assert len(fake_anthropic.bodies()) == 2 and timer.asked == [45.0]
+        try:
+            for index in range(2):  # two calls at 0 s: the cap
+                bot.fake.send_private_text(ANA, f"mensaje {index}")
+                await bot.fake.wait_for_messages(ANA, index + 1)
+            timer.now = 15.0
+            for index in range(2, 5):
+                bot.fake.send_private_text(ANA, f"mensaje {index}")
+            notice = (await bot.fake.wait_for_messages(ANA, 3))[-1]
+            assert notice["text"] == text("es", "rate_limited", seconds=45)
+            assert "45 s" in notice["text"]
+            await wait_until(lambda: len(user_turns(database)) == 5)  # stored while held
+            bot.fake.send_private_text(ANA, "mensaje 5")  # one more, during the wait
+            await wait_until(lambda: len(user_turns(database)) == 6)
+            assert len(fake_anthropic.bodies()) == 2 and timer.asked == [45.0]
+        except BaseException:
+            timer.move_to(60.0)  # let the held call end, or the bot could not stop
+            raise
         timer.move_to(60.0)
         answered = (await bot.fake.wait_for_messages(ANA, 4))[-1]
         await asyncio.sleep(0.1)

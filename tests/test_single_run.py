@@ -31,12 +31,18 @@ async def test_a_second_run_on_the_same_database_refuses_to_start(tmp_path: Path
             telegram.send_private_text(ANA, "Hola")
             await telegram.wait_for_messages(ANA, 1, timeout=15)
 
-            code, out, err = await run_companion("run", env=env)
+            second = await BotProcess.start("run", env=env, stderr_path=tmp_path / "second.err")
+            try:
+                code = await asyncio.wait_for(second.finish(), 30)
+            except TimeoutError:
+                await second.kill()
+                raise AssertionError("a second run started beside the first") from None
+            err = second.stderr()
             assert code == 3, err
             [line] = err.strip().splitlines()  # one clear line, no traceback
             assert "another `companion run` is already using" in line and str(database) in line
 
-            code, out, err = await run_companion(
+            code, _, err = await run_companion(
                 "memory", "show", "--platform", "telegram", "--user", str(ANA), env=env
             )
             assert code == 0, err
