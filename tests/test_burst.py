@@ -33,8 +33,8 @@ class Timer:
         return self.now
 
     async def sleep(self, seconds: float) -> None:
-        self.asked.append(seconds)
         self._moved.clear()
+        self.asked.append(seconds)  # a test that sees this knows the sleeper waits
         await self._moved.wait()
 
     def move_to(self, now: float) -> None:
@@ -134,7 +134,8 @@ async def test_a_held_call_names_when_and_answers_everything_held(
             await wait_until(lambda: len(user_turns(database)) == 5)  # stored while held
             bot.fake.send_private_text(ANA, "mensaje 5")  # one more, during the wait
             await wait_until(lambda: len(user_turns(database)) == 6)
-            assert len(fake_anthropic.bodies()) == 2 and timer.asked == [45.0]
+            await wait_until(lambda: timer.asked == [45.0])  # asleep, not only announced
+            assert len(fake_anthropic.bodies()) == 2
         except BaseException:
             timer.move_to(60.0)  # let the held call end, or the bot could not stop
             raise
@@ -163,3 +164,34 @@ async def test_the_terminal_chat_has_no_limit(
         answers = [await bot.app.commands.chat(admin, f"hola {i}") for i in range(3)]
     assert [a.text for a in answers] == [f"Re: hola {i}" for i in range(3)]
     assert timer.asked == []
+
+
+async def test_a_held_call_on_discord_is_announced_then_answered_once(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    fake_anthropic.default = echo()
+    timer = Timer()
+    async with FakeDiscord() as fake, running(tmp_path, fake, fake_anthropic, clock) as h:
+        h.app.commands.use_rate_limiter(RateLimiter(1, 30, timer.clock, timer.sleep))
+        database = h.app.settings.database_path
+        try:
+            await fake.dm(ALICE, "uno")
+            await fake.wait_for_dms(ALICE, 1)
+            timer.now = 10.0
+            held = [await fake.dm(ALICE, text) for text in ("dos", "tres")]
+            notice = (await fake.wait_for_dms(ALICE, 2))[-1]
+            assert notice.content == text("es", "rate_limited", seconds=20)
+            assert reply_target(notice) == int(held[0]["id"])  # under the first held message
+            await wait_until(lambda: len(user_turns(database)) == 3)
+            await wait_until(lambda: timer.asked == [20.0])  # asleep, not only announced
+            assert len(fake_anthropic.bodies()) == 1
+        except BaseException:
+            timer.move_to(30.0)
+            raise
+        timer.move_to(30.0)
+        await asyncio.sleep(1)
+        answer = (await fake.wait_for_dms(ALICE, 3))[-1]
+        await asyncio.sleep(0.1)
+        assert len(fake.sent_dms(ALICE)) == 3
+    assert answer.content == "Re: tres" and reply_target(answer) == int(held[-1]["id"])
+    assert request_texts(fake_anthropic.bodies()[1])[-2:] == ["dos", "tres"]
