@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from memory.bursts import Burst, BurstAnswering, Bursts, CallGate
 from memory.characters import Character, CharacterBook
 from memory.errors import UserFacingError
 from memory.models import (
@@ -23,7 +24,7 @@ from memory.models import (
 from memory.profile import ProfileLines
 from memory.prompt import Budgets
 from memory.responder import ProbeResult, Responder
-from memory.session import Burst, Bursts, CallGate, RecentUsers, Session, SessionCache
+from memory.session import RecentUsers, Session, SessionCache
 from memory.store import ConversationGone, Store
 from memory.summary import CompactionInput, Summariser
 from memory.tokens import TokenEstimator
@@ -55,7 +56,7 @@ class ProfileSource(Protocol):
     async def lines_for(self, thread: Thread, now: datetime) -> ProfileLines: ...
 
 
-class Companion:
+class Companion(BurstAnswering):
     def __init__(
         self,
         store: Store,
@@ -127,87 +128,6 @@ class Companion:
     ) -> Reply:
         """Store the user's turn, answer it, and schedule compaction when due."""
         return await self.submit(incoming, gate, on_held)
-
-    def submit(
-        self,
-        incoming: Incoming,
-        gate: CallGate | None = None,
-        on_held: Callable[[float], Awaitable[None]] | None = None,
-    ) -> Awaitable[Reply]:
-        """Join the message to its thread's burst now (so arrival order is the order of the
-        calls to this method), and return the wait for its reply. Messages that arrive while a
-        reply is being written, or while `gate` holds the call back (`on_held` is told for how
-        long, once), are answered together by one LLM call. The reply comes back for the
-        burst's newest message; the others get an empty Reply: nothing more to send."""
-        if not incoming.text.strip():
-            raise UserFacingError("There is no text in that message to answer.")
-        burst, leads = self._bursts.join(incoming)
-        # A task, not a bare coroutine: the burst is answered even if this caller never awaits
-        # (its handler failed or was cancelled), or the thread's later messages would wait on
-        # it for ever.
-        return asyncio.ensure_future(self._answer(burst, incoming, leads, gate, on_held))
-
-    async def _answer(
-        self,
-        burst: Burst,
-        incoming: Incoming,
-        leads: bool,
-        gate: CallGate | None,
-        on_held: Callable[[float], Awaitable[None]] | None,
-    ) -> Reply:
-        if leads:
-            try:
-                burst.done.set_result(await self._lead(burst, gate, on_held))
-            except asyncio.CancelledError:
-                self._bursts.close(burst)
-                burst.done.cancel()
-                raise
-            except Exception as exc:
-                self._bursts.close(burst)
-                burst.done.set_exception(exc)
-        elif burst.held and not burst.closed:
-            await self._store_held(burst)  # stored now, not after the wait
-        try:
-            reply = await asyncio.shield(burst.done)
-        except Exception:
-            if incoming is burst.messages[-1]:  # final once done: the burst closed before
-                raise
-            return Reply("", ok=False)
-        if incoming is burst.messages[-1]:
-            return reply
-        return Reply("", ok=reply.ok, turn_id=reply.turn_id)
-
-    async def _lead(
-        self,
-        burst: Burst,
-        gate: CallGate | None,
-        on_held: Callable[[float], Awaitable[None]] | None,
-    ) -> Reply:
-        """Store the burst's messages, wait for the gate, then answer them in one call."""
-        first = burst.messages[0]
-        character, user, thread = await self._open_thread(first)
-        notified = False
-        while True:
-            async with self._sessions.lock(thread):
-                now = self._clock()
-                session = await self._store_burst(user, thread, burst, now)
-                key = f"{first.platform}:{first.platform_user_id}"
-                wait = gate.reserve(key) if gate is not None else 0.0
-                if wait <= 0:
-                    self._bursts.close(burst)  # no await since the last store: none is left
-                    assert burst.last_turn is not None
-                    return await self._reply(session, character, burst.last_turn, now)
-                burst.held = True
-            if on_held is not None and not notified:
-                notified = True
-                await on_held(wait)
-            assert gate is not None
-            await gate.wait(wait)
-
-    async def _store_held(self, burst: Burst) -> None:
-        _, user, thread = await self._open_thread(burst.messages[0])
-        async with self._sessions.lock(thread):
-            await self._store_burst(user, thread, burst, self._clock())
 
     async def _store_burst(
         self, user: User, thread: Thread, burst: Burst, now: datetime

@@ -13,9 +13,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
 
-from memory.models import Conversation, Incoming, Reply, Summary, Thread, Turn, User
+from memory.models import Conversation, Summary, Thread, Turn, User
 from memory.profile import ProfileLines
 
 
@@ -41,65 +40,6 @@ class Session:
         """The window is every turn after the summary's last, so turns lie outside it exactly
         when there is a summary; without one there is nothing to recall."""
         return self.summary is not None
-
-
-class CallGate(Protocol):
-    """A cap on LLM calls per user (the chat platforms' rate limit). Messages are never refused
-    by it: a call it holds back waits, and the messages that arrive meanwhile join that call."""
-
-    def reserve(self, key: str) -> float:
-        """0 when a call may be made now (and is counted); else the seconds until one may."""
-        ...
-
-    async def wait(self, seconds: float) -> None: ...
-
-
-BurstKey = tuple[str, str, str, str]  # platform, platform user id, character id, scope
-
-
-@dataclass(eq=False)
-class Burst:
-    """One user's messages to one character that one LLM call will answer: those that arrive
-    while the previous reply is being written, or while the rate limit holds the call back."""
-
-    key: BurstKey
-    messages: list[Incoming]
-    done: asyncio.Future[Reply]
-    stored: int = 0  # messages[:stored] are in the turn log
-    last_turn: Turn | None = None
-    held: bool = False  # the rate limit holds the call: members store their own turns
-    closed: bool = False  # the call has begun: later messages start the next burst
-
-
-class Bursts:
-    """The open burst of each thread. Joining is synchronous, so arrival order is kept."""
-
-    def __init__(self) -> None:
-        self._open: dict[BurstKey, Burst] = {}
-
-    def join(self, incoming: Incoming) -> tuple[Burst, bool]:
-        """The thread's open burst with the message added, and whether this message leads it."""
-        key = (
-            incoming.platform,
-            incoming.platform_user_id,
-            incoming.character_id,
-            incoming.scope,
-        )
-        burst = self._open.get(key)
-        if burst is not None:
-            burst.messages.append(incoming)
-            return burst, False
-        burst = Burst(key, [incoming], asyncio.get_running_loop().create_future())
-        self._open[key] = burst
-        return burst, True
-
-    def close(self, burst: Burst) -> None:
-        burst.closed = True
-        if self._open.get(burst.key) is burst:
-            del self._open[burst.key]
-
-    def __len__(self) -> int:
-        return len(self._open)
 
 
 class RecentUsers:
