@@ -200,6 +200,7 @@ class TelegramAdapter:
         caller = caller_of(update)
         if not self._in_flight.accepting or not await self._addressed(message, caller):
             return
+
         async def notify(notice: Answer) -> None:
             await self._send(message, caller, notice)
 
