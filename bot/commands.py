@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,6 +19,7 @@ from bot.texts import pick_language, text
 from memory.characters import Character, CharacterFileError
 from memory.companion import Companion
 from memory.errors import UserFacingError
+from memory.models import Reply
 from memory.store import Store
 
 
@@ -33,14 +35,22 @@ class Limits:
 
 
 class RateLimiter:
-    """A sliding window per user; the notice is sent once per window, not on every message."""
+    """Caps LLM calls per user in a sliding window. It never refuses a message: a call past the
+    cap waits until the window allows it (the engine stores the messages first, tells the user
+    when the character will answer, and answers everything that arrived meanwhile in one call)."""
 
-    def __init__(self, limit: int, window: float, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        limit: int,
+        window: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ):
         self._limit = limit
         self._window = window
         self._clock = clock
+        self._sleep = sleep
         self._hits: dict[str, deque[float]] = {}
-        self._notified: dict[str, float] = {}
         self._checks = 0
 
     def __len__(self) -> int:
@@ -52,11 +62,9 @@ class RateLimiter:
             k for k, hits in self._hits.items() if not hits or now - hits[-1] >= self._window
         ]:
             del self._hits[key]
-        for key in [k for k, when in self._notified.items() if now - when >= self._window]:
-            del self._notified[key]
 
-    def check(self, key: str) -> tuple[bool, float]:
-        """(allowed, seconds to wait); wait is 0 when a notice was already sent this window."""
+    def reserve(self, key: str) -> float:
+        """0 when a call may be made now (it is counted); else the seconds until one may."""
         now = self._clock()
         self._checks += 1
         if self._checks % 1024 == 0:
@@ -66,12 +74,11 @@ class RateLimiter:
             hits.popleft()
         if len(hits) < self._limit:
             hits.append(now)
-            return True, 0.0
-        wait = self._window - (now - hits[0])
-        if now - self._notified.get(key, -self._window) < self._window:
-            return False, 0.0
-        self._notified[key] = now
-        return False, wait
+            return 0.0
+        return self._window - (now - hits[0])
+
+    async def wait(self, seconds: float) -> None:
+        await self._sleep(seconds)
 
 
 class ArrivalOrder:
@@ -94,6 +101,21 @@ class ArrivalOrder:
                 del self._gates[key]
             else:
                 self._gates[key] = (lock, users - 1)
+
+
+Notify = Callable[[Answer], Awaitable[None]]
+
+# The admin's own terminal chat is not limited: it costs only what the admin chooses.
+UNLIMITED_PLATFORMS = frozenset({"terminal"})
+
+
+async def _ready(answer: Answer) -> Answer:
+    return answer
+
+
+async def _answer_of(pending: Awaitable[Reply]) -> Answer:
+    reply = await pending
+    return Answer(reply.text, ok=reply.ok)
 
 
 class Commands:
@@ -139,34 +161,66 @@ class Commands:
     async def is_bound(self, caller: Caller) -> bool:
         return bool(await self._store.bound_character(caller.platform, caller.channel_id))
 
-    async def chat(self, caller: Caller, message: str, message_id: str | None = None) -> Answer:
-        """One message to the current character, within the size and rate limits."""
-        async with self._order.hold(f"{caller.platform}:{caller.user_id}:{caller.channel_key}"):
-            return await self._chat(caller, clean_input(message), message_id)
+    async def chat(
+        self,
+        caller: Caller,
+        message: str,
+        message_id: str | None = None,
+        notify: Notify | None = None,
+    ) -> Answer:
+        """One message to the current character; see `submit`."""
+        return await (await self.submit(caller, message, message_id, notify))
 
-    async def _chat(self, caller: Caller, message: str, message_id: str | None) -> Answer:
+    async def submit(
+        self,
+        caller: Caller,
+        message: str,
+        message_id: str | None = None,
+        notify: Notify | None = None,
+    ) -> Awaitable[Answer]:
+        """Check one message and hand it to the engine in arrival order; returns the wait for
+        its answer. An adapter awaits that outside its own per-user gate, so that messages
+        arriving meanwhile join the burst. A burst is answered once, on its newest message
+        (the others get an empty answer: send nothing). When the rate limit holds the call
+        back, `notify` sends the notice saying when the character will answer."""
+        async with self._order.hold(f"{caller.platform}:{caller.user_id}:{caller.channel_key}"):
+            return await self._submit(caller, clean_input(message), message_id, notify)
+
+    async def _submit(
+        self, caller: Caller, message: str, message_id: str | None, notify: Notify | None
+    ) -> Awaitable[Answer]:
         character = await self.character_for(caller)
         language = pick_language(caller.locale, character.language)
         if is_blank(message):  # zero-width characters alone are no text either
-            return Answer(text(language, "empty"), ok=False)
+            return _ready(Answer(text(language, "empty"), ok=False))
         if len(message) > self._limits.max_message_chars:
             limit = self._limits.max_message_chars
-            return Answer(
-                text(
-                    language,
-                    "too_long",
-                    length=len(message),
-                    limit=limit,
-                    over=len(message) - limit,
-                ),
-                ok=False,
+            return _ready(
+                Answer(
+                    text(
+                        language,
+                        "too_long",
+                        length=len(message),
+                        limit=limit,
+                        over=len(message) - limit,
+                    ),
+                    ok=False,
+                )
             )
-        allowed, wait = self._rate.check(f"{caller.platform}:{caller.user_id}")
-        if not allowed:
-            notice = text(language, "rate_limited", seconds=max(1, round(wait)))
-            return Answer(notice if wait else "", ok=False)
-        reply = await self._companion.handle(caller.incoming(character.id, message, message_id))
-        return Answer(reply.text, ok=reply.ok)
+
+        async def held(seconds: float) -> None:
+            if notify is not None:
+                await notify(Answer(text(language, "rate_limited", seconds=math.ceil(seconds))))
+
+        gate = None if caller.platform in UNLIMITED_PLATFORMS else self._rate
+        pending = self._companion.submit(
+            caller.incoming(character.id, message, message_id), gate, held
+        )
+        return _answer_of(pending)
+
+    def use_rate_limiter(self, limiter: RateLimiter) -> None:
+        """Replace the rate limiter (tests give one with a clock and a sleep of their own)."""
+        self._rate = limiter
 
     def character_choices(self) -> list[tuple[str, str]]:
         """(id, name) of every character, for a platform's autocompletion."""
@@ -277,11 +331,10 @@ class Commands:
 
     def _memoria_refusal(self, caller: Caller, language: str) -> Answer | None:
         """None while the caller is within /memoria's limit; else a refusal saying when."""
-        allowed, wait = self._memoria_rate.check(f"{caller.platform}:{caller.user_id}")
-        if allowed:
+        wait = self._memoria_rate.reserve(f"{caller.platform}:{caller.user_id}")
+        if wait <= 0:
             return None
-        # After the first refusal of a window the limiter gives no wait: the window bounds it.
-        seconds = max(1, round(wait or self._limits.memoria_window_seconds))
+        seconds = max(1, round(wait))
         return Answer(text(language, "mem_limited", seconds=seconds), ok=False, private=True)
 
     async def button(self, caller: Caller, data: str) -> Answer:

@@ -88,14 +88,10 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
 
     def secrets(self) -> list[str]:
-        """Every secret value, so that logging can redact them."""
-        found = [
-            self.anthropic_api_key,
-            self.openai_api_key,
-            self.telegram_bot_token,
-            self.discord_bot_token,
-        ]
-        return [s.get_secret_value() for s in found if s is not None]
+        """Every secret value, so that logs and stored error bodies can redact them: read from
+        every SecretStr field, so that a secret added later cannot be left out."""
+        values = (getattr(self, name) for name in type(self).model_fields)
+        return [v.get_secret_value() for v in values if isinstance(v, SecretStr)]
 
     @field_validator("timezone")
     @classmethod

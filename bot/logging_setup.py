@@ -7,24 +7,23 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from memory.redaction import Redactor
+
 
 class RedactSecrets(logging.Filter):
     def __init__(self, secrets: Iterable[str]) -> None:
         super().__init__()
-        self._secrets = sorted({s for s in secrets if len(s) >= 6}, key=len, reverse=True)
+        self._redact = Redactor(secrets)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not self._secrets:
+        if not self._redact:
             return True
         message = record.getMessage()
-        text = message
-        for secret in self._secrets:
-            text = text.replace(secret, "[redacted]")
+        text = self._redact(message)
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
-            for secret in self._secrets:
-                record.exc_text = record.exc_text.replace(secret, "[redacted]")
+            record.exc_text = self._redact(record.exc_text)
         if text != message:
             record.msg, record.args = text, None
         return True

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import gc
 import logging
 import os
 import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 from bot.adapters.base import Adapter
 from bot.app import open_app
@@ -20,6 +25,29 @@ NO_ADAPTER = (
     "to .env (see the README for how to create each bot), or use `companion chat` for the "
     "terminal."
 )
+
+
+class AlreadyRunning(Exception):
+    """Another `companion run` holds the database."""
+
+
+@contextlib.contextmanager
+def single_run(database: Path) -> Iterator[None]:
+    """Hold `<database>.run.lock` for the life of the process: a second `companion run` on the
+    same file would run every background job twice. An flock, not a pid file: the kernel frees
+    it when the process ends however it ends, so a crash leaves nothing stale. The admin
+    commands (`companion memory ...`) do not take it, and may run beside the bot."""
+    path = database.with_name(f"{database.name}.run.lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as lock:
+        try:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise AlreadyRunning(
+                f"another `companion run` is already using {database} (it holds {path}); "
+                "stop it first: two would run every background job twice"
+            ) from None
+        yield  # closing the file releases the lock
 
 
 def build_adapters(settings: Settings, commands: Commands) -> list[Adapter]:
@@ -70,6 +98,15 @@ async def run_bot(settings: Settings, stop: asyncio.Event | None = None) -> int:
         print(NO_ADAPTER)
         return 2
     stop = stop or asyncio.Event()
+    try:
+        with single_run(settings.database_path):
+            return await _run(settings, stop)
+    except AlreadyRunning as exc:
+        print(f"companion: {exc}", file=sys.stderr)
+        return 3
+
+
+async def _run(settings: Settings, stop: asyncio.Event) -> int:
     async with open_app(settings) as app:
         adapters = build_adapters(settings, app.commands)
         for adapter in adapters:

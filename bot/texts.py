@@ -24,7 +24,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "reset": "Conversación terminada. Lo importante queda guardado; la próxima empieza "
         "de cero.",
         "reset_none": "No había ninguna conversación abierta.",
-        "rate_limited": "Vas muy rápido: espera {seconds} s y sigo contigo.",
+        "rate_limited": "Vas muy rápido: te contesto a todo dentro de {seconds} s.",
         "too_long": "Tu mensaje tiene {length} caracteres y el límite es {limit} (te pasas en "
         "{over}). Pártelo en mensajes más cortos.",
         "attachment": "Por ahora solo leo texto: cuéntamelo con palabras.",
@@ -109,7 +109,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "admins_only": "Only an admin can do that.",
         "reset": "Conversation ended. What matters is kept; the next one starts fresh.",
         "reset_none": "There was no open conversation.",
-        "rate_limited": "You're going fast: wait {seconds} s and I'll be with you.",
+        "rate_limited": "You're going fast: I'll answer all of it in {seconds} s.",
         "too_long": "Your message has {length} characters and the limit is {limit} ({over} "
         "over). Please split it into shorter messages.",
         "attachment": "For now I only read text: tell me in words.",

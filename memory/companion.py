@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from memory.bursts import Burst, BurstAnswering, Bursts, CallGate
 from memory.characters import Character, CharacterBook
 from memory.errors import UserFacingError
 from memory.models import (
@@ -56,7 +57,7 @@ class ProfileSource(Protocol):
     async def lines_for(self, thread: Thread, now: datetime) -> ProfileLines: ...
 
 
-class Companion:
+class Companion(BurstAnswering):
     def __init__(
         self,
         store: Store,
@@ -78,6 +79,7 @@ class Companion:
         self._profile = profile
         self._sessions = SessionCache(settings.max_sessions_in_ram)
         self._users = RecentUsers(settings.max_sessions_in_ram)
+        self._bursts = Bursts()
         self._profile_versions: dict[tuple[int, str], int] = {}
         self._profile_epoch = 0
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -160,40 +162,55 @@ class Companion:
 
     # ---- the conversation -------------------------------------------------------------------
 
-    async def handle(self, incoming: Incoming) -> Reply:
+    async def handle(
+        self,
+        incoming: Incoming,
+        gate: CallGate | None = None,
+        on_held: Callable[[float], Awaitable[None]] | None = None,
+    ) -> Reply:
         """Store the user's turn, answer it, and schedule compaction when due."""
-        if not incoming.text.strip():
-            raise UserFacingError("There is no text in that message to answer.", code="empty")
-        character, user, thread = await self._open_thread(incoming)
-        async with self._sessions.lock(thread):
-            now = self._clock()
-            session = await self._session(user, thread, now)
-            await self._refresh_profile_if_changed(session, now)
+        return await self.submit(incoming, gate, on_held)
+
+    async def _store_burst(
+        self, user: User, thread: Thread, burst: Burst, now: datetime
+    ) -> Session:
+        """Append the burst's messages not yet stored, in arrival order (under the lock)."""
+        session = await self._session(user, thread, now)
+        await self._refresh_profile_if_changed(session, now)
+        while burst.stored < len(burst.messages):
             before = session
-            session, turn = await self._add_user_turn(session, incoming, now)
-            if session.conversation.id == before.conversation.id:
+            session, turn = await self._add_user_turn(session, burst.messages[burst.stored], now)
+            if burst.stored == 0 and session.conversation.id == before.conversation.id:
                 session.previous_activity = before.last_activity
             session.last_activity = now
-            generated = await self._responder.respond(session, character, now, turn.id)
-            if generated is None:
-                return Reply(APOLOGY[character.language], ok=False, turn_id=turn.id)
-            reply_turn = await self._store.add_reply(
-                session.conversation,
-                generated.text,
-                self._clock(),
-                ReplySources(
-                    turn_id=0,  # the store sets the reply's id
-                    fact_ids=session.profile.fact_ids,
-                    summary_id=session.summary.id if session.summary else None,
-                    window_turn_ids=tuple(t.id for t in session.window),
-                    fragment_turn_ids=generated.fragment_turn_ids,
-                    created_at=now,
-                ),
-                generated.usage,
-            )
-            session.window.append(reply_turn)
-            if self._compaction_due(session):
-                self._start_compaction(session, character, keep=self._settings.window_keep_turns)
+            burst.stored += 1
+            burst.last_turn = turn
+        return session
+
+    async def _reply(
+        self, session: Session, character: Character, turn: Turn, now: datetime
+    ) -> Reply:
+        """One LLM call answering the window up to `turn`, stored with what it was built from."""
+        generated = await self._responder.respond(session, character, now, turn.id)
+        if generated is None:
+            return Reply(APOLOGY[character.language], ok=False, turn_id=turn.id)
+        reply_turn = await self._store.add_reply(
+            session.conversation,
+            generated.text,
+            self._clock(),
+            ReplySources(
+                turn_id=0,  # the store sets the reply's id
+                fact_ids=session.profile.fact_ids,
+                summary_id=session.summary.id if session.summary else None,
+                window_turn_ids=tuple(t.id for t in session.window),
+                fragment_turn_ids=generated.fragment_turn_ids,
+                created_at=now,
+            ),
+            generated.usage,
+        )
+        session.window.append(reply_turn)
+        if self._compaction_due(session):
+            self._start_compaction(session, character, keep=self._settings.window_keep_turns)
         return Reply(generated.text, turn_id=reply_turn.id)
 
     # ---- sessions ---------------------------------------------------------------------------

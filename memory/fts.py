@@ -46,10 +46,10 @@ _SUFFIXES = tuple(sorted(set(_SUFFIX_LIST.split()), key=len, reverse=True))
 _VOWELS = "aeiouy"
 MIN_STEM = 3
 MAX_TERMS = 16
-# fold() and words() are part of the on-disk format since migration 0007: the triggers index
-# thread_tokens() of a turn and delete exactly what it returns for the same turn. Change either
-# and the deletes of older turns no longer name the tokens they inserted (their words would stay
-# in the index): any change to them needs a migration that rebuilds turn_search.
+# fold(), words() and index_word() are part of the on-disk format (migrations 0007, 0008): the
+# triggers index thread_tokens() of a turn and delete exactly what it returns for the same turn.
+# Change one and the deletes of older turns no longer name the tokens they inserted (their words
+# would stay in the index): any change to them needs a migration that rebuilds turn_search.
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -70,12 +70,30 @@ def fold(text: str) -> str:
     """Lower case without diacritics, as unicode61 with remove_diacritics 2 folds it."""
     if text.isascii():  # the common case, and NFKD is slow
         return text.lower()
-    return unicodedata.normalize("NFKD", text.lower()).translate(_DROP_COMBINING)
+    # Lower-cased again: a compatibility form can be a capital ("ᴬ" is "A").
+    return unicodedata.normalize("NFKD", text.lower()).translate(_DROP_COMBINING).lower()
 
 
 def words(text: str) -> list[str]:
-    """The tokens of `text` as the index sees them (letters and digits, folded)."""
+    """The words of `text` (letters and digits, folded); the index stores each spelled by
+    `index_word`."""
     return _WORD.findall(fold(text))
+
+
+def index_word(word: str) -> str:
+    """`word` as the index stores it, after the owner token: "w" and the word when it is all
+    ASCII, else "x" and the hex of its UTF-8. Only ASCII letters and digits reach SQLite.
+
+    Python's tokeniser (`words`) and SQLite's unicode61 disagree on thousands of characters
+    (unicode61 splits at some that Python keeps in a word, and folds others differently), and a
+    word split by SQLite could plant a token carrying another user's owner prefix. Both agree
+    on [a-z0-9], so SQLite then splits at the spaces alone. A stem keeps every non-ASCII
+    character of its word (the endings cut are ASCII), so it is spelled the same way, and the
+    hex of a prefix is a prefix of the hex: prefix queries still work.
+    """
+    if word.isascii():
+        return f"w{word}"
+    return f"x{word.encode('utf-8').hex()}"
 
 
 def stem(word: str) -> str:
@@ -135,19 +153,22 @@ def thread_tokens(user_id: int, character_id: str, scope: str, text: str) -> str
     """What the index stores for a turn: its scope once, then each word, all owner-prefixed.
 
     Registered as the SQL function the triggers call, so a query for one thread's words reads
-    that thread's doclists only. 'w' and 's' cannot appear in the owner's hex, so a word's
-    prefix query never matches the scope token.
+    that thread's doclists only. 'w', 'x' and 's' cannot appear in the owner's hex, so a
+    word's prefix query never matches the scope token.
     """
     owner = owner_token(user_id, character_id)
     return " ".join(
-        [f"{owner}s{scope.encode('utf-8').hex()}", *(f"{owner}w{word}" for word in words(text))]
+        [
+            f"{owner}s{scope.encode('utf-8').hex()}",
+            *(f"{owner}{index_word(word)}" for word in words(text)),
+        ]
     )
 
 
 def _expression(owner: str, term: Term) -> str:
-    # Tokens hold letters and digits only, so quoting cannot break out of the string; the
-    # quotes keep FTS5 from reading AND, OR, NOT or NEAR as operators.
-    return f'"{owner}w{term.stem}"' + ("*" if term.prefix else "")
+    # Tokens hold ASCII letters and digits only, so quoting cannot break out of the string;
+    # the quotes keep FTS5 from reading AND, OR, NOT or NEAR as operators.
+    return f'"{owner}{index_word(term.stem)}"' + ("*" if term.prefix else "")
 
 
 def match_expression(user_id: int, character_id: str, scope: str | None, terms: list[Term]) -> str:

@@ -172,7 +172,10 @@ async def test_one_users_messages_are_handled_in_order(app: App, fake_anthropic)
     with sqlite3.connect(app.settings.database_path) as raw:
         rows = raw.execute("SELECT role, text FROM turns ORDER BY id").fetchall()
     assert [t for r, t in rows if r == "user"] == [f"m{i}" for i in range(5)]
-    assert [r for r, _ in rows] == ["user", "assistant"] * 5
+    # Arriving at once, they are one burst: one call answers them all, on the newest.
+    assert [r for r, _ in rows] == ["user"] * 5 + ["assistant"]
+    assert [bool(r.text) for r in replies] == [False] * 4 + [True]
+    assert len(fake_anthropic.bodies()) == 1
 
 
 async def test_inactivity_starts_a_new_conversation_but_keeps_the_thread(

@@ -1,5 +1,6 @@
-"""Messages arriving at once: one user's are handled strictly in arrival order, every message is
-answered exactly once, and different users do not wait for each other."""
+"""Messages arriving at once: one user's are stored strictly in arrival order, every message is
+answered exactly once (a burst by one call, on its newest message), and different users do not
+wait for each other."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from typing import Any
 
 from bot.answers import Answer, Caller
 from bot.app import App
+from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import Delay, FakeAnthropic, Text, route_of
 from tests.fakes.anthropic_api import _default as fake_default
-from tests.fault_helpers import newest_user_text, query
+from tests.fault_helpers import newest_user_text, query, request_texts
 
 SEED = 4242
 
@@ -48,25 +50,50 @@ def thread_log(app: App) -> dict[str, list[tuple[str, str]]]:
     return log
 
 
-async def test_two_messages_at_the_same_instant_keep_their_order(
+def user_texts(app: App, user: str) -> list[str]:
+    return [text for role, text in thread_log(app)[user] if role == "user"]
+
+
+async def test_arrival_order_holds_when_the_character_lookups_differ(
+    app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    # The channel is bound while its user writes: the first message's character look-up then
+    # takes one more trip to the store than the second's. Without the arrival gate the second
+    # reaches the engine, and the turn log, first.
+    fake_anthropic.default = echo()
+    group = Caller("telegram", "ana", "Ana", "group", "g1")
+    character = (await app.commands.character_for(group)).id
+    first = asyncio.ensure_future(app.commands.chat(group, "primero"))
+    bind = asyncio.ensure_future(
+        app.store.bind_channel("telegram", "g1", character, "telegram:admin", clock())
+    )
+    second = asyncio.ensure_future(app.commands.chat(group, "segundo"))
+    answers = await asyncio.gather(first, second, bind)
+    assert user_texts(app, "ana") == ["primero", "segundo"]
+    assert answers[1] == Answer("Re: segundo")  # the newest message carries the reply
+
+
+async def test_a_burst_is_stored_in_order_and_answered_in_one_call(
     app: App, fake_anthropic: FakeAnthropic
 ) -> None:
-    # The first answer is the slow one: were the two handled concurrently, the second would
-    # be answered (and stored) first.
-    fake_anthropic.default = echo({"primero": 0.3})
-    first, second = await asyncio.gather(
-        app.commands.chat(caller("ana"), "primero"), app.commands.chat(caller("ana"), "segundo")
-    )
-    assert (first.text, second.text) == ("Re: primero", "Re: segundo")
+    # The first reply is slow: the nine messages that arrive while it is written are answered
+    # together by the next call, on the newest of them.
+    fake_anthropic.default = echo({"mensaje 0": 0.3})
+    texts = [f"mensaje {i}" for i in range(10)]
+    first = asyncio.ensure_future(app.commands.chat(caller("ana"), texts[0]))
+    await asyncio.sleep(0.1)
+    rest = [asyncio.ensure_future(app.commands.chat(caller("ana"), t)) for t in texts[1:]]
+    answers = [a.text for a in await asyncio.gather(first, *rest)]
+    assert answers == ["Re: mensaje 0", *[""] * 8, "Re: mensaje 9"]
     assert thread_log(app)["ana"] == [
-        ("user", "primero"),
-        ("assistant", "Re: primero"),
-        ("user", "segundo"),
-        ("assistant", "Re: segundo"),
+        ("user", "mensaje 0"),
+        ("assistant", "Re: mensaje 0"),
+        *[("user", t) for t in texts[1:]],
+        ("assistant", "Re: mensaje 9"),
     ]
-    # The second request was made after the first was answered, and carries that exchange.
-    texts = [b["text"] for m in fake_anthropic.bodies()[1]["messages"] for b in m["content"]]
-    assert texts[-4:-2] == ["Re: primero", "segundo"]
+    bodies = fake_anthropic.bodies()
+    assert len(bodies) == 2
+    assert request_texts(bodies[1])[-10:] == ["Re: mensaje 0", *texts[1:]]
 
 
 async def test_a_slow_user_does_not_hold_up_another(
@@ -104,13 +131,21 @@ async def test_a_thousand_messages_of_fifty_users_interleaved(
     await asyncio.gather(*(task for _, _, task in tasks))
     await app.companion.drain()  # compactions, so that they are part of the run
 
-    for _user, text, task in tasks:
-        answer = task.result()
-        assert answer.ok and answer.text == f"Re: {text}"
-    assert len(fake_anthropic.bodies()) == 1000  # one request per message, none repeated
     log = thread_log(app)
     assert sorted(log) == users
+    replies = 0
     for user in users:
         expected = [f"{user} mensaje {i:02d}" for i in range(per_user)]
-        pairs = [(("user", t), ("assistant", f"Re: {t}")) for t in expected]
-        assert log[user] == [turn for pair in pairs for turn in pair], user
+        assert user_texts(app, user) == expected, user  # every message stored, in order
+        assert log[user][-1][0] == "assistant"  # and all of them answered
+        # Each reply answers the newest message before it, and is delivered on that message.
+        delivered = {t: task.result().text for u, t, task in tasks if u == user}
+        for index, (role, text) in enumerate(log[user]):
+            if role == "assistant":
+                replies += 1
+                asked = log[user][index - 1][1]
+                assert text == f"Re: {asked}" == delivered[asked], user
+        assert sum(bool(answer) for answer in delivered.values()) == len(
+            [turn for turn in log[user] if turn[0] == "assistant"]
+        )
+    assert len(fake_anthropic.bodies()) == replies < 1000  # one call per burst, none repeated

@@ -10,18 +10,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
+from bot.app import open_app
+from bot.config import Settings
+from bot.llm import build_llm
 from bot.logging_setup import configure_logging
-from tests.conftest import FakeClock
-from tests.fakes.anthropic_api import FakeAnthropic
+from memory.llm import LLMError, LLMRequest, TextBlock
+from memory.models import Incoming
+from memory.redaction import Redactor
+from tests.conftest import FakeClock, make_settings
+from tests.fakes.anthropic_api import Error, FakeAnthropic
 from tests.fakes.telegram_api import FakeTelegram
 from tests.fault_helpers import (
     BotProcess,
+    query,
     run_companion,
     subprocess_env,
     telegram_bot,
@@ -145,7 +152,99 @@ async def test_a_rejected_token_is_not_printed(tmp_path: Path) -> None:
     assert leaks(out, err) == [], err
 
 
+# -- every secret setting, in the log and in what is stored -------------------------------------
+
+SECRET_FIELDS = {  # each with a canary; a new secret setting must be added here
+    "anthropic_api_key": "sk-ant-api03-CANARY-anthropic-9f8e7d",
+    "openai_api_key": "sk-proj-CANARY-openai-compatible-1a2b",
+    "telegram_bot_token": "123456:AAH-CANARY-telegram-token-77",
+    "telegram_webhook_secret": "CANARY-webhook-secret-Xy81",
+    "discord_bot_token": "MTA-CANARY.discord-token.Gh55",
+}
+
+
+def test_every_secret_setting_is_a_secret_field() -> None:
+    # A setting that looks like a secret and is a plain str would never be redacted.
+    looks_secret = {
+        name
+        for name in Settings.model_fields
+        if name.endswith(("_key", "_token", "_secret", "_password"))
+    }
+    secret_fields = {
+        name for name, info in Settings.model_fields.items() if "SecretStr" in str(info.annotation)
+    }
+    assert looks_secret == secret_fields == set(SECRET_FIELDS)
+
+
+@pytest.mark.parametrize("field", sorted(SECRET_FIELDS))
+def test_each_secret_setting_is_redacted_from_the_log(
+    field: str, tmp_path: Path, caplog: pytest.LogCaptureFixture, restore_logging: None
+) -> None:
+    canary = SECRET_FIELDS[field]
+    settings = Settings(_env_file=None, database_path=tmp_path / "c.db", **{field: canary})  # type: ignore[call-arg]
+    configure_logging("DEBUG", settings.secrets())
+    logging.getLogger().handlers.insert(0, caplog.handler)
+    caplog.set_level(logging.DEBUG)
+    logging.getLogger("telegram.ext").debug("sending with %s", canary)
+    [record] = [r for r in caplog.records if r.name == "telegram.ext"]
+    assert record.getMessage() == "sending with [redacted]"
+
+
 def test_the_canaries_are_long_enough_to_be_redacted() -> None:
-    # RedactSecrets ignores values under 6 characters (they would redact ordinary words).
-    assert all(len(secret) >= 6 for secret in SECRETS)
-    assert sys.version_info >= (3, 11)
+    # Values under MIN_SECRET_CHARS are ignored (they would redact ordinary words): each canary
+    # used by these tests must be one the real redaction replaces.
+    redact = Redactor([*SECRETS, *SECRET_FIELDS.values()])
+    for secret in [*SECRETS, *SECRET_FIELDS.values()]:
+        assert redact(f"a {secret} b") == "a [redacted] b"
+    assert Redactor(["abcde"])("abcde") == "abcde"
+    # A body cut short before it was redacted still loses the part of the key it kept.
+    assert redact(f"body: {API_KEY[:20]}") == "body: [redacted]"
+
+
+async def test_an_error_body_echoing_the_key_is_stored_redacted(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    async with FakeAnthropic(api_key=API_KEY) as llm:
+        llm.queue(Error(400, "invalid_request_error", f"bad request for key {API_KEY} (echo)"))
+        settings = make_settings(
+            tmp_path, llm, telegram_webhook_secret=SECRET_FIELDS["telegram_webhook_secret"]
+        )
+        async with open_app(settings, clock=clock, start_scheduler=False) as app:
+            reply = await app.companion.handle(
+                Incoming("telegram", "1", "Ana", "dm", "1", "detective_bilbao", "hola")
+            )
+    assert not reply.ok
+    [(error,)] = query(settings.database_path, "SELECT error FROM llm_usage WHERE ok = 0")
+    assert "bad request for key [redacted] (echo)" in error
+    assert API_KEY not in error
+
+
+async def test_an_openai_error_body_cut_mid_key_is_redacted(tmp_path: Path) -> None:
+    key = SECRET_FIELDS["openai_api_key"]
+
+    async def echo_key(request: web.Request) -> web.Response:
+        return web.Response(status=400, text="x" * (300 - 10) + key)  # cut at 300 characters
+
+    server = web.Application()
+    server.router.add_post("/v1/chat/completions", echo_key)
+    runner = web.AppRunner(server)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None,
+        database_path=tmp_path / "c.db",
+        llm_provider="openai",
+        openai_base_url=f"http://127.0.0.1:{port}/v1",
+        openai_api_key=key,
+        llm_max_retries=0,
+    )
+    llm = build_llm(settings)
+    try:
+        with pytest.raises(LLMError) as failure:
+            await llm.complete(LLMRequest("reply", (TextBlock("s"),), ()))
+    finally:
+        await llm.close()
+        await runner.cleanup()
+    assert key[:10] not in str(failure.value) and "[redacted]" in str(failure.value)

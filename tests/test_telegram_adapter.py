@@ -124,18 +124,6 @@ async def test_reset_and_switching_character(bot: Bot) -> None:
     assert bot.llm.bodies()[-1]["system"][0]["text"].startswith("You are Maggie Thornton")
 
 
-@pytest.mark.parametrize("bot", [{"rate_limit_messages": 2}], indirect=True)
-async def test_rate_limit_notice_once(bot: Bot) -> None:
-    for index in range(4):
-        bot.fake.send_private_text(ANA, f"mensaje {index}")
-    messages = await bot.fake.wait_for_messages(ANA, 3)
-    await asyncio.sleep(0.2)  # the fourth message must stay unanswered: nothing to wait for
-    texts = [m["text"] for m in bot.fake.sent_messages(ANA)]
-    assert len(texts) == 3 and texts[2].startswith("Vas muy rápido")
-    assert messages[0]["text"] == "Entendido."
-    assert len(bot.llm.bodies()) == 2
-
-
 async def test_attachments_and_oversized_messages(bot: Bot) -> None:
     bot.fake.send_sticker(ANA, ANA)
     sticker = (await bot.fake.wait_for_messages(ANA, 1))[0]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import Awaitable
 
 import discord
 import yarl
@@ -198,15 +199,21 @@ class DiscordAdapter:
             log.info("discord: shutting down; message %s left unanswered", message.id)
             return
         key = f"{message.channel.id}:{message.author.id}"
-        async with self._inflight.track(), self._order.hold(key):
+        async with self._inflight.track():
             caller = message_caller(message)
             try:
-                if not await self._addressed(message, caller):
-                    return
-                answer = await self._answer(message, caller)
+                # The gate keeps arrival order up to the hand-over to the engine, and no
+                # further: messages arriving while this one is answered join its burst.
+                async with self._order.hold(key):
+                    if not await self._addressed(message, caller):
+                        return
+                    pending = await self._submit(message, caller)
+                async with message.channel.typing():  # shown for the whole generation
+                    answer = await pending
             except Exception as exc:
                 answer = await self._responder.error_answer(caller, exc)
-            await reply_to(message, parts(answer, self._responder.view_of(answer)))
+            if answer.text or answer.document is not None:  # "": its burst is answered later
+                await reply_to(message, parts(answer, self._responder.view_of(answer)))
 
     async def _addressed(self, message: discord.Message, caller: Caller) -> bool:
         """DMs always; in a guild: a mention, a reply to the bot, or a bound channel."""
@@ -224,12 +231,15 @@ class DiscordAdapter:
             return True
         return await self._commands.is_bound(caller)
 
-    async def _answer(self, message: discord.Message, caller: Caller) -> Answer:
+    async def _submit(self, message: discord.Message, caller: Caller) -> Awaitable[Answer]:
         text = self._without_own_mentions(message)
         if not text and (message.attachments or message.stickers):
-            return await self._commands.refusal(caller, "attachment")
-        async with message.channel.typing():  # shown for the whole generation
-            return await self._commands.chat(caller, text, str(message.id))
+            return asyncio.ensure_future(self._commands.refusal(caller, "attachment"))
+
+        async def notify(notice: Answer) -> None:
+            await reply_to(message, parts(notice, None))
+
+        return await self._commands.submit(caller, text, str(message.id), notify)
 
     def _without_own_mentions(self, message: discord.Message) -> str:
         me = self._client.user

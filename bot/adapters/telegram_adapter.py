@@ -189,9 +189,14 @@ class TelegramAdapter:
         caller = caller_of(update)
         if not self._in_flight.accepting or not await self._addressed(message, caller):
             return
+
+        async def notify(notice: Answer) -> None:
+            await self._send(message, caller, notice)
+
         async with self._in_flight.track(), self._typing(message.chat_id):
+            # A burst is answered once, on its newest message; the others get "" (sent as nothing).
             answer = await self._commands.chat(
-                caller, self._strip_mention(message.text), str(message.message_id)
+                caller, self._strip_mention(message.text), str(message.message_id), notify
             )
         await self._send(message, caller, answer)
 
@@ -258,7 +263,7 @@ class TelegramAdapter:
     async def _send(self, message: Message, caller: Caller, answer: Answer) -> None:
         """Split to 4,096 characters; private answers in a group go to the private chat."""
         if not answer.text and answer.document is None:
-            return  # the rate limiter's silent case
+            return  # a message whose burst is answered on a later message
         chat_id = message.chat_id
         if answer.private and caller.channel_kind == "group":
             try:

@@ -8,11 +8,31 @@ from bot.config import Settings
 from bot.llm.anthropic_provider import AnthropicLLM
 from bot.llm.openai_compat import OpenAICompatibleLLM
 from memory.errors import UserFacingError
-from memory.llm import LLM
+from memory.llm import LLM, LLMError, LLMRequest, LLMResponse
+from memory.redaction import Redactor
 
 
 class ClosableLLM(LLM, Protocol):
     async def close(self) -> None: ...
+
+
+class RedactingLLM:
+    """Hides every configured secret in the provider's error messages. They are stored in
+    llm_usage and logged, and a provider's error body may echo a key it was sent."""
+
+    def __init__(self, llm: ClosableLLM, redact: Redactor) -> None:
+        self._llm = llm
+        self._redact = redact
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        try:
+            return await self._llm.complete(request)
+        except LLMError as exc:
+            # The cause stays chained for the log, whose filter redacts tracebacks too.
+            raise LLMError(self._redact(str(exc))) from exc.__cause__
+
+    async def close(self) -> None:
+        await self._llm.close()
 
 
 class ProviderNotConfigured(UserFacingError):
@@ -20,6 +40,10 @@ class ProviderNotConfigured(UserFacingError):
 
 
 def build_llm(settings: Settings) -> ClosableLLM:
+    return RedactingLLM(_provider(settings), Redactor(settings.secrets()))
+
+
+def _provider(settings: Settings) -> ClosableLLM:
     if settings.llm_provider == "openai":
         if not settings.openai_base_url:
             raise ProviderNotConfigured(

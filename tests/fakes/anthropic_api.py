@@ -33,6 +33,7 @@ class ToolUse:
 class Error:
     status: int
     error_type: str = "api_error"
+    message: str | None = None  # the error body's message (default "fake <status>")
 
 
 @dataclass
@@ -150,7 +151,7 @@ class FakeAnthropic:
             request.transport.close()
             raise ConnectionResetError("dropped on purpose")
         if isinstance(item, Error):
-            return _error(item.status, item.error_type)
+            return _error(item.status, item.error_type, item.message)
         return web.json_response(self._message(body, item))
 
     def _message(self, body: dict[str, Any], item: Text | ToolUse) -> dict[str, Any]:
@@ -186,7 +187,8 @@ class FakeAnthropic:
         }
 
 
-def _error(status: int, error_type: str) -> web.Response:
-    payload = {"type": "error", "error": {"type": error_type, "message": f"fake {status}"}}
+def _error(status: int, error_type: str, message: str | None = None) -> web.Response:
+    message = message or f"fake {status}"
+    payload = {"type": "error", "error": {"type": error_type, "message": message}}
     # A short retry-after keeps the SDK's real retry loop fast in tests.
     return web.json_response(payload, status=status, headers={"retry-after-ms": "20"})
