@@ -221,9 +221,11 @@ def _quiet_broken_pipe() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        return _run(args)
+        args = build_parser().parse_args(argv)
+        code = _run(args)
+        sys.stdout.flush()  # here, where a closed pipe can still be handled
+        return code
     except BrokenPipeError:
         return _quiet_broken_pipe()
     except Exception:

@@ -194,6 +194,10 @@ def setting_name(field: str) -> str:
     return field.upper()
 
 
+def _number(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def _accepts(error: dict[str, Any]) -> str:
     """What the setting accepts, in words, for one pydantic error."""
     kind, ctx = error["type"], error.get("ctx") or {}
@@ -204,10 +208,10 @@ def _accepts(error: dict[str, Any]) -> str:
         "float_parsing": "must be a number",
         "float_type": "must be a number",
         "bool_parsing": "must be true or false",
-        "greater_than_equal": f"must be at least {ctx.get('ge')}",
-        "greater_than": f"must be above {ctx.get('gt')}",
-        "less_than_equal": f"must be at most {ctx.get('le')}",
-        "less_than": f"must be below {ctx.get('lt')}",
+        "greater_than_equal": f"must be at least {_number(ctx.get('ge'))}",
+        "greater_than": f"must be above {_number(ctx.get('gt'))}",
+        "less_than_equal": f"must be at most {_number(ctx.get('le'))}",
+        "less_than": f"must be below {_number(ctx.get('lt'))}",
         "literal_error": f"must be one of {ctx.get('expected')}",
     }
     if kind in phrases:
