@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from bot.network_errors import describe_unreachable
+
 FILE_ONLY = {"file_only": True}
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -58,6 +60,20 @@ def _redact_at_creation(redact: RedactSecrets) -> None:
     logging.setLogRecordFactory(factory)
 
 
+class ShortNetworkErrors(logging.Formatter):
+    """On stderr, an error caused by a host that cannot be reached is one line naming the host,
+    not a hundred lines of DNS and socket traceback; the log file keeps the traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        unreachable = describe_unreachable(record.exc_info[1]) if record.exc_info else None
+        if unreachable is None or record.exc_info is None:
+            return super().format(record)
+        short = logging.makeLogRecord(record.__dict__)
+        short.msg, short.args = f"{record.getMessage()} [{unreachable}]", None
+        short.exc_info, short.exc_text = None, None
+        return super().format(short)
+
+
 def _not_file_only(record: logging.LogRecord) -> bool:
     return not getattr(record, "file_only", False)
 
@@ -89,9 +105,11 @@ def configure_logging(
     if to_stderr or file_handler is None:
         stderr = logging.StreamHandler()
         stderr.addFilter(_not_file_only)
+        stderr.setFormatter(ShortNetworkErrors(FORMAT))
         handlers.append(stderr)
+    if file_handler is not None:
+        file_handler.setFormatter(logging.Formatter(FORMAT))
     for handler in handlers:
-        handler.setFormatter(logging.Formatter(FORMAT))
         handler.addFilter(redact)  # also for records made without the factory (makeLogRecord)
     root = logging.getLogger()
     root.handlers[:] = handlers

@@ -14,6 +14,7 @@ from bot.app import open_app
 from bot.commands import Commands
 from bot.config import Settings
 from bot.logging_setup import FILE_ONLY
+from bot.network_errors import network_cause
 from memory.errors import UserFacingError
 
 log = logging.getLogger(__name__)
@@ -38,23 +39,6 @@ def build_adapters(settings: Settings, commands: Commands) -> list[Adapter]:
     return adapters
 
 
-# Errors that mean "the network path failed", by class name: each HTTP stack has its own.
-_NETWORK_ERRORS = {"ConnectError", "ConnectTimeout", "NetworkError", "TimedOut"}
-
-
-def _network_cause(exc: BaseException) -> BaseException | None:
-    """The first network failure in the exception's chain, or None."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        names = {cls.__name__ for cls in type(current).__mro__}
-        if isinstance(current, OSError) or names & _NETWORK_ERRORS:
-            return current
-        current = current.__cause__ or current.__context__
-    return None
-
-
 def _platform_url(settings: Settings, adapter: Adapter) -> tuple[str, str]:
     if adapter.name == "telegram":
         return settings.telegram_api_base_url, "TELEGRAM_API_BASE_URL"
@@ -71,7 +55,7 @@ async def start_adapters(settings: Settings, adapters: list[Adapter]) -> None:
             started.append(adapter)
     except Exception as exc:
         await asyncio.gather(*(a.stop() for a in started), return_exceptions=True)
-        cause = _network_cause(exc)
+        cause = network_cause(exc)
         if cause is None:
             raise
         log.error("%s: cannot connect", adapter.name, exc_info=True, extra=FILE_ONLY)

@@ -4,16 +4,19 @@ file; as an admin meets them, through the real `companion` process."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import socket
 import sqlite3
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 from pydantic import ValidationError
 
 from bot.cli import _database_problem
 from bot.config import Settings, describe_settings_error, unknown_env_keys
+from bot.network_errors import describe_unreachable
 from tests.test_cli import companion, env_for
 
 
@@ -180,3 +183,35 @@ async def test_version_and_a_closed_pipe(tmp_path: Path) -> None:
     )
     _, err_bytes = await asyncio.wait_for(shell.communicate(), timeout=60)
     assert "BrokenPipeError" not in err_bytes.decode() and "Traceback" not in err_bytes.decode()
+
+
+async def test_an_unreachable_llm_is_one_log_line_naming_the_host(tmp_path: Path) -> None:
+    port = closed_port()
+    script = tmp_path / "script.yaml"
+    script.write_text(
+        "sessions:\n  - messages: ['Hola']\ncheckpoints:\n  - after_turn: 1\n"
+        "    questions: [{ask: '¿Sigues?', expect: ['sí']}]\n"
+    )
+    env = env_for(
+        tmp_path, None, ANTHROPIC_API_KEY="sk-unused", ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}"
+    )
+    code, _, err = await companion(
+        "eval", "--character", "detective_bilbao", "--script", str(script), env=env
+    )
+    assert code == 1, err  # the question failed: the model was never reached
+    assert f"[cannot reach 127.0.0.1:{port} (" in err
+    assert "Traceback" not in err
+    assert "Traceback" in (tmp_path / "companion.log").read_text()
+
+
+async def test_only_connection_failures_count_as_unreachable() -> None:
+    port = closed_port()
+    async with httpx.AsyncClient() as client:
+        with pytest.raises(httpx.ConnectError) as refused:
+            await client.get(f"http://127.0.0.1:{port}/v1/messages")
+    assert describe_unreachable(refused.value) == (
+        f"cannot reach 127.0.0.1:{port} (All connection attempts failed)"
+    )
+    full_disk = OSError(errno.ENOSPC, "No space left on device")
+    assert describe_unreachable(full_disk) is None
+    assert describe_unreachable(ValueError("bad")) is None
