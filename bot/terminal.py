@@ -237,6 +237,8 @@ async def run_chat(
             if answer is not None:
                 try:
                     _show(answer, character.name, stdout, places.exports)
+                except BrokenPipeError:
+                    raise  # the terminal is gone: nothing to tell, the CLI exits quietly
                 except OSError as exc:
                     log.error("terminal chat: writing a file failed", exc_info=True)
                     notice = _storage_line(exc, places)
