@@ -5,8 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
+import signal
+import sqlite3
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -15,16 +20,25 @@ from bot.cli_admin import register as register_admin
 from bot.cli_admin import run_admin
 from bot.cli_memory import register as register_memory
 from bot.cli_memory import run_memory
-from bot.config import Settings
+from bot.config import Settings, describe_settings_error, unknown_env_keys
 from bot.evaluation import register as register_eval
 from bot.evaluation import run_eval_command
-from bot.logging_setup import configure_logging
+from bot.logging_setup import FILE_ONLY, configure_logging
 from bot.runner import run_bot
-from bot.terminal import run_chat
+from bot.terminal import ChatPlaces, run_chat
 from memory.characters import CharacterBook, CharacterFileError
 from memory.errors import UserFacingError
 from memory.lint import lint_character, lint_lore
 from memory.store import SchemaTooNewError, Store
+
+LOG_FILE_NAME = "companion.log"  # in the data folder, beside the database
+
+
+def _version() -> str:
+    try:
+        return version("companion")
+    except PackageNotFoundError:  # run from a copy that was never installed
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Companion characters that remember their users, on Discord, Telegram "
         "and the terminal. Settings come from the environment and .env (see .env.example).",
     )
+    parser.add_argument("--version", action="version", version=f"companion {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chat = commands.add_parser("chat", help="chat with a character in the terminal")
     chat.add_argument("--character", required=True, help="character id (see characters list)")
@@ -85,52 +100,139 @@ def _characters(settings: Settings, action: str) -> int:
     return 0
 
 
-async def _chat(settings: Settings, character_id: str, user_name: str) -> int:
+async def _chat(
+    settings: Settings, character_id: str, user_name: str, log_file: Path | None
+) -> int:
     async with open_app(settings) as app:
-        await run_chat(app.companion, app.commands, character_id, user_name)
+        places = ChatPlaces.beside(settings.database_path, log_file)
+        await run_chat(app.companion, app.commands, character_id, user_name, places=places)
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def _settings() -> Settings:
+    """The settings, after warning about .env keys that are no setting."""
+    for warning in unknown_env_keys():
+        print(f"companion: warning: {warning}", file=sys.stderr)
     try:
         settings = Settings()
         settings.check_window()
-    except (ValidationError, ValueError) as exc:
-        print(f"companion: invalid settings: {exc}", file=sys.stderr)
-        return 2
-    configure_logging(settings.log_level, settings.secrets())
+    except ValidationError as exc:
+        lines = describe_settings_error(exc)
+        raise UserFacingError("invalid settings: " + "; ".join(lines)) from exc
+    except ValueError as exc:
+        raise UserFacingError(f"invalid settings: {exc}") from exc
+    for warning in settings.model_warnings():
+        print(f"companion: warning: {warning}", file=sys.stderr)
+    return settings
+
+
+def _database_problem(exc: sqlite3.Error, path: Path) -> str:
+    """One line naming the database file and what to do about it."""
+    reason = str(exc)
+    if "full" in reason:
+        return f"the database {path} cannot grow: {reason}; free some disk space"
+    if "not a database" in reason or "malformed" in reason:
+        return (
+            f"the database {path} is corrupt or not a SQLite file ({reason}); restore it from "
+            "a backup or point DATABASE_PATH elsewhere"
+        )
+    if "readonly" in reason or "unable to open" in reason:
+        return (
+            f"cannot write the database {path} ({reason}); check that its folder exists and "
+            "is writable, or set DATABASE_PATH"
+        )
+    return f"the database {path} failed: {reason}"
+
+
+def _file_problem(exc: OSError, settings: Settings | None) -> str:
+    reason = exc.strerror or str(exc)
+    if not exc.filename:
+        return reason
+    database = settings.database_path if settings else None
+    if database is not None and Path(exc.filename) in (database, *database.parents):
+        return (
+            f"cannot create the database {database}: {reason}: {exc.filename}; check the "
+            "folder or set DATABASE_PATH"
+        )
+    return f"{reason}: {exc.filename}"
+
+
+def _dispatch(args: argparse.Namespace, settings: Settings, log_file: Path | None) -> int:
+    # Card import/export and stats first: `characters` treats other actions as lint.
+    code = asyncio.run(run_admin(args, settings))
+    if code is not None:
+        return code
+    if args.command == "migrate":
+        return asyncio.run(_migrate(settings))
+    if args.command == "characters":
+        return _characters(settings, args.action)
+    if args.command == "chat":
+        return asyncio.run(_chat(settings, args.character, args.user, log_file))
+    if args.command == "run":
+        return asyncio.run(run_bot(settings))
+    if args.command == "memory":
+        return asyncio.run(run_memory(args, settings))
+    if args.command == "eval":
+        return asyncio.run(run_eval_command(args, settings))
+    return 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Every failure an admin can fix ends here as one line on stderr and exit code 2; its full
+    detail goes to the log file."""
+    log = logging.getLogger("companion")
+    settings: Settings | None = None
     try:
-        # Card import/export and stats first: `characters` treats other actions as lint.
-        code = asyncio.run(run_admin(args, settings))
-        if code is not None:
-            return code
-        if args.command == "migrate":
-            return asyncio.run(_migrate(settings))
-        if args.command == "characters":
-            return _characters(settings, args.action)
-        if args.command == "chat":
-            return asyncio.run(_chat(settings, args.character, args.user))
-        if args.command == "run":
-            return asyncio.run(run_bot(settings))
-        if args.command == "memory":
-            return asyncio.run(run_memory(args, settings))
-        if args.command == "eval":
-            return asyncio.run(run_eval_command(args, settings))
+        settings = _settings()
+        log_file = configure_logging(
+            settings.log_level,
+            settings.secrets(),
+            log_file=settings.database_path.parent / LOG_FILE_NAME,
+            to_stderr=args.command != "chat",  # no log line inside the conversation
+        )
+        return _dispatch(args, settings, log_file)
     except CharacterFileError as exc:
         print(f"companion: character files are invalid, refusing to start:\n{exc}", file=sys.stderr)
         return 2
     except (UserFacingError, SchemaTooNewError) as exc:
+        log.debug("companion: %s", exc, exc_info=True, extra=FILE_ONLY)
         print(f"companion: {exc}", file=sys.stderr)
+        return 2
+    except sqlite3.Error as exc:
+        log.error("companion: database error", exc_info=True, extra=FILE_ONLY)
+        path = settings.database_path if settings else Path("?")
+        print(f"companion: {_database_problem(exc, path)}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):
+            raise
+        log.error("companion: file error", exc_info=True, extra=FILE_ONLY)
+        print(f"companion: {_file_problem(exc, settings)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _quiet_broken_pipe() -> int:
+    """The reader went away (`... | head`): stop writing, without a traceback at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 128 + signal.SIGPIPE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        code = _run(args)
+        sys.stdout.flush()  # here, where a closed pipe can still be handled
+        return code
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
     except Exception:
         # Through logging, not Python's default traceback printer, so that configured secrets
         # are redacted: PTB's InvalidToken message, for one, holds the bot token.
         logging.getLogger("companion").critical("companion: stopped by an error", exc_info=True)
         return 1
-    return 1
 
 
 if __name__ == "__main__":

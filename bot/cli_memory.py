@@ -9,12 +9,15 @@ import argparse
 import asyncio
 import contextlib
 import json
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from bot.app import system_clock
 from bot.config import Settings
 from bot.memoria import format_view
+from bot.private_files import write_private
 from memory.characters import CharacterBook
 from memory.errors import UserFacingError
 from memory.models import User
@@ -43,7 +46,13 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
             "--character", help="character id (default: every character; required for export)"
         )
         if name == "export":
-            action.add_argument("--out", type=Path, help="file to write (default: stdout)")
+            action.add_argument(
+                "--out",
+                type=Path,
+                help="file to write, mode 0600 (default: data/exports/ beside the database; "
+                "'-' for standard output)",
+            )
+            action.add_argument("--force", action="store_true", help="overwrite an existing file")
         if name == "forget":
             action.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
@@ -81,7 +90,8 @@ async def run_memory(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"== {character_id}\n{format_view(view, character_id, 'en')}\n")
             return 0
         if args.memory_action == "export":
-            return await _export(service, user, args.character, args.out)
+            out = args.out or default_export_path(settings, user, args.character)
+            return await _export(service, user, args.character, out, args.force)
         # Every character the database holds for the user, loaded now or not.
         everyone = [args.character] if args.character else await store.characters_of(user.id)
         return await _forget(store, service, user, everyone, args.yes)
@@ -89,29 +99,71 @@ async def run_memory(args: argparse.Namespace, settings: Settings) -> int:
         await store.close()
 
 
+def default_export_path(settings: Settings, user: User, character: str | None) -> Path:
+    """data/exports/ beside the database: outside the repository's tracked files."""
+    safe = re.sub(r"[^\w.-]", "_", f"{character}-{user.platform}-{user.platform_user_id}")
+    return settings.database_path.parent / "exports" / f"memoria-{safe}.json"
+
+
 async def _export(
-    service: MemoryService, user: User, character: str | None, out: Path | None
+    service: MemoryService, user: User, character: str | None, out: Path, force: bool
 ) -> int:
     if character is None:
         raise UserFacingError("memory export needs --character (one export per character)")
     data = await service.export(user, character)
     text = json.dumps(data, ensure_ascii=False, indent=1)
-    if out is None:
+    if str(out) == "-":
         print(text)
-    else:
-        await asyncio.to_thread(out.write_text, text, encoding="utf-8")
-        print(f"wrote {out}", file=sys.stderr)
+        return 0
+    try:
+        await asyncio.to_thread(write_private, out, text.encode(), overwrite=force)
+    except FileExistsError as exc:
+        raise UserFacingError(f"{out} already exists; pass --force to overwrite it") from exc
+    print(f"wrote {out} (readable by you only)", file=sys.stderr)
     return 0
+
+
+def _turn_key(turn: dict[str, Any]) -> tuple[Any, ...]:
+    return (turn.get("role"), turn.get("text"), turn.get("created_at"))
+
+
+def _fact_key(fact: dict[str, Any]) -> tuple[Any, ...]:
+    return (fact.get("kind"), fact.get("key"), fact.get("value"), fact.get("created_at"))
+
+
+async def _refuse_repeat(
+    service: MemoryService, user: User, character_id: str, data: dict[str, Any], file: Path
+) -> None:
+    """An export whose turns (or, without turns, facts) are already in this memory was imported
+    before: importing it again would double them. Ids change on import; role, text and time
+    do not."""
+    current = await service.export(user, character_id)
+    for table, key in (("turns", _turn_key), ("facts", _fact_key)):
+        incoming = [key(row) for row in data.get(table) or [] if isinstance(row, dict)]
+        if not incoming:
+            continue
+        present = {key(row) for row in current.get(table, [])}
+        repeated = sum(1 for item in incoming if item in present)
+        if repeated:
+            raise UserFacingError(
+                f"{file}: {repeated} of its {len(incoming)} {table} are already in the memory "
+                f"of {user.platform} user {user.platform_user_id} with {character_id} (imported "
+                "before?); nothing imported"
+            )
+        return
 
 
 async def _import(service: MemoryService, user: User, file: Path, character: str | None) -> int:
     try:
         data = json.loads(await asyncio.to_thread(file.read_text, encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UserFacingError(f"{file}: cannot be read as JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise UserFacingError(f"{file}: not a memory export (a JSON object is expected)")
     character_id = character or data.get("character_id")
     if not character_id:
         raise UserFacingError(f"{file} names no character_id; pass --character")
+    await _refuse_repeat(service, user, character_id, data, file)
     counts = await service.import_(user, character_id, data)
     print(f"imported into {character_id}: {counts}")
     return 0

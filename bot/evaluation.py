@@ -13,13 +13,17 @@ block order apart.
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import logging
 import sys
 import tempfile
 import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -29,6 +33,8 @@ from bot.config import Settings
 from memory.errors import UserFacingError
 from memory.models import Incoming
 from memory.responder import ProbeResult
+
+CLEAR_LINE = "\x1b[K"  # erase to the end of the line
 
 PLACES = ("window", "summary", "profile", "fragment")
 
@@ -98,15 +104,48 @@ class SimulatedClock:
         return self.now
 
 
-def _progress(done: int, total: int) -> None:
-    width = 30
-    filled = width * done // max(total, 1)
-    print(
-        f"\r[{'#' * filled}{'-' * (width - filled)}] {done}/{total} turns",
-        end="",
-        file=sys.stderr,
-        flush=True,
-    )
+class ProgressBar(logging.Filter):
+    """A one-line bar on a terminal (nothing on a pipe or file). As a filter on the log
+    handlers, it clears its line before a log line is written, so the two never run into each
+    other; the next step draws it again below the log line."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, width: int = 30) -> None:
+        super().__init__()
+        self._total, self._width = max(total, 1), width
+        self._stream = stream or sys.stderr
+        self._shown = False
+
+    def draw(self, done: int) -> None:
+        if not self._stream.isatty():
+            return
+        filled = self._width * done // self._total
+        bar = f"[{'#' * filled}{'-' * (self._width - filled)}] {done}/{self._total} turns"
+        self._stream.write(f"\r{CLEAR_LINE}{bar}")
+        self._stream.flush()
+        self._shown = True
+
+    def clear(self) -> None:
+        if self._shown:
+            self._stream.write(f"\r{CLEAR_LINE}")
+            self._stream.flush()
+            self._shown = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.clear()
+        return True
+
+    @contextmanager
+    def over_logs(self) -> Iterator[ProgressBar]:
+        """While active, every root log handler clears the bar first; the bar is gone after."""
+        handlers = list(logging.getLogger().handlers)
+        for handler in handlers:
+            handler.addFilter(self)
+        try:
+            yield self
+        finally:
+            for handler in handlers:
+                handler.removeFilter(self)
+            self.clear()
 
 
 async def run_eval(
@@ -117,27 +156,10 @@ async def run_eval(
     asked_at = {c.after_turn: c for c in script.checkpoints}
     total = sum(len(s.messages) for s in script.sessions)
     results: list[dict[str, Any]] = []
-    async with open_app(settings, clock=clock, start_scheduler=False) as app:
-        character = app.companion.character(character_id)
-        turn = 0
-        for session in script.sessions:
-            if session.gap_hours:
-                clock.now += timedelta(hours=session.gap_hours)
-                await app.sweep()
-                await app.companion.drain()
-            for message in session.messages:
-                turn += 1
-                clock.now += timedelta(minutes=1)
-                await app.companion.handle(_incoming(script, character.id, message))
-                await app.companion.drain()
-                if turn in asked_at:
-                    results.append(
-                        await _checkpoint(app, script, character.id, turn, asked_at[turn])
-                    )
-                if show_progress:
-                    _progress(turn, total)
-    if show_progress:
-        print(file=sys.stderr)
+    bar = ProgressBar(total, sys.stderr if show_progress else io.StringIO())
+    with bar.over_logs():
+        async with open_app(settings, clock=clock, start_scheduler=False) as app:
+            await _play(app, script, character_id, clock, asked_at, results, bar)
     failed = sum(len(r["failed"]) for r in results)
     return {
         "character": character_id,
@@ -146,6 +168,32 @@ async def run_eval(
         "questions": sum(r["asked"] for r in results),
         "failed": failed,
     }
+
+
+async def _play(
+    app: Any,
+    script: Script,
+    character_id: str,
+    clock: SimulatedClock,
+    asked_at: dict[int, Checkpoint],
+    results: list[dict[str, Any]],
+    bar: ProgressBar,
+) -> None:
+    character = app.companion.character(character_id)
+    turn = 0
+    for session in script.sessions:
+        if session.gap_hours:
+            clock.now += timedelta(hours=session.gap_hours)
+            await app.sweep()
+            await app.companion.drain()
+        for message in session.messages:
+            turn += 1
+            clock.now += timedelta(minutes=1)
+            await app.companion.handle(_incoming(script, character.id, message))
+            await app.companion.drain()
+            if turn in asked_at:
+                results.append(await _checkpoint(app, script, character.id, turn, asked_at[turn]))
+            bar.draw(turn)
 
 
 def _incoming(script: Script, character_id: str, text: str) -> Incoming:

@@ -12,11 +12,15 @@ import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlparse
 
 from bot.adapters.base import Adapter
 from bot.app import open_app
 from bot.commands import Commands
 from bot.config import Settings
+from bot.logging_setup import FILE_ONLY
+from bot.network_errors import network_cause
+from memory.errors import UserFacingError
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +65,34 @@ def build_adapters(settings: Settings, commands: Commands) -> list[Adapter]:
 
         adapters.append(DiscordAdapter(settings, commands))
     return adapters
+
+
+def _platform_url(settings: Settings, adapter: Adapter) -> tuple[str, str]:
+    if adapter.name == "telegram":
+        return settings.telegram_api_base_url, "TELEGRAM_API_BASE_URL"
+    return settings.discord_api_base_url, "DISCORD_API_BASE_URL"
+
+
+async def start_adapters(settings: Settings, adapters: list[Adapter]) -> None:
+    """Start each adapter; when a platform cannot be reached, stop the ones already started and
+    say which host failed, in one line (the traceback goes to the log file)."""
+    started: list[Adapter] = []
+    try:
+        for adapter in adapters:
+            await adapter.start()
+            started.append(adapter)
+    except Exception as exc:
+        await asyncio.gather(*(a.stop() for a in started), return_exceptions=True)
+        cause = network_cause(exc)
+        if cause is None:
+            raise
+        log.error("%s: cannot connect", adapter.name, exc_info=True, extra=FILE_ONLY)
+        url, setting = _platform_url(settings, adapter)
+        host = urlparse(url).netloc or url
+        raise UserFacingError(
+            f"cannot reach {adapter.name} at {host} ({cause or type(cause).__name__}); check "
+            f"the network connection, or {setting} if you changed it"
+        ) from exc
 
 
 def settle_garbage_collector() -> None:
@@ -109,8 +141,7 @@ async def run_bot(settings: Settings, stop: asyncio.Event | None = None) -> int:
 async def _run(settings: Settings, stop: asyncio.Event) -> int:
     async with open_app(settings) as app:
         adapters = build_adapters(settings, app.commands)
-        for adapter in adapters:
-            await adapter.start()
+        await start_adapters(settings, adapters)
         _install_signal_handlers(stop)
         settle_garbage_collector()
         log.info("running: %s", ", ".join(a.name for a in adapters))

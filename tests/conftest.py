@@ -12,6 +12,9 @@ from bot.config import Settings
 from tests.fakes.anthropic_api import FakeAnthropic
 
 REPO = Path(__file__).resolve().parent.parent
+# The tests' own characters: copies of the shipped ones, so that an admin's additions to the
+# live ./characters folder (an imported card, say) can never change what a test sees.
+CHARACTERS = REPO / "tests" / "data" / "characters"
 
 
 class FakeClock:
@@ -41,7 +44,7 @@ async def fake_anthropic() -> AsyncIterator[FakeAnthropic]:
 def make_settings(tmp_path: Path, fake: FakeAnthropic, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "database_path": tmp_path / "companion.db",
-        "characters_dir": REPO / "characters",
+        "characters_dir": CHARACTERS,
         "anthropic_api_key": fake.api_key,
         "anthropic_base_url": fake.url,
         "llm_max_retries": 0,

@@ -18,7 +18,7 @@ from typing import IO, Any
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.app import App, open_app
 from bot.llm import ClosableLLM
-from tests.conftest import REPO, make_settings
+from tests.conftest import CHARACTERS, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, Text, route_of
 from tests.fakes.anthropic_api import _default as fake_default
 from tests.fakes.telegram_api import FakeTelegram
@@ -37,7 +37,7 @@ def subprocess_env(database: Path, **extra: str) -> dict[str, str]:
     env.update(
         {
             "DATABASE_PATH": str(database),
-            "CHARACTERS_DIR": str(REPO / "characters"),
+            "CHARACTERS_DIR": str(CHARACTERS),
             "LLM_MAX_RETRIES": "0",
             "RATE_LIMIT_MESSAGES": "1000",
         }

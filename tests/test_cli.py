@@ -9,7 +9,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.conftest import CHARACTERS
 from tests.fakes.anthropic_api import FakeAnthropic, Text
 
 
@@ -22,7 +22,7 @@ def env_for(tmp_path: Path, fake: FakeAnthropic | None, **extra: str) -> dict[st
     env.update(
         {
             "DATABASE_PATH": str(tmp_path / "c.db"),
-            "CHARACTERS_DIR": str(REPO / "characters"),
+            "CHARACTERS_DIR": str(CHARACTERS),
             "LLM_MAX_RETRIES": "0",
         }
     )
@@ -130,8 +130,12 @@ async def test_memoria_in_the_terminal(tmp_path: Path, fake_anthropic: FakeAnthr
     code, out, err = await chat_as_ana(env, script)
     assert code == 0, err
     assert "Uso: /memoria ver" in out  # the view lists the subcommands
-    exported = Path(tmp_cwd(env)) / "memoria-detective_bilbao.json"
+    # In the data folder beside the database (ignored by git), readable by its owner only.
+    exported = tmp_path / "exports" / "memoria-detective_bilbao.json"
+    assert f"(guardado en {exported})" in out
     assert json.loads(exported.read_text())["turns"][0]["text"] == "Vivo en Deusto"
+    assert exported.stat().st_mode & 0o777 == 0o600
+    assert not (Path(tmp_cwd(env)) / "memoria-detective_bilbao.json").exists()
     assert "/press mem:forget:detective_bilbao" in out  # the confirmation button, in text
     assert "Koldo Arrieta te ha olvidado por completo" in out
     assert out.rstrip().split("\n\n")[-2].endswith("No recuerdo nada de ti todavía.")

@@ -67,3 +67,66 @@ async def test_refused_without_the_right_arguments(tmp_path: Path) -> None:
         "memory", "export", "--platform", "telegram", "--user", "x", env=admin
     )
     assert code == 2
+
+
+def memory_args(action: str, *extra: str, user: str = "ana") -> list[str]:
+    return ["memory", action, *extra, "--platform", "terminal", "--user", user]
+
+
+async def test_exports_are_private_and_never_overwritten(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    code, _, err = await chat_as_ana(env_for(tmp_path, fake_anthropic), "Vivo en Deusto\n")
+    assert code == 0, err
+    admin = env_for(tmp_path, None)
+    export = [*memory_args("export"), "--character", "detective_bilbao"]
+    code, _, err = await companion(*export, env=admin)
+    assert code == 0, err
+    # By default in data/exports/ beside the database: a folder git ignores.
+    default = tmp_path / "exports" / "memoria-detective_bilbao-terminal-ana.json"
+    assert f"wrote {default}" in err
+    assert default.stat().st_mode & 0o777 == 0o600
+    assert "Vivo en Deusto" in default.read_text()
+    default.write_text("keep me")
+    code, _, err = await companion(*export, env=admin)
+    assert code == 2
+    assert err.strip() == f"companion: {default} already exists; pass --force to overwrite it"
+    assert default.read_text() == "keep me"
+    default.chmod(0o644)
+    code, _, err = await companion(*export, "--force", env=admin)
+    assert code == 0, err
+    assert json.loads(default.read_text())["character_id"] == "detective_bilbao"
+    assert default.stat().st_mode & 0o777 == 0o600  # an overwritten file is made private too
+    code, out, _ = await companion(*export, "--out", "-", env=admin)
+    assert code == 0 and json.loads(out)["user"]["id"] == "ana"
+
+
+async def test_an_export_imported_twice_is_refused(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    code, _, err = await chat_as_ana(env_for(tmp_path, fake_anthropic), "Vivo en Deusto\n")
+    assert code == 0, err
+    admin = env_for(tmp_path, None)
+    export = tmp_path / "ana.json"
+    code, _, err = await companion(
+        *memory_args("export"), "--character", "detective_bilbao", "--out", str(export), env=admin
+    )
+    assert code == 0, err
+    into_bea = memory_args("import", str(export), user="bea")
+    code, out, err = await companion(*into_bea, env=admin)
+    assert code == 0 and "'turns': 2" in out, err
+    code, out, err = await companion(*into_bea, env=admin)
+    assert code == 2
+    assert err.strip() == (
+        f"companion: {export}: 2 of its 2 turns are already in the memory of terminal user "
+        "bea with detective_bilbao (imported before?); nothing imported"
+    )
+    # Into ana herself, who still has them: refused as well.
+    code, _, err = await companion(*memory_args("import", str(export)), env=admin)
+    assert code == 2 and "already in the memory of terminal user ana" in err
+    with sqlite3.connect(tmp_path / "c.db") as raw:
+        counts = raw.execute(
+            "SELECT u.platform_user_id, COUNT(*) FROM turns t JOIN users u ON u.id = t.user_id"
+            " GROUP BY u.platform_user_id ORDER BY 1"
+        ).fetchall()
+    assert counts == [("ana", 2), ("bea", 2)]

@@ -110,8 +110,10 @@ async def test_companion_chat_subprocess_at_debug(tmp_path: Path) -> None:
         assert llm.rejected_keys == []
     assert code == 0, err
     assert "Koldo Arrieta: Entendido." in out
-    assert "Request options" in err and "mi clave es [redacted] y el token [redacted]" in err
-    assert leaks(out, err) == []
+    # The chat's logs go to the data folder's log file, not into the conversation.
+    log = (tmp_path / "companion.log").read_text()
+    assert "Request options" in log and "mi clave es [redacted] y el token [redacted]" in log
+    assert leaks(out, err, log) == []
 
 
 async def test_companion_run_subprocess_at_debug_then_sigterm(tmp_path: Path) -> None:

@@ -22,11 +22,11 @@ from memory.prompt import (
     window_within_budget,
 )
 from memory.tokens import TokenEstimator
-from tests.conftest import REPO
+from tests.conftest import CHARACTERS
 
 GOLDEN = Path(__file__).parent / "golden"
 NOW = datetime(2026, 11, 29, 21, 5, tzinfo=UTC)
-BOOK = CharacterBook.load(REPO / "characters")
+BOOK = CharacterBook.load(CHARACTERS)
 
 
 def turn(turn_id: int, role: str, text: str, minutes_ago: int) -> Turn:

@@ -12,7 +12,7 @@ import pytest
 
 from bot.answers import Caller
 from bot.app import App, open_app
-from tests.conftest import REPO, FakeClock, make_settings
+from tests.conftest import CHARACTERS, FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic
 
 ADMIN = Caller("telegram", "42", "Admin", "dm", "42")
@@ -24,7 +24,7 @@ async def live(
     tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock
 ) -> AsyncIterator[tuple[App, Path]]:
     folder = tmp_path / "characters"
-    shutil.copytree(REPO / "characters", folder)
+    shutil.copytree(CHARACTERS, folder)
     settings = make_settings(
         tmp_path, fake_anthropic, characters_dir=folder, admin_ids=["telegram:42"]
     )

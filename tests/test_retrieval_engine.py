@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from bot.app import App, open_app
-from tests.conftest import REPO, FakeClock, make_settings
+from tests.conftest import CHARACTERS, FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, Text, ToolUse
 from tests.helpers import dm
 
 LORE_CHARACTER = (
-    (REPO / "characters" / "lighthouse_keeper.yaml").read_text()
+    (CHARACTERS / "lighthouse_keeper.yaml").read_text()
     + """
 lore:
   - slug: godrevy
@@ -126,7 +126,7 @@ async def lore_app(
     tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock
 ) -> AsyncIterator[App]:
     folder = tmp_path / "characters"
-    shutil.copytree(REPO / "characters", folder)
+    shutil.copytree(CHARACTERS, folder)
     (folder / "lighthouse_keeper.yaml").write_text(LORE_CHARACTER)
     settings = make_settings(
         tmp_path, fake_anthropic, characters_dir=folder, lore_page_cap_tokens=100

@@ -1,0 +1,37 @@
+"""Files that hold a user's memory: written with mode 0600, never over an existing file unless
+asked to."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def write_private(path: Path, payload: bytes, *, overwrite: bool = False) -> None:
+    """Write `payload` to `path`, readable by its owner only.
+
+    Refuses (FileExistsError) when the file exists and `overwrite` is false; the check and the
+    creation are one system call (O_EXCL), so no other file can appear between them.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
+    descriptor = os.open(path, flags, 0o600)
+    try:
+        os.fchmod(descriptor, 0o600)  # an overwritten file keeps its old mode otherwise
+        with os.fdopen(descriptor, "wb", closefd=False) as file:
+            file.write(payload)
+    finally:
+        os.close(descriptor)
+
+
+def write_private_file(folder: Path, name: str, payload: bytes) -> Path:
+    """Write `payload` as `folder/name`, or `name-2`, `name-3`... when taken; the path used."""
+    base = Path(name)
+    for attempt in range(1, 10_000):
+        candidate = folder / (name if attempt == 1 else f"{base.stem}-{attempt}{base.suffix}")
+        try:
+            write_private(candidate, payload)
+        except FileExistsError:
+            continue
+        return candidate
+    raise FileExistsError(f"{folder / name}: too many files of that name")
