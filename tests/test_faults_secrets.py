@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from bot.config import Settings
 from bot.logging_setup import configure_logging
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic
@@ -145,7 +145,29 @@ async def test_a_rejected_token_is_not_printed(tmp_path: Path) -> None:
     assert leaks(out, err) == [], err
 
 
-def test_the_canaries_are_long_enough_to_be_redacted() -> None:
-    # RedactSecrets ignores values under 6 characters (they would redact ordinary words).
-    assert all(len(secret) >= 6 for secret in SECRETS)
-    assert sys.version_info >= (3, 11)
+def test_every_secret_of_the_settings_is_redacted(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], restore_logging: None
+) -> None:
+    """Each secret the settings read from the environment reaches the redaction, as `companion
+    run` wires it (Settings.secrets() into configure_logging): a record and a traceback that
+    hold them all come out with none of them. (This used to check only its own constants.)"""
+    secrets = {
+        "ANTHROPIC_API_KEY": API_KEY,
+        "OPENAI_API_KEY": "sk-proj-CANARYopenai-7Hq2Lm9Xv4",
+        "TELEGRAM_BOT_TOKEN": BOT_TOKEN,
+        "DISCORD_BOT_TOKEN": "MTI0CANARYdiscord.GhX2aB.k9Lm3Qw7Er1Ty5",
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    configure_logging("DEBUG", settings.secrets())
+    everything = " ".join(secrets.values())
+    logging.getLogger("companion.test").warning("request failed: %s", everything)
+    try:
+        raise RuntimeError(f"provider said: {everything}")
+    except RuntimeError:
+        logging.getLogger("companion.test").exception("call failed")
+    out, err = capfd.readouterr()
+    assert "request failed" in err and "provider said" in err  # the records were written
+    assert [name for name, value in secrets.items() if value in out + err] == []
+    assert err.count("[redacted]") == 2 * len(secrets)
