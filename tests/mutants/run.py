@@ -217,6 +217,34 @@ def _first_failure(output: str) -> str:
     return ""
 
 
+def check_baseline(hosts: list[Host], mutants: list[Mutant]) -> None:
+    """Every named test passes on the unmutated copy: a test that fails anyway would count
+    each of its mutants as killed and hide a survivor. The selections are split between the
+    hosts and run side by side."""
+    selections = sorted({test for mutant in mutants for test in mutant.tests})
+    shares = [selections[number :: len(hosts)] for number in range(len(hosts))]
+    codes: dict[int, int] = {}
+
+    def run(number: int) -> None:
+        if shares[number]:
+            codes[number] = hosts[number].run(tuple(shares[number]))
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(len(hosts))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    failed = [n for n, code in codes.items() if code != SURVIVED]
+    for number in failed:
+        print(hosts[number].log.read_text(encoding="utf-8", errors="replace")[-3000:])
+    if failed:
+        raise SystemExit(
+            "the named tests fail on the unmutated code: fix them first "
+            f"(exit codes {[codes[n] for n in failed]}; output above)"
+        )
+    print(f"baseline: the {len(selections)} named test selections pass on the unmutated code")
+
+
 def run_all(mutants: list[Mutant], jobs: int) -> list[Outcome]:
     files = tracked_files()
     todo: queue.Queue[Mutant] = queue.Queue()
@@ -232,6 +260,7 @@ def run_all(mutants: list[Mutant], jobs: int) -> list[Outcome]:
             hosts.append(Host(copy))
         for host in hosts:
             host.check_ready()
+        check_baseline(hosts, mutants)
 
         def worker(host: Host) -> None:
             while True:
