@@ -7,17 +7,24 @@ Every `tests/mutants/*.toml` holds entries like
     file = "memory/store/conversations.py"            # from the repo root
     find = "text that occurs exactly ONCE in the file"
     replace = "the broken version"
-    tests = ["tests/test_store.py"]                   # the test files that must catch it
+    tests = ["tests/test_store.py"]                   # test files (or node ids) that must catch it
 
-For each entry in turn, the one edit is applied to a copy of the repository's files (made once
-per worker, so two mutants run side by side), the named test files run there with `-x`, and
-the file is restored. A mutant that the tests let pass is a survivor: a rule nothing proves.
-A `find` that no longer occurs exactly once is a stale entry, and fails the run too: a mutant
-that edits nothing would pass silently forever.
+The repository's files (git ls-files: committed, or new and not ignored) are copied once per
+worker, two by default. In each copy a host process (tests/mutants/host.py, under the project's
+venv) imports the third-party libraries once and forks a child per mutant, which imports our
+code from the copy with the mutant applied; that the copy's code is what gets imported is
+checked first, and so is that every named test passes on the unmutated copy (a test failing
+anyway would count its mutants as killed). Then, for each entry, the one edit is applied, the
+named tests run with `-x`, and the file is restored.
+
+A mutant that the tests let pass is a survivor: a rule nothing proves. A `find` that no longer
+occurs exactly once is a stale entry, and fails the run too: a mutant that edits nothing would
+pass silently forever. A mutant whose tests cannot even run (pytest's exit code other than 0
+or 1) is "broken" and fails the run; one that runs past TIMEOUT_SECONDS counts as killed.
 
 Usage: python tests/mutants/run.py [--only SUBSTRING] [--list] [--jobs N]
 Exit code 1 when any mutant survived or any entry is stale or broken; 0 otherwise.
-Plain Python with the standard library only (tomllib), so it runs before anything else works.
+This file is plain Python with the standard library only (tomllib).
 """
 
 from __future__ import annotations
@@ -268,7 +275,10 @@ def run_all(mutants: list[Mutant], jobs: int) -> list[Outcome]:
                     mutant = todo.get_nowait()
                 except queue.Empty:
                     return
-                outcome = run_one(mutant, host)
+                try:
+                    outcome = run_one(mutant, host)
+                except Exception as error:  # a dead host: reported, never silently missing
+                    outcome = Outcome(mutant, "broken", 0.0, f"the runner failed: {error!r}")
                 with lock:
                     outcomes.append(outcome)
                     done = len(outcomes)
