@@ -10,7 +10,7 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install --quiet -e ".[dev]"
 	touch $@
 
-.PHONY: install chat run test lint bench
+.PHONY: install chat run test lint bench mutants
 install: $(VENV)/.installed
 
 chat: install
@@ -25,6 +25,10 @@ lint: install
 test: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pytest -q
+
+# Curated breaks of the privacy and integrity rules (tests/mutants/*.toml): each must fail a test.
+mutants: install
+	$(VENV)/bin/python tests/mutants/run.py
 
 LOCOMO ?= ../shared/data/locomo_dev.json
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import sqlite3
 from typing import Any
 
-from bot.app import App
-from tests.conftest import FakeClock
+from bot.app import App, open_app
+from memory.models import SummaryFields
+from memory.prompt import format_summary
+from memory.tokens import TokenEstimator
+from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import Error, Text, ToolUse
 from tests.helpers import (
     as_bytes,
@@ -275,3 +279,53 @@ async def test_a_failed_compaction_waits_before_trying_again(app: App, fake_anth
     assert len(fake_anthropic.bodies("write_summary")) == 4  # tried again, and it folded
     thread = next(iter(app.companion._sessions._sessions))
     assert await app.store.latest_summary(thread) is not None
+
+
+def first_folded_id(body: dict[str, Any]) -> int:
+    text = body["messages"][0]["content"][0]["text"]
+    return int(text.split("Turns to fold in:\n[")[1].split("]")[0])
+
+
+async def test_a_summary_over_its_cap_is_stored_trimmed(app: App, fake_anthropic) -> None:
+    """The summariser's output is trimmed to SUMMARY_CAP_TOKENS before it is stored (what
+    `/memoria ver` shows and the next compaction builds on), least durable claims first."""
+
+    def summarise(body: dict[str, Any]) -> ToolUse:
+        cite = f"{{cite:{first_folded_id(body)}}}"
+        threads = [f"Queda pendiente el asunto número {i} del puerto {cite}" for i in range(80)]
+        return ToolUse(
+            "write_summary",
+            summary_input(open_threads=threads, canon=[f"Ana vive en Getxo {cite}"]),
+        )
+
+    fake_anthropic.queue(summarise, route="write_summary")
+    for i in range(app.settings.window_trigger_turns // 2):
+        await app.companion.handle(dm(f"mensaje {i}"))
+    await app.companion.drain()
+    with sqlite3.connect(app.settings.database_path) as raw:
+        [(stored,)] = raw.execute("SELECT fields_json FROM summaries").fetchall()
+    fields = SummaryFields(**{name: tuple(claims) for name, claims in json.loads(stored).items()})
+    assert TokenEstimator().count(format_summary(fields, "es")) <= app.settings.summary_cap_tokens
+    assert fields.canon[0].startswith("Ana vive en Getxo")
+    assert 0 < len(fields.open_threads) < 80
+    assert fields.open_threads[-1].startswith("Queda pendiente el asunto número 79")
+
+
+async def test_long_messages_fold_before_the_turn_trigger(tmp_path, fake_anthropic, clock) -> None:
+    """The window is compacted when its tokens pass BUDGET_WINDOW_TOKENS, however few turns."""
+    settings = make_settings(tmp_path, fake_anthropic, budget_window_tokens=200)
+    fake_anthropic.queue(
+        lambda body: ToolUse(
+            "write_summary",
+            summary_input(established_facts=[f"Ana habla largo {{cite:{first_folded_id(body)}}}"]),
+        ),
+        route="write_summary",
+    )
+    async with open_app(settings, clock=clock, start_scheduler=False) as app:
+        long_text = " ".join(f"palabra{i}" for i in range(120))
+        messages = app.settings.window_keep_turns // 2 + 2  # enough to fold beyond the kept
+        for _ in range(messages):
+            await app.companion.handle(dm(long_text))
+            await app.companion.drain()
+        assert app.settings.window_trigger_turns > 2 * messages  # far from the turn trigger
+        assert len(fake_anthropic.bodies("write_summary")) >= 1

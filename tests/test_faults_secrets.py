@@ -250,3 +250,31 @@ async def test_an_openai_error_body_cut_mid_key_is_redacted(tmp_path: Path) -> N
         await llm.close()
         await runner.cleanup()
     assert key[:10] not in str(failure.value) and "[redacted]" in str(failure.value)
+
+
+def test_every_secret_of_the_settings_is_redacted(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], restore_logging: None
+) -> None:
+    """Each secret the settings read from the environment reaches the redaction, as `companion
+    run` wires it (Settings.secrets() into configure_logging): a record and a traceback that
+    hold them all come out with none of them. (This used to check only its own constants.)"""
+    secrets = {
+        "ANTHROPIC_API_KEY": API_KEY,
+        "OPENAI_API_KEY": "sk-proj-CANARYopenai-7Hq2Lm9Xv4",
+        "TELEGRAM_BOT_TOKEN": BOT_TOKEN,
+        "DISCORD_BOT_TOKEN": "MTI0CANARYdiscord.GhX2aB.k9Lm3Qw7Er1Ty5",
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    configure_logging("DEBUG", settings.secrets())
+    everything = " ".join(secrets.values())
+    logging.getLogger("companion.test").warning("request failed: %s", everything)
+    try:
+        raise RuntimeError(f"provider said: {everything}")
+    except RuntimeError:
+        logging.getLogger("companion.test").exception("call failed")
+    out, err = capfd.readouterr()
+    assert "request failed" in err and "provider said" in err  # the records were written
+    assert [name for name, value in secrets.items() if value in out + err] == []
+    assert err.count("[redacted]") == 2 * len(secrets)

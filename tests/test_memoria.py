@@ -58,7 +58,7 @@ async def test_view_fix_history_delete(app: App, fake_anthropic, clock) -> None:
     fixed = await app.commands.memoria(ANA, "corregir", f"{ids['diet']} vegana")
     assert fixed.ok and "vegana" in fixed.text
     view = await app.commands.memoria(ANA, "view", "")
-    assert f"#{ids['diet']} diet: vegana" in view.text
+    assert f"#{ids['diet']} diet: vegana (contado por ti" in view.text  # as stated, by you
     assert "antes: vegetariana (hasta el 2 nov 2026)" in view.text
     deleted = await app.commands.memoria(ANA, "borrar", str(ids["city"]))
     assert "Borrado" in deleted.text
@@ -131,8 +131,12 @@ async def test_forget_needs_confirmation_and_leaves_no_trace(
     files += [Path(f"{app.settings.database_path}{suffix}") for suffix in ("-wal", "-shm")]
     found = [f.name for f in files if f.exists() and canary.encode() in f.read_bytes()]
     assert found == []
-    with sqlite3.connect(app.settings.database_path) as raw:  # Bea's memory is untouched
-        assert raw.execute("SELECT key, value FROM facts").fetchall() == [("name", "Bea")]
+    with sqlite3.connect(app.settings.database_path) as raw:
+        left = raw.execute(
+            "SELECT u.platform_user_id, f.key, f.value FROM facts f"
+            " JOIN users u ON u.id = f.user_id"
+        ).fetchall()
+    assert left == [(BEA.user_id, "name", "Bea")]  # Bea's memory is untouched
 
 
 async def test_export_then_import_round_trip(app: App, fake_anthropic, clock, tmp_path) -> None:
@@ -228,3 +232,24 @@ async def test_a_fix_or_a_deletion_reaches_the_ongoing_conversation(
     await app.commands.chat(ANA, "¿Sigues ahí?")
     profile = fake_anthropic.bodies()[-1]["system"][1]["text"]
     assert "- diet: vegana" in profile and "Bilbao" not in profile
+
+
+async def test_a_deleted_fact_leaves_the_file_and_the_ongoing_prompt(
+    app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    """`borrar` alone (no correction to rebuild the profile as a side effect): the value leaves
+    the conversation under way at the next message, and its bytes leave the database file and
+    its WAL (secure_delete, then the purge's checkpoint)."""
+    canary = "Calle CANARY-Gorbea-q7Zx"
+    await learn(
+        app, fake_anthropic, clock, ANA, "Te cuento dónde vivo", ("semantic", "home", canary)
+    )
+    await app.commands.chat(ANA, "Hola de nuevo")
+    assert canary in fake_anthropic.bodies()[-1]["system"][1]["text"]
+    deleted = await app.commands.memoria(ANA, "borrar", str(fact_ids(app)["home"]))
+    assert "Borrado" in deleted.text
+    await app.commands.chat(ANA, "¿Sigues ahí?")
+    assert canary not in fake_anthropic.bodies()[-1]["system"][1]["text"]
+    files = [Path(app.settings.database_path)]
+    files += [Path(f"{app.settings.database_path}{suffix}") for suffix in ("-wal", "-shm")]
+    assert [f.name for f in files if f.exists() and canary.encode() in f.read_bytes()] == []

@@ -1,0 +1,119 @@
+"""The test process of one copy of the repository, driven by tests/mutants/run.py.
+
+Importing discord.py, python-telegram-bot, anthropic and pytest costs seconds per process,
+more than most mutants' tests take; so this process imports them once, then forks a fresh
+child for each mutant, which imports OUR code (bot, memory, migrations, tests) from the copy as
+it is on disk at that moment, with the mutant applied. None of our modules is ever imported
+here, so no child can see an earlier mutant's code.
+
+Protocol (one JSON object per line): it prints {"ready": bool} once it checked where our
+packages are imported from, then for each job {"tests": [...], "log": path, "timeout": s}
+read on stdin it prints {"code": pytest's exit code, or 124 on timeout}.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+PRELOAD = (
+    "pytest",
+    "pytest_asyncio",
+    "aiohttp",
+    "aiohttp.web",
+    "anthropic",
+    "discord",
+    "discord.ext.commands",
+    "telegram",
+    "telegram.ext",
+    "httpx",
+    "pydantic",
+    "pydantic_settings",
+    "apscheduler.schedulers.asyncio",
+    "yaml",
+)
+OURS = ("bot", "memory", "migrations", "tests", "bench")
+TIMED_OUT = 124
+
+
+def in_child(body: Callable[[], int], log: str, timeout: float) -> int:
+    """Run `body` in a forked child (its own process group, output to `log`); its exit code."""
+    pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            os.setpgid(0, 0)
+            out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+            os.dup2(out, 1)
+            os.dup2(out, 2)
+            code = body()
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    deadline = time.monotonic() + timeout
+    status = None
+    while status is None:
+        done, raw = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = os.waitstatus_to_exitcode(raw)
+        elif time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            status = TIMED_OUT
+        else:
+            time.sleep(0.02)
+    with contextlib.suppress(ProcessLookupError):  # whatever a test started and left behind
+        os.killpg(pid, signal.SIGKILL)
+    return status
+
+
+def imports_from_copy(copy: Path) -> int:
+    """0 when bot, memory and migrations come from the copy, from any working directory."""
+    os.chdir("/")
+    import bot
+    import memory
+    import migrations
+
+    found = [Path(m.__file__ or "") for m in (bot, memory, migrations)]
+    outside = [str(path) for path in found if not path.is_relative_to(copy)]
+    print("imported from outside the copy:", outside)
+    return 1 if outside else 0
+
+
+def run_tests(copy: Path, tests: list[str]) -> int:
+    os.chdir(copy)
+    import pytest
+
+    return int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", *tests]))
+
+
+def main() -> None:
+    copy = Path(sys.argv[1]).resolve()
+    for name in PRELOAD:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    leaked = sorted(name for name in sys.modules if name.split(".")[0] in OURS)
+    ready = not leaked and in_child(partial(imports_from_copy, copy), os.devnull, 60) == 0
+    print(json.dumps({"ready": ready, "leaked": leaked}), flush=True)
+    for line in sys.stdin:
+        job = json.loads(line)
+        code = in_child(partial(run_tests, copy, job["tests"]), job["log"], job["timeout"])
+        print(json.dumps({"code": code}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
