@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.config import Settings
+from memory.card_export import avatar_path, card_png
 from memory.cards import CardError, card_from_character, import_card, save_imported
 from memory.characters import Character, CharacterBook, CharacterFileError, load_character
 from memory.lint import lint_character
@@ -50,9 +51,16 @@ def register(
     imp.add_argument("file", type=Path, help="the card: .json, or a .png that embeds it")
     imp.add_argument("--out", type=Path, help="folder to write to (default: CHARACTERS_DIR)")
     imp.add_argument("--force", action="store_true", help="overwrite an existing file")
-    exp = characters.add_parser("export", help="write a character as a V2 card (JSON)")
+    exp = characters.add_parser(
+        "export", help="write a character as a V2 card (JSON, or PNG with its avatar)"
+    )
     exp.add_argument("id", help="character id (see characters list)")
-    exp.add_argument("--out", type=Path, help="file to write (default: standard output)")
+    exp.add_argument(
+        "--out",
+        type=Path,
+        help="file to write; a name ending in .png embeds the card in the character's avatar "
+        "(default: JSON on standard output)",
+    )
     exp.add_argument("--force", action="store_true", help="overwrite an existing file")
     stats = commands.add_parser(
         "stats", help="LLM calls, tokens, cache share, latency and cost per character and kind"
@@ -143,9 +151,16 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
     if args.out.exists() and not args.force:
         raise AdminError(f"{args.out} already exists; pass --force to overwrite it")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
+    kind = "V2 card"
+    if args.out.suffix.lower() == ".png":
+        avatar = avatar_path(Path(character.source_path))
+        image = avatar.read_bytes() if avatar.is_file() else None
+        args.out.write_bytes(card_png(card, image))
+        kind = "V2 card in its avatar PNG" if image else "V2 card in a blank PNG (no avatar)"
+    else:
+        args.out.write_text(text, encoding="utf-8")
     entries = len(card["data"].get("character_book", {}).get("entries", []))
-    print(f"exported {character.id} -> {args.out} (V2 card, {entries} lore entries)")
+    print(f"exported {character.id} -> {args.out} ({kind}, {entries} lore entries)")
     return 0
 
 

@@ -3,6 +3,8 @@ Character Card V2 (JSON) from any character."""
 
 from __future__ import annotations
 
+import base64
+import json
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from memory.card_lore import book_from_pages
+from memory.card_png import png_with_text, with_text_chunks
 from memory.card_text import COMPANION_EXTENSION, split_scenario
 from memory.characters import Character
 from memory.lore_files import LorePage, lore_folder, write_pages
@@ -52,7 +55,7 @@ def _dump(value: dict[str, Any]) -> str:
 
 def character_yaml(imported: ImportedCard) -> str:
     """The YAML file of an imported card, with the review notes as its header comment."""
-    fields = imported.character.model_dump(mode="json")
+    fields = imported.character.as_written().model_dump(mode="json")
     lines = [f"# Imported from {Path(imported.source).name} by `companion characters import`."]
     if imported.notes:
         lines.append("# Needs a human:")
@@ -84,9 +87,25 @@ def save_imported(
                 raise FileExistsError(f"{existing} already exists")
     folder.mkdir(parents=True, exist_ok=True)
     path.write_text(character_yaml(imported), encoding="utf-8")
+    if imported.avatar is not None:
+        avatar_path(path).write_bytes(imported.avatar)
     # Pages of an earlier import are replaced too: stale pages would survive in the index.
-    pages = write_pages(pages_dir, imported.lore) if imported.lore or pages_dir.is_dir() else []
+    lore = imported.lore  # as the card wrote them: macros are expanded when loaded
+    pages = write_pages(pages_dir, lore) if lore or pages_dir.is_dir() else []
     return path, pages
+
+
+def avatar_path(character_file: Path) -> Path:
+    """`<id>.avatar.png` beside the character's YAML: the image of a card imported from PNG."""
+    return character_file.with_name(f"{character_file.stem}.avatar.png")
+
+
+def card_png(card: dict[str, Any], avatar: bytes | None) -> bytes:
+    """The card embedded in its avatar (a blank image when it has none), as SillyTavern does:
+    base64 JSON in a tEXt chunk named `chara`."""
+    payload = base64.b64encode(json.dumps(card, ensure_ascii=False).encode("utf-8")).decode()
+    image = avatar if avatar is not None else png_with_text({}, 400, 600)
+    return with_text_chunks(image, {"chara": payload}, drop=("ccv3",))
 
 
 def card_from_character(
@@ -98,6 +117,7 @@ def card_from_character(
     folder, as loaded). Only the first opening message is a card's `first_mes`; the others
     ride in `extensions.companion`.
     """
+    character = character.as_written()  # a card keeps its {{char}} and {{user}} macros
     if lore_pages is None:
         lore_pages = character.lore
     kept = dict(character.card_passthrough)

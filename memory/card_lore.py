@@ -12,15 +12,15 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from memory.card_text import expand_macros
 from memory.lore_files import LorePage, unique_slugs
 
 
 def pages_from_book(
-    book: dict[str, Any] | None, char_name: str, language: str
+    book: dict[str, Any] | None,
 ) -> tuple[list[LorePage], dict[str, Any] | None, list[str]]:
     """Enabled entries become pages; the book's settings and each entry's keys and flags stay
-    in the passthrough (by slug) so that export rebuilds the same book."""
+    in the passthrough (by slug) so that export rebuilds the same book. Card macros stay as
+    written: they are expanded when the character is loaded."""
     if not book:
         return [], None, []
     entries = [e for e in book.get("entries", []) if isinstance(e, dict)]
@@ -34,10 +34,10 @@ def pages_from_book(
             metadata.append(entry)  # disabled or empty: kept whole, for export only
             continue
         title = titles[len(pages)]
-        content = expand_macros(entry["content"].strip(), char_name, language)
+        content = entry["content"].strip()
         page = LorePage(
             slug=next(slugs),
-            title=expand_macros(title, char_name, language),
+            title=title,
             description=_entry_description(entry, title, content),
             content=content,
         )

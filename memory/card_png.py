@@ -44,6 +44,32 @@ def text_chunks(raw: bytes) -> dict[str, str]:
     return found
 
 
+def with_text_chunks(raw: bytes, texts: Mapping[str, str], drop: tuple[str, ...] = ()) -> bytes:
+    """The same PNG with the tEXt chunks named in `drop` or `texts` removed and `texts` added
+    before IEND: how a card is embedded into (or taken out of) an avatar image."""
+    if not is_png(raw):
+        raise PngError("not a PNG file (bad signature)")
+    removed = {*drop, *texts}
+    kept: list[bytes] = []
+    offset = len(PNG_SIGNATURE)
+    while offset + 8 <= len(raw):
+        length, kind = struct.unpack(">I4s", raw[offset : offset + 8])
+        end = offset + 8 + length + 4
+        if end > len(raw):
+            raise PngError(f"truncated PNG: chunk {kind!r} at byte {offset} runs past the end")
+        if kind == b"IEND":
+            break
+        keyword = raw[offset + 8 : offset + 8 + length].partition(b"\0")[0]
+        if kind != b"tEXt" or keyword.decode("latin-1") not in removed:
+            kept.append(raw[offset:end])
+        offset = end
+    added = [
+        _chunk(b"tEXt", key.encode("latin-1") + b"\0" + value.encode("latin-1"))
+        for key, value in texts.items()
+    ]
+    return PNG_SIGNATURE + b"".join([*kept, *added, _chunk(b"IEND", b"")])
+
+
 def _chunk(kind: bytes, data: bytes) -> bytes:
     crc = zlib.crc32(kind + data) & 0xFFFFFFFF
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)

@@ -14,7 +14,6 @@ COMPANION_EXTENSION = "companion"
 _MACRO = re.compile(r"\{\{\s*(char|user)\s*\}\}|<(BOT|USER)>", re.IGNORECASE)
 THE_USER = {"en": "the user", "es": "el usuario"}
 _SCENARIO = {"en": "Scenario", "es": "Escenario"}
-_NO_TRAITS = {"en": "Consistent with the description above.", "es": "Fiel a la descripción."}
 
 # Frequent words that only one of the two languages has; articles shared by both are left out.
 _ES_WORDS = frozenset((
@@ -69,10 +68,14 @@ def expand_macros(text: str, name: str, language: str) -> str:
         if (match.group(1) or match.group(2)).lower() in ("char", "bot"):
             return name
         before = text[: match.start()].rstrip(' \t*"_“«¡¿(')
-        starts_sentence = not before or before[-1] in ".!?\n"
+        starts_sentence = not before or before[-1] in ".!?:\n"
         return user[0].upper() + user[1:] if starts_sentence else user
 
     return _MACRO.sub(replace, text)
+
+
+def has_macro(text: str) -> bool:
+    return _MACRO.search(text) is not None
 
 
 def mentions_user(text: str) -> bool:
@@ -117,7 +120,7 @@ def split_traits(personality: str, language: str) -> tuple[list[str], str | None
     """
     text = _PERSONALITY_PREFIX.sub("", personality.strip(), count=1).strip()
     if not text:
-        return [_NO_TRAITS[language]], "the card has no personality: write 3 to 5 traits"
+        return [], "the card has no personality: write 3 to 5 traits"
     lines = [_BULLET.sub("", line).strip() for line in text.splitlines() if line.strip()]
     if len(lines) >= 2:
         items, limit, most = lines, 25, 8

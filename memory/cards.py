@@ -9,12 +9,14 @@ in `ImportedCard.notes` for a human, and everything the prompt does not use is k
 Mapping:
   name                      -> name; id = slug of the name
   description (+ scenario)  -> identity.description ("Scenario: …" as its last paragraph)
-  personality               -> traits (split on lines, else on commas/semicolons)
+  personality               -> traits (a list, or text split on lines, else on commas)
   first_mes                 -> the pinned opening message
   character_book entries    -> lore pages (characters/<id>.lore/<slug>.md)
   everything else           -> card_passthrough (example dialogue, alternate greetings,
                                system_prompt, post_history_instructions, tags, extensions…)
-  {{char}} / {{user}}       -> the name / "the user" (in the text we use; passthrough stays raw)
+  {{char}} / {{user}}       -> kept in the file (export gives them back); expanded only for
+                               the prompt, when the character is loaded
+  the PNG's image           -> `<id>.avatar.png` beside the YAML, so that a PNG export keeps it
 Export (`card_from_character`, in memory/card_export.py) also writes our own fields under
 `extensions.companion`, which import reads back, so that a card made here round trips.
 """
@@ -32,12 +34,11 @@ from pydantic import ValidationError
 
 from memory.card_export import card_from_character, character_yaml, save_imported
 from memory.card_lore import pages_from_book
-from memory.card_png import PngError, is_png, text_chunks
+from memory.card_png import PngError, is_png, text_chunks, with_text_chunks
 from memory.card_text import (
     COMPANION_EXTENSION,
     THE_USER,
     detect_language,
-    expand_macros,
     find_age,
     mentions_user,
     speech_rule,
@@ -45,7 +46,7 @@ from memory.card_text import (
     with_scenario,
     words,
 )
-from memory.characters import Character
+from memory.characters import Character, with_macros_expanded
 from memory.lore_files import LorePage, slugify
 
 __all__ = [
@@ -70,8 +71,18 @@ _TEXT_FIELDS = (
 _LIST_FIELDS = ("alternate_greetings", "tags", "group_only_greetings")
 # Fields the mapping turns into our sheet; every other field of `data` is passed through.
 _CONSUMED = ("name", "description", "personality", "scenario", "first_mes", "character_book")
-_NOT_STATED = {"en": "not stated in the card", "es": "no consta en la ficha"}
 _TONE_FALLBACK = {"en": "true to the character", "es": "fiel al personaje"}
+
+
+# Limits that keep a card from becoming a sheet nobody can afford to send (a 6 MB description
+# is 1.7M tokens) or a file that exhausts memory; real cards stay far below them.
+MAX_CARD_BYTES = 16 * 1024 * 1024
+MAX_JSON_DEPTH = 32
+MAX_SHEET_FIELD_CHARS = 20_000  # description, personality, scenario, first_mes: in the prompt
+MAX_OTHER_FIELD_CHARS = 100_000  # kept for export only
+MAX_LORE_ENTRIES = 500
+MAX_LORE_ENTRY_CHARS = 40_000
+_SHEET_FIELDS = ("description", "personality", "scenario", "first_mes")
 
 
 class CardError(ValueError):
@@ -84,6 +95,8 @@ class ImportedCard:
     lore: tuple[LorePage, ...]
     notes: tuple[str, ...]  # what a human must review, as "field: problem"
     source: str
+    # The PNG's image without its card chunks, for `<id>.avatar.png` (None for a JSON card).
+    avatar: bytes | None = None
 
 
 # ---- reading --------------------------------------------------------------------------------
@@ -91,11 +104,20 @@ class ImportedCard:
 
 def read_card(path: Path) -> dict[str, Any]:
     """The card's JSON object, from a .json file or a PNG; errors name the file."""
+    return parse_card_bytes(_read_bytes(path), str(path), png=path.suffix.lower() == ".png")
+
+
+def _read_bytes(path: Path) -> bytes:
     try:
-        raw = path.read_bytes()
+        size = path.stat().st_size
+        if size > MAX_CARD_BYTES:
+            raise CardError(
+                f"{path}: the file has {size:,} bytes and a card may have at most "
+                f"{MAX_CARD_BYTES:,} (over by {size - MAX_CARD_BYTES:,}): shrink the image"
+            )
+        return path.read_bytes()
     except OSError as exc:
         raise CardError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
-    return parse_card_bytes(raw, str(path), png=path.suffix.lower() == ".png")
 
 
 def parse_card_bytes(raw: bytes, source: str, *, png: bool = False) -> dict[str, Any]:
@@ -107,6 +129,12 @@ def parse_card_bytes(raw: bytes, source: str, *, png: bool = False) -> dict[str,
             text, where = raw.decode("utf-8-sig"), ""
         except UnicodeDecodeError as exc:
             raise CardError(f"{source}: neither a PNG nor UTF-8 JSON text ({exc.reason})") from exc
+    depth = json_depth(text, MAX_JSON_DEPTH)
+    if depth > MAX_JSON_DEPTH:
+        raise CardError(
+            f"{source}: the JSON{where} is nested more than {MAX_JSON_DEPTH} levels deep; "
+            "a card is a flat object"
+        )
     try:
         card = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -137,6 +165,32 @@ def _png_payload(raw: bytes, source: str) -> tuple[str, str]:
         raise CardError(f"{source}: PNG chunk '{key}' does not decode to UTF-8 text") from exc
 
 
+def json_depth(text: str, stop_after: int) -> int:
+    """How deep objects and arrays nest (outside strings), in one linear pass; it stops
+    counting past `stop_after`, so a hostile file costs no more than a sane one."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > stop_after:
+                    return deepest
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
 def check_card(card: object, source: str) -> None:
     """Raise CardError naming the first problem that would stop the import."""
     if not isinstance(card, dict):
@@ -155,7 +209,7 @@ def check_card(card: object, source: str) -> None:
     if not (data.get("name") or "").strip():
         raise CardError(f"{source}: required field 'data.name' is missing or empty")
     if not any(
-        (data.get(key) or "").strip() for key in ("description", "personality", "first_mes")
+        _as_text(data.get(key)).strip() for key in ("description", "personality", "first_mes")
     ):
         raise CardError(
             f"{source}: the card has no 'data.description', 'data.personality' or "
@@ -163,10 +217,23 @@ def check_card(card: object, source: str) -> None:
         )
 
 
+def _as_text(value: object) -> str:
+    """A text field; a personality given as a list of traits reads as one trait a line."""
+    if isinstance(value, list):
+        return "\n".join(str(item) for item in value)
+    return value if isinstance(value, str) else ""
+
+
 def _check_types(data: dict[str, Any], source: str) -> None:
     for key in _TEXT_FIELDS:
-        if data.get(key) is not None and not isinstance(data[key], str):
-            raise CardError(f"{source}: field 'data.{key}' must be text, not {_kind(data[key])}")
+        value = data.get(key)
+        if key == "personality" and isinstance(value, list):
+            if not all(isinstance(item, str) for item in value):
+                raise CardError(f"{source}: field 'data.personality' must be text or texts")
+        elif value is not None and not isinstance(value, str):
+            raise CardError(f"{source}: field 'data.{key}' must be text, not {_kind(value)}")
+        limit = MAX_SHEET_FIELD_CHARS if key in _SHEET_FIELDS else MAX_OTHER_FIELD_CHARS
+        _check_length(f"data.{key}", _as_text(value), limit, source)
     for key in _LIST_FIELDS:
         value = data.get(key)
         if value is not None and not (
@@ -180,12 +247,29 @@ def _check_types(data: dict[str, Any], source: str) -> None:
         return
     if not isinstance(book, dict) or not isinstance(book.get("entries", []), list):
         raise CardError(f"{source}: field 'data.character_book' must be an object with 'entries'")
+    if len(book.get("entries", [])) > MAX_LORE_ENTRIES:
+        count = len(book["entries"])
+        raise CardError(
+            f"{source}: field 'data.character_book.entries' has {count} entries; the limit is "
+            f"{MAX_LORE_ENTRIES} (over by {count - MAX_LORE_ENTRIES})"
+        )
     for index, entry in enumerate(book.get("entries", [])):
         where = f"'data.character_book.entries.{index}'"
         if not isinstance(entry, dict) or not isinstance(entry.get("content", ""), str):
             raise CardError(f"{source}: field {where} must be an object with text 'content'")
         if not isinstance(entry.get("keys", []), list):
             raise CardError(f"{source}: field {where}.keys must be a list of texts")
+        _check_length(
+            where.strip("'") + ".content", entry.get("content") or "", MAX_LORE_ENTRY_CHARS, source
+        )
+
+
+def _check_length(field: str, text: str, limit: int, source: str) -> None:
+    if len(text) > limit:
+        raise CardError(
+            f"{source}: field '{field}' has {len(text):,} characters; the limit is {limit:,} "
+            f"(over by {len(text) - limit:,}): shorten it, or move background into lore pages"
+        )
 
 
 def _kind(value: object) -> str:
@@ -196,24 +280,29 @@ def _kind(value: object) -> str:
 
 
 def import_card(path: Path) -> ImportedCard:
-    return character_from_card(read_card(path), str(path))
+    raw = _read_bytes(path)
+    png = path.suffix.lower() == ".png" or is_png(raw)
+    imported = character_from_card(parse_card_bytes(raw, str(path), png=png), str(path))
+    if not png:
+        return imported
+    avatar = with_text_chunks(raw, {}, drop=("chara", "ccv3"))
+    return ImportedCard(imported.character, imported.lore, imported.notes, imported.source, avatar)
 
 
 def character_from_card(card: dict[str, Any], source: str = "card") -> ImportedCard:
     check_card(card, source)
     data: dict[str, Any] = card["data"]
     name = " ".join(data["name"].split())[:80]
-    macro_name = (data.get("nickname") or "").strip() or name
     extensions = dict(data.get("extensions") or {})
     ours = extensions.pop(COMPANION_EXTENSION, None)
     ours = ours if isinstance(ours, dict) else None
-    sample = " ".join(data.get(k) or "" for k in ("description", "personality", "first_mes"))
+    sample = " ".join(_as_text(data.get(k)) for k in ("description", "personality", "first_mes"))
     language = (ours or {}).get("language") or detect_language(sample)
 
     def text(key: str) -> str:
-        return expand_macros((data.get(key) or "").strip(), macro_name, language)
+        return _as_text(data.get(key)).strip()
 
-    pages, book_meta, lore_notes = pages_from_book(data.get("character_book"), macro_name, language)
+    pages, book_meta, lore_notes = pages_from_book(data.get("character_book"))
     passthrough = _passthrough(card, data, extensions, book_meta)
     sheet = {
         "id": slugify(name, "character"),
@@ -234,6 +323,11 @@ def character_from_card(card: dict[str, Any], source: str = "card") -> ImportedC
                 ": reread it, and say 'you' where it speaks to the user"
             )
     fields["card_passthrough"] = passthrough
+    if ours is not None and ours.get("model"):
+        notes.append(
+            f"model: the card asks for '{ours['model']}': check that your provider serves it, "
+            "or delete the line to use LLM_MODEL"
+        )
     try:
         character = Character.model_validate(fields)
     except ValidationError as exc:
@@ -242,7 +336,7 @@ def character_from_card(card: dict[str, Any], source: str = "card") -> ImportedC
         )
         raise CardError(f"{source}: the card does not make a valid character: {problems}") from exc
     notes += _passthrough_notes(passthrough, ours is not None) + lore_notes
-    return ImportedCard(character, tuple(pages), tuple(notes), source)
+    return ImportedCard(with_macros_expanded(character), tuple(pages), tuple(notes), source)
 
 
 def _opening(first_mes: str) -> list[dict[str, str]]:
@@ -268,7 +362,7 @@ def _derived_fields(
     notes.append(
         "identity: cards have no "
         + ("trade or place" if age else "age, trade or place")
-        + f"; they read '{_NOT_STATED[lang]}' until a human fills them in"
+        + "; the prompt leaves them out until a human fills them in"
     )
     short = all(len(words(t)) <= 3 for t in traits[:3]) and not trait_note
     tone = ", ".join(t.lower() for t in traits[:3]) if short else _TONE_FALLBACK[lang]
@@ -278,12 +372,7 @@ def _derived_fields(
         "id": sheet["id"],
         "name": name,
         "language": lang,
-        "identity": {
-            "age": age or _NOT_STATED[lang],
-            "trade": _NOT_STATED[lang],
-            "place": _NOT_STATED[lang],
-            "description": sheet["description"],
-        },
+        "identity": {"age": age, "description": sheet["description"]},
         "traits": traits,
         "speech_rules": [rule],
         "opening_messages": _opening(sheet["first_mes"]),

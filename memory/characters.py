@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from memory.card_text import expand_macros, has_macro
 from memory.lore_files import LoreFileError, LorePage, read_pages
 
 RetrievalMode = Literal["auto", "tool", "off"]
@@ -24,9 +27,11 @@ class _Strict(BaseModel):
 
 
 class Identity(_Strict):
-    age: int | str
-    trade: str = Field(min_length=1)
-    place: str = Field(min_length=1)
+    # Optional because an imported card states none of them: a missing value is left out of
+    # the prompt (lint warns), never replaced by a placeholder the model would read as a fact.
+    age: int | str | None = None
+    trade: str | None = Field(default=None, min_length=1)
+    place: str | None = Field(default=None, min_length=1)
     description: str = ""
 
 
@@ -45,7 +50,7 @@ class Character(_Strict):
     name: str = Field(min_length=1, max_length=80)
     language: Literal["es", "en"] = "en"
     identity: Identity
-    traits: tuple[str, ...] = Field(min_length=1, max_length=8)
+    traits: tuple[str, ...] = Field(default=(), max_length=8)  # lint warns outside 3-5
     speech_rules: tuple[str, ...] = Field(min_length=1, max_length=6)
     does_not_know: tuple[str, ...] = ()
     opening_messages: tuple[OpeningMessage, ...] = ()
@@ -62,6 +67,19 @@ class Character(_Strict):
     # `companion characters export` writes it back (see memory/cards.py).
     card_passthrough: dict[str, Any] = Field(default_factory=dict)
     source_path: str = Field(default="", exclude=True)
+    # The character as its file wrote it, when card macros ({{char}}, {{user}}) were expanded
+    # for the prompt: export and the YAML writer give the macros back (see `as_written`).
+    _as_written: Character | None = PrivateAttr(default=None)
+
+    def as_written(self) -> Character:
+        """The character with its card macros unexpanded, as its file (or card) holds it."""
+        return self._as_written or self
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        copy = super().model_copy(update=update, deep=deep)
+        if update:
+            copy._as_written = None  # the written form no longer matches the changed fields
+        return copy
 
     @field_validator("traits", "speech_rules", "does_not_know")
     @classmethod
@@ -96,7 +114,58 @@ def load_character(path: Path) -> Character:
     except ValidationError as exc:
         details = "; ".join(_describe(exc))
         raise CharacterFileError(f"{path}: {details}") from exc
-    return _with_lore_files(character, path)
+    return with_macros_expanded(_with_lore_files(character, path))
+
+
+def with_macros_expanded(character: Character) -> Character:
+    """{{char}} and {{user}} replaced for the prompt; `as_written()` keeps the original.
+
+    Cards are written with these macros, and a card's file keeps them so that export gives
+    back what was imported; only what reaches the model is expanded.
+    """
+    name = str(character.card_passthrough.get("nickname") or "").strip() or character.name
+
+    def expand(text: str) -> str:
+        return expand_macros(text, name, character.language)
+
+    texts = [
+        character.identity.description, *character.traits, *character.speech_rules,
+        *character.does_not_know, *(m.text for m in character.opening_messages),
+        character.reminder.tone, character.reminder.main_rule,
+        *(t for page in character.lore for t in (page.title, page.description, page.content)),
+    ]  # fmt: skip
+    if not any(has_macro(text) for text in texts):
+        return character
+    expanded = character.model_copy(
+        update={
+            "identity": character.identity.model_copy(
+                update={"description": expand(character.identity.description)}
+            ),
+            "traits": tuple(expand(t) for t in character.traits),
+            "speech_rules": tuple(expand(r) for r in character.speech_rules),
+            "does_not_know": tuple(expand(x) for x in character.does_not_know),
+            "opening_messages": tuple(
+                m.model_copy(update={"text": expand(m.text)}) for m in character.opening_messages
+            ),
+            "reminder": character.reminder.model_copy(
+                update={
+                    "tone": expand(character.reminder.tone),
+                    "main_rule": expand(character.reminder.main_rule),
+                }
+            ),
+            "lore": tuple(
+                replace(
+                    page,
+                    title=expand(page.title),
+                    description=expand(page.description),
+                    content=expand(page.content),
+                )
+                for page in character.lore
+            ),
+        }
+    )
+    expanded._as_written = character
+    return expanded
 
 
 def _with_lore_files(character: Character, path: Path) -> Character:

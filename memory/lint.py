@@ -64,6 +64,9 @@ def lint_character(character: Character, tokens: TokenEstimator | None = None) -
         )
     if not character.opening_messages:
         warn("opening_messages", "no pinned opening message to set the tone and the scene")
+    missing = [k for k in ("age", "trade", "place") if getattr(character.identity, k) is None]
+    if missing:
+        warn("identity", f"no {', '.join(missing)}: the prompt leaves them out until you add them")
     return found
 
 

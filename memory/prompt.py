@@ -66,10 +66,10 @@ def render_character_sheet(character: Character, lore_index: str = "") -> str:
     lang = character.language
     ident = character.identity
     lines = [label(lang, "you_are", name=character.name), "", f"## {label(lang, 'identity')}"]
-    lines.append(
-        f"{label(lang, 'age')}: {ident.age}. {label(lang, 'trade')}: {ident.trade}. "
-        f"{label(lang, 'place')}: {ident.place}."
-    )
+    stated = (("age", ident.age), ("trade", ident.trade), ("place", ident.place))
+    known = " ".join(f"{label(lang, key)}: {value}." for key, value in stated if value is not None)
+    if known:
+        lines.append(known)
     if ident.description:
         lines.append(ident.description)
     lines += ["", f"## {label(lang, 'traits')}", *(f"- {t}" for t in character.traits)]

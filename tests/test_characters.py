@@ -39,12 +39,13 @@ def test_the_fixture_characters_are_the_shipped_ones() -> None:
 
 
 def test_a_missing_field_names_the_file_and_the_field(tmp_path: Path) -> None:
-    path = write(tmp_path, "broken.yaml", GOOD.replace("  trade: retired", "  job: retired"))
+    broken = GOOD.replace("  trade: retired", "  job: retired").replace("reminder:", "remind:")
+    path = write(tmp_path, "broken.yaml", broken)
     with pytest.raises(CharacterFileError) as error:
         load_character(path)
     message = str(error.value)
     assert str(path) in message
-    assert "field 'identity.trade': Field required" in message
+    assert "field 'reminder': Field required" in message
     assert "field 'identity.job': Extra inputs are not permitted" in message
 
 
@@ -68,7 +69,7 @@ def test_the_book_reports_every_broken_file_and_duplicate_ids(tmp_path: Path) ->
         CharacterBook.load(tmp_path)
     lines = str(error.value).splitlines()
     assert len(lines) == 2
-    assert "three.yaml" in lines[0] and "'traits': Field required" in lines[0]
+    assert "three.yaml" in lines[0] and "'trait': Extra inputs are not permitted" in lines[0]
     assert "two.yaml: field 'id': 'one' is already used by" in lines[1]
 
 

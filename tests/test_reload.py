@@ -54,7 +54,7 @@ async def test_a_broken_edit_is_refused_and_the_old_version_serves(
     with caplog.at_level(logging.ERROR):
         await app.sweep()
     assert "still serving the previous version" in caplog.text
-    assert "field 'identity.trade': Field required" in caplog.text
+    assert "field 'identity.trad': Extra inputs are not permitted" in caplog.text
     await app.commands.chat(USER, "Hola")
     assert fake_anthropic.bodies()[-1]["system"][0]["text"].startswith("Eres Koldo Arrieta")
 
