@@ -6,8 +6,9 @@ the prompt layout is decided here once and every provider only translates it.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 CacheTTL = Literal["5m", "1h"]
 Role = Literal["user", "assistant"]
@@ -114,3 +115,17 @@ class LLMError(Exception):
 
 class LLM(Protocol):
     async def complete(self, request: LLMRequest) -> LLMResponse: ...
+
+
+# Called with the whole text of the answer so far (a snapshot, not a delta), so a receiver that
+# skips some calls to respect a platform's edit limits still shows the right text.
+TextSink = Callable[[str], Awaitable[None]]
+
+
+@runtime_checkable
+class StreamingLLM(Protocol):
+    """A provider that can also hand over the answer while the model writes it."""
+
+    async def complete(self, request: LLMRequest) -> LLMResponse: ...
+
+    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse: ...

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anthropic
@@ -13,6 +15,7 @@ from memory.llm import (
     LLMError,
     LLMRequest,
     LLMResponse,
+    TextSink,
     ToolCall,
     ToolResultBlock,
     ToolUseBlock,
@@ -89,36 +92,59 @@ class AnthropicLLM:
     async def complete(self, request: LLMRequest) -> LLMResponse:
         body = request_body(request, self._model)
         started = time.perf_counter()
-        try:
+        with _as_llm_error():
             message = await self._client.messages.create(**body)
-        except anthropic.APIStatusError as exc:
-            raise LLMError(f"Anthropic API answered {exc.status_code}: {exc.message}") from exc
-        except anthropic.APITimeoutError as exc:
-            raise LLMError("Anthropic API timed out") from exc
-        except anthropic.APIConnectionError as exc:
-            raise LLMError(f"cannot reach the Anthropic API: {exc}") from exc
-        except anthropic.APIError as exc:
-            raise LLMError(f"Anthropic API error: {exc}") from exc
-        latency_ms = (time.perf_counter() - started) * 1000
-        texts, calls = [], []
-        for block in message.content:
-            if block.type == "text":
-                texts.append(block.text)
-            elif block.type == "tool_use":
-                arguments = block.input if isinstance(block.input, dict) else {}
-                if not isinstance(block.input, dict):
-                    arguments = {"_raw": json.dumps(block.input)}
-                calls.append(ToolCall(block.name, arguments, block.id))
-        usage = message.usage
-        return LLMResponse(
-            text="".join(texts),
-            model=message.model,
-            usage=Usage(
-                input_tokens=usage.input_tokens or 0,
-                cache_read_tokens=usage.cache_read_input_tokens or 0,
-                cache_write_tokens=usage.cache_creation_input_tokens or 0,
-                output_tokens=usage.output_tokens or 0,
-            ),
-            tool_calls=tuple(calls),
-            latency_ms=latency_ms,
-        )
+        return _response(message, started)
+
+    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
+        """The same call, streamed: `on_text` gets the text so far at every text delta."""
+        body = request_body(request, self._model)
+        started = time.perf_counter()
+        with _as_llm_error():
+            async with self._client.messages.stream(**body) as stream:
+                async for event in stream:
+                    if event.type == "text":
+                        await on_text(event.snapshot)
+                message = await stream.get_final_message()
+        return _response(message, started)
+
+
+@contextmanager
+def _as_llm_error() -> Iterator[None]:
+    """The SDK's errors, after its own retries, as the one error the engine handles."""
+    try:
+        yield
+    except anthropic.APIStatusError as exc:
+        raise LLMError(f"Anthropic API answered {exc.status_code}: {exc.message}") from exc
+    except anthropic.APITimeoutError as exc:
+        raise LLMError("Anthropic API timed out") from exc
+    except anthropic.APIConnectionError as exc:
+        raise LLMError(f"cannot reach the Anthropic API: {exc}") from exc
+    except anthropic.APIError as exc:
+        raise LLMError(f"Anthropic API error: {exc}") from exc
+
+
+def _response(message: Any, started: float) -> LLMResponse:
+    latency_ms = (time.perf_counter() - started) * 1000
+    texts, calls = [], []
+    for block in message.content:
+        if block.type == "text":
+            texts.append(block.text)
+        elif block.type == "tool_use":
+            arguments = block.input if isinstance(block.input, dict) else {}
+            if not isinstance(block.input, dict):
+                arguments = {"_raw": json.dumps(block.input)}
+            calls.append(ToolCall(block.name, arguments, block.id))
+    usage = message.usage
+    return LLMResponse(
+        text="".join(texts),
+        model=message.model,
+        usage=Usage(
+            input_tokens=usage.input_tokens or 0,
+            cache_read_tokens=usage.cache_read_input_tokens or 0,
+            cache_write_tokens=usage.cache_creation_input_tokens or 0,
+            output_tokens=usage.output_tokens or 0,
+        ),
+        tool_calls=tuple(calls),
+        latency_ms=latency_ms,
+    )

@@ -98,6 +98,9 @@ class FakeAnthropic:
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.url = ""
+        # A streamed text answer is sent in this many deltas, with this pause between them.
+        self.stream_pieces = 6
+        self.stream_pause = 0.0
 
     async def __aenter__(self) -> FakeAnthropic:
         app = web.Application()
@@ -152,7 +155,10 @@ class FakeAnthropic:
             raise ConnectionResetError("dropped on purpose")
         if isinstance(item, Error):
             return _error(item.status, item.error_type, item.message)
-        return web.json_response(self._message(body, item))
+        message = self._message(body, item)
+        if body.get("stream"):
+            return await _stream(request, message, self.stream_pieces, self.stream_pause)
+        return web.json_response(message)
 
     def _message(self, body: dict[str, Any], item: Text | ToolUse) -> dict[str, Any]:
         if isinstance(item, Text):
@@ -192,3 +198,55 @@ def _error(status: int, error_type: str, message: str | None = None) -> web.Resp
     payload = {"type": "error", "error": {"type": error_type, "message": message}}
     # A short retry-after keeps the SDK's real retry loop fast in tests.
     return web.json_response(payload, status=status, headers={"retry-after-ms": "20"})
+
+
+def _sse(event: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+async def _stream(
+    request: web.Request, message: dict[str, Any], pieces: int, pause: float
+) -> web.StreamResponse:
+    """The message as the Messages API streams it: server-sent events, text in deltas."""
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    start = {**message, "content": [], "stop_reason": None}
+    await response.write(_sse("message_start", {"type": "message_start", "message": start}))
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            empty: dict[str, Any] = {"type": "text", "text": ""}
+            text = block["text"]
+            size = max(1, -(-len(text) // pieces))
+            deltas = [
+                {"type": "text_delta", "text": text[at : at + size]}
+                for at in range(0, len(text), size)
+            ]
+        else:
+            empty = {**block, "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block["input"])}]
+        await response.write(
+            _sse(
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": empty},
+            )
+        )
+        for delta in deltas:
+            await response.write(
+                _sse(
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": index, "delta": delta},
+                )
+            )
+            if pause:
+                await asyncio.sleep(pause)
+        await response.write(
+            _sse("content_block_stop", {"type": "content_block_stop", "index": index})
+        )
+    end = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    usage = {"output_tokens": message["usage"]["output_tokens"]}
+    await response.write(
+        _sse("message_delta", {"type": "message_delta", "delta": end, "usage": usage})
+    )
+    await response.write(_sse("message_stop", {"type": "message_stop"}))
+    await response.write_eof()
+    return response

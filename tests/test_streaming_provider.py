@@ -1,0 +1,85 @@
+"""The Anthropic provider streams through the real SDK: the sink sees the text grow, and the
+final response is the same as a non-streamed call's (text, tool calls, usage)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from bot.llm.anthropic_provider import AnthropicLLM
+from memory.llm import ChatMessage, LLMError, LLMRequest, StreamingLLM, TextBlock, ToolSpec
+from tests.fakes.anthropic_api import Error, FakeAnthropic, Text, ToolUse
+
+REQUEST = LLMRequest(
+    kind="reply",
+    system=(TextBlock("You are Mira."),),
+    messages=(ChatMessage("user", (TextBlock("Hola"),)),),
+)
+
+
+def _llm(fake: FakeAnthropic) -> AnthropicLLM:
+    return AnthropicLLM(fake.api_key, "claude-test", base_url=fake.url, max_retries=0)
+
+
+async def test_the_sink_sees_snapshots_that_grow_to_the_final_text(
+    fake_anthropic: FakeAnthropic,
+) -> None:
+    fake_anthropic.queue(Text("Buenas tardes, ¿qué tal ha ido la entrevista del jueves?"))
+    llm = _llm(fake_anthropic)
+    seen: list[str] = []
+
+    async def sink(text: str) -> None:
+        seen.append(text)
+
+    try:
+        assert isinstance(llm, StreamingLLM)
+        response = await llm.stream(REQUEST, sink)
+    finally:
+        await llm.close()
+    assert response.text == "Buenas tardes, ¿qué tal ha ido la entrevista del jueves?"
+    assert len(seen) == fake_anthropic.stream_pieces
+    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(seen))
+    assert seen[-1] == response.text
+    assert response.usage.output_tokens > 0
+    assert fake_anthropic.bodies()[0]["stream"] is True
+
+
+async def test_a_streamed_tool_call_arrives_whole_and_sends_no_text(
+    fake_anthropic: FakeAnthropic,
+) -> None:
+    fake_anthropic.queue(ToolUse("search_memory", {"query": "perro Beltza"}))
+    llm = _llm(fake_anthropic)
+    seen: list[str] = []
+
+    async def sink(text: str) -> None:
+        seen.append(text)
+
+    request = LLMRequest(
+        kind="reply",
+        system=REQUEST.system,
+        messages=REQUEST.messages,
+        tools=(ToolSpec("search_memory", "search", {"type": "object", "properties": {}}),),
+    )
+    try:
+        response = await llm.stream(request, sink)
+    finally:
+        await llm.close()
+    assert seen == []
+    assert [(c.name, c.arguments) for c in response.tool_calls] == [
+        ("search_memory", {"query": "perro Beltza"})
+    ]
+
+
+async def test_a_failed_stream_is_the_same_llm_error(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.queue(Error(500))
+    llm = _llm(fake_anthropic)
+
+    async def sink(text: str) -> None:
+        raise AssertionError("no text on a failed call")
+
+    try:
+        with pytest.raises(LLMError, match="500"):
+            await llm.stream(REQUEST, sink)
+    finally:
+        await llm.close()
