@@ -81,6 +81,12 @@ class Character(_Strict):
             copy._as_written = None  # the written form no longer matches the changed fields
         return copy
 
+    @field_validator("retrieval", mode="before")
+    @classmethod
+    def _off_is_not_false(cls, value: object) -> object:
+        # YAML 1.1 reads a bare `off` as false: `retrieval: off` means the mode, not a bool.
+        return "off" if value is False else value
+
     @field_validator("traits", "speech_rules", "does_not_know")
     @classmethod
     def _no_blank_items(cls, items: tuple[str, ...]) -> tuple[str, ...]:

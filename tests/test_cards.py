@@ -310,7 +310,7 @@ def test_import_write_load_lint_export_round_trip(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["lighthouse_keeper", "detective_bilbao"])
 def test_a_shipped_character_exports_and_imports_back_unchanged(name: str) -> None:
-    character = CharacterBook.load(REPO / "characters").get(name)
+    character = CharacterBook.load(REPO / "tests" / "data" / "characters").get(name)
     assert character is not None
     card = card_from_character(character, lore_pages=[])
     assert card["data"]["first_mes"] == character.opening_messages[0].text
@@ -358,7 +358,7 @@ async def test_cli_import_reports_a_broken_card_and_a_duplicate_id(
     assert f"{bad}: no 'spec' field: V1 cards are not supported" in capsys.readouterr().err
     folder = tmp_path / "chars"
     folder.mkdir()
-    shipped = (REPO / "characters" / "lighthouse_keeper.yaml").read_text()
+    shipped = (REPO / "tests" / "data" / "characters" / "lighthouse_keeper.yaml").read_text()
     write(folder, "maggie.yaml", "id: seraphina_vale\n" + shipped)
     card = write(tmp_path, "sera.json", v2_card())
     assert await _run(tmp_path, "characters", "import", str(card)) == 2

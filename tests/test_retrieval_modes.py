@@ -23,10 +23,10 @@ async def mode_app(
     request: pytest.FixtureRequest, tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock
 ) -> AsyncIterator[App]:
     folder = tmp_path / "characters"
-    shutil.copytree(REPO / "characters", folder)
+    shutil.copytree(REPO / "tests" / "data" / "characters", folder)
     sheet = folder / "detective_bilbao.yaml"
-    # Quoted: YAML 1.1 reads a bare `off` as false, which the sheet's schema refuses.
-    sheet.write_text(sheet.read_text() + f'\nretrieval: "{request.param}"\n')
+    # Unquoted, as the README writes it (YAML 1.1 reads a bare `off` as false).
+    sheet.write_text(sheet.read_text() + f"\nretrieval: {request.param}\n")
     settings = make_settings(tmp_path, fake_anthropic, characters_dir=folder)
     async with open_app(settings, clock=clock, start_scheduler=False) as app:
         yield app
