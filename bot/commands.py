@@ -19,6 +19,7 @@ from bot.texts import pick_language, text
 from memory.characters import Character, CharacterFileError
 from memory.companion import Companion
 from memory.errors import UserFacingError
+from memory.llm import TextSink
 from memory.models import Reply
 from memory.store import Store
 
@@ -167,9 +168,10 @@ class Commands:
         message: str,
         message_id: str | None = None,
         notify: Notify | None = None,
+        on_text: TextSink | None = None,
     ) -> Answer:
         """One message to the current character; see `submit`."""
-        return await (await self.submit(caller, message, message_id, notify))
+        return await (await self.submit(caller, message, message_id, notify, on_text))
 
     async def submit(
         self,
@@ -177,17 +179,24 @@ class Commands:
         message: str,
         message_id: str | None = None,
         notify: Notify | None = None,
+        on_text: TextSink | None = None,
     ) -> Awaitable[Answer]:
         """Check one message and hand it to the engine in arrival order; returns the wait for
         its answer. An adapter awaits that outside its own per-user gate, so that messages
         arriving meanwhile join the burst. A burst is answered once, on its newest message
         (the others get an empty answer: send nothing). When the rate limit holds the call
-        back, `notify` sends the notice saying when the character will answer."""
+        back, `notify` sends the notice saying when the character will answer; `on_text` shows
+        the answer while the model writes it (streaming)."""
         async with self._order.hold(f"{caller.platform}:{caller.user_id}:{caller.channel_key}"):
-            return await self._submit(caller, clean_input(message), message_id, notify)
+            return await self._submit(caller, clean_input(message), message_id, notify, on_text)
 
     async def _submit(
-        self, caller: Caller, message: str, message_id: str | None, notify: Notify | None
+        self,
+        caller: Caller,
+        message: str,
+        message_id: str | None,
+        notify: Notify | None,
+        on_text: TextSink | None = None,
     ) -> Awaitable[Answer]:
         character = await self.character_for(caller)
         language = pick_language(caller.locale, character.language)
@@ -214,7 +223,7 @@ class Commands:
 
         gate = None if caller.platform in UNLIMITED_PLATFORMS else self._rate
         pending = self._companion.submit(
-            caller.incoming(character.id, message, message_id), gate, held
+            caller.incoming(character.id, message, message_id), gate, held, on_text
         )
         return _answer_of(pending)
 
@@ -230,7 +239,8 @@ class Commands:
         current = await self.character_for(caller)
         lines = [text(await self.language(caller), "characters", current=current.name)]
         lines += [
-            f"- {c.id}: {c.name} ({c.identity.trade})" for c in self._companion.characters.all()
+            f"- {c.id}: {c.name}" + (f" ({c.identity.trade})" if c.identity.trade else "")
+            for c in self._companion.characters.all()
         ]
         buttons = tuple(Button(c.name, f"char:{c.id}") for c in self._companion.characters.all())
         return Answer("\n".join(lines), buttons=buttons)

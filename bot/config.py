@@ -80,6 +80,10 @@ class Settings(BaseSettings):
     rate_limit_messages: int = Field(8, ge=1)
     rate_limit_window_seconds: float = Field(60.0, gt=0)
     shutdown_grace_seconds: float = Field(20.0, ge=0)
+    # Replies fill in as the model writes them (Telegram and Discord edit one message), with at
+    # least this many seconds between edits: both platforms limit edits per chat.
+    stream_replies: bool = True
+    stream_edit_seconds: float = Field(1.5, ge=0)
 
     # Price table for `companion stats` (USD per million tokens); cache reads bill at 0.1x and
     # cache writes at 1.25x of the input price.

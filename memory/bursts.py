@@ -16,6 +16,7 @@ from typing import Protocol
 
 from memory.characters import Character
 from memory.errors import UserFacingError
+from memory.llm import TextSink
 from memory.models import Incoming, Reply, Thread, Turn, User
 from memory.session import Session, SessionCache
 
@@ -46,6 +47,9 @@ class Burst:
     last_turn: Turn | None = None
     held: bool = False  # the rate limit holds the call: members store their own turns
     closed: bool = False  # the call has begun: later messages start the next burst
+    # Where the answer is shown while it is written: the newest message's, as the answer is
+    # delivered on the newest message.
+    on_text: TextSink | None = None
 
 
 class Bursts:
@@ -54,7 +58,7 @@ class Bursts:
     def __init__(self) -> None:
         self._open: dict[BurstKey, Burst] = {}
 
-    def join(self, incoming: Incoming) -> tuple[Burst, bool]:
+    def join(self, incoming: Incoming, on_text: TextSink | None = None) -> tuple[Burst, bool]:
         """The thread's open burst with the message added, and whether this message leads it."""
         key = (
             incoming.platform,
@@ -65,8 +69,10 @@ class Bursts:
         burst = self._open.get(key)
         if burst is not None:
             burst.messages.append(incoming)
+            burst.on_text = on_text
             return burst, False
         burst = Burst(key, [incoming], asyncio.get_running_loop().create_future())
+        burst.on_text = on_text
         self._open[key] = burst
         return burst, True
 
@@ -96,7 +102,12 @@ class BurstAnswering:
         raise NotImplementedError
 
     async def _reply(
-        self, session: Session, character: Character, turn: Turn, now: datetime
+        self,
+        session: Session,
+        character: Character,
+        turn: Turn,
+        now: datetime,
+        on_text: TextSink | None = None,
     ) -> Reply:
         raise NotImplementedError
 
@@ -105,15 +116,17 @@ class BurstAnswering:
         incoming: Incoming,
         gate: CallGate | None = None,
         on_held: Callable[[float], Awaitable[None]] | None = None,
+        on_text: TextSink | None = None,
     ) -> Awaitable[Reply]:
         """Join the message to its thread's burst now (so arrival order is the order of the
         calls to this method), and return the wait for its reply. Messages that arrive while a
         reply is being written, or while `gate` holds the call back (`on_held` is told for how
         long, once), are answered together by one LLM call. The reply comes back for the
-        burst's newest message; the others get an empty Reply: nothing more to send."""
+        burst's newest message; the others get an empty Reply: nothing more to send. The
+        newest message's `on_text`, when given, sees the answer while the model writes it."""
         if not incoming.text.strip():
             raise UserFacingError("There is no text in that message to answer.", code="empty")
-        burst, leads = self._bursts.join(incoming)
+        burst, leads = self._bursts.join(incoming, on_text)
         # A task, not a bare coroutine: the burst is answered even if this caller never awaits
         # (its handler failed or was cancelled), or the thread's later messages would wait on
         # it for ever.
@@ -168,7 +181,9 @@ class BurstAnswering:
                 if wait <= 0:
                     self._bursts.close(burst)  # no await since the last store: none is left
                     assert burst.last_turn is not None
-                    return await self._reply(session, character, burst.last_turn, now)
+                    return await self._reply(
+                        session, character, burst.last_turn, now, burst.on_text
+                    )
                 burst.held = True
             if on_held is not None and not notified:
                 notified = True

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from memory.bursts import Burst, BurstAnswering, Bursts, CallGate
 from memory.characters import Character, CharacterBook
 from memory.errors import UserFacingError
+from memory.llm import TextSink
 from memory.models import (
     Conversation,
     Incoming,
@@ -167,9 +168,10 @@ class Companion(BurstAnswering):
         incoming: Incoming,
         gate: CallGate | None = None,
         on_held: Callable[[float], Awaitable[None]] | None = None,
+        on_text: TextSink | None = None,
     ) -> Reply:
         """Store the user's turn, answer it, and schedule compaction when due."""
-        return await self.submit(incoming, gate, on_held)
+        return await self.submit(incoming, gate, on_held, on_text)
 
     async def _store_burst(
         self, user: User, thread: Thread, burst: Burst, now: datetime
@@ -188,10 +190,15 @@ class Companion(BurstAnswering):
         return session
 
     async def _reply(
-        self, session: Session, character: Character, turn: Turn, now: datetime
+        self,
+        session: Session,
+        character: Character,
+        turn: Turn,
+        now: datetime,
+        on_text: TextSink | None = None,
     ) -> Reply:
         """One LLM call answering the window up to `turn`, stored with what it was built from."""
-        generated = await self._responder.respond(session, character, now, turn.id)
+        generated = await self._responder.respond(session, character, now, turn.id, on_text)
         if generated is None:
             return Reply(APOLOGY[character.language], ok=False, turn_id=turn.id)
         reply_turn = await self._store.add_reply(

@@ -18,7 +18,9 @@ from memory.llm import (
     LLMError,
     LLMRequest,
     LLMResponse,
+    StreamingLLM,
     TextBlock,
+    TextSink,
     ToolResultBlock,
     ToolSpec,
     ToolUseBlock,
@@ -70,6 +72,7 @@ class _Call:
     character: Character
     turn_id: int
     fragments: int
+    on_text: TextSink | None = None  # shows each round's text while the model writes it
 
 
 class Responder:
@@ -94,15 +97,21 @@ class Responder:
         self._clock = clock
 
     async def respond(
-        self, session: Session, character: Character, now: datetime, turn_id: int
+        self,
+        session: Session,
+        character: Character,
+        now: datetime,
+        turn_id: int,
+        on_text: TextSink | None = None,
     ) -> Generated | None:
-        """The reply to the newest user turn of the session's window, or None on failure."""
+        """The reply to the newest user turn of the session's window, or None on failure;
+        `on_text` sees the text so far while the model writes it, when the provider streams."""
         fragments = await self._fragments(session, character)
         prompt = render(
             self._state(session, character, fragments), now, self._budgets, self._tokens
         )
         toolbox = self._toolbox(session, character)
-        call = _Call(session, character, turn_id, len(fragments))
+        call = _Call(session, character, turn_id, len(fragments), on_text)
         messages = list(prompt.messages)
         for tool_round in range(MAX_TOOL_ROUNDS + 1):
             may_use_tools = tool_round < MAX_TOOL_ROUNDS
@@ -250,7 +259,10 @@ class Responder:
             allow_tools=may_use_tools,
         )
         try:
-            response = await self._llm.complete(request)
+            if call.on_text is not None and isinstance(self._llm, StreamingLLM):
+                response = await self._llm.stream(request, call.on_text)
+            else:
+                response = await self._llm.complete(request)
         except LLMError as exc:
             await self._fail(call, tool_round, exc)
             return None

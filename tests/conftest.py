@@ -51,6 +51,9 @@ def make_settings(tmp_path: Path, fake: FakeAnthropic, **overrides: Any) -> Sett
         "llm_timeout_seconds": 5,
         "llm_model": "claude-test",
         "rate_limit_messages": 1000,
+        # Streaming is tested on its own (tests/test_streaming.py); elsewhere a reply is one
+        # message, so that tests can read it once it is there.
+        "stream_replies": False,
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

@@ -40,6 +40,7 @@ def subprocess_env(database: Path, **extra: str) -> dict[str, str]:
             "CHARACTERS_DIR": str(CHARACTERS),
             "LLM_MAX_RETRIES": "0",
             "RATE_LIMIT_MESSAGES": "1000",
+            "STREAM_REPLIES": "false",  # a reply is one message (streaming: test_streaming.py)
         }
     )
     env.update(extra)

@@ -29,7 +29,15 @@ from discord.http import Route
 
 from bot.adapters.base import InFlight
 from bot.adapters.discord_slash import RegistryTranslator, add_slash_commands, sync_if_changed
-from bot.adapters.discord_views import NO_PINGS, Responder, message_caller, parts, reply_to
+from bot.adapters.discord_views import (
+    NO_PINGS,
+    Responder,
+    live_reply,
+    message_caller,
+    parts,
+    reply_to,
+)
+from bot.adapters.live import LiveReply
 from bot.commands import Answer, ArrivalOrder, Caller, Commands
 from bot.config import Settings
 from memory.errors import UserFacingError
@@ -201,19 +209,22 @@ class DiscordAdapter:
         key = f"{message.channel.id}:{message.author.id}"
         async with self._inflight.track():
             caller = message_caller(message)
+            live = live_reply(message, self._settings)
             try:
                 # The gate keeps arrival order up to the hand-over to the engine, and no
                 # further: messages arriving while this one is answered join its burst.
                 async with self._order.hold(key):
                     if not await self._addressed(message, caller):
                         return
-                    pending = await self._submit(message, caller)
+                    pending = await self._submit(message, caller, live)
                 async with message.channel.typing():  # shown for the whole generation
                     answer = await pending
             except Exception as exc:
                 answer = await self._responder.error_answer(caller, exc)
             if answer.text or answer.document is not None:  # "": its burst is answered later
-                await reply_to(message, parts(answer, self._responder.view_of(answer)))
+                sends = parts(answer, self._responder.view_of(answer))
+                shown = sends[0].keys() == {"content"} and await live.finish(sends[0]["content"])
+                await reply_to(message, sends[1:] if shown else sends, first_is_reply=not shown)
 
     async def _addressed(self, message: discord.Message, caller: Caller) -> bool:
         """DMs always; in a guild: a mention, a reply to the bot, or a bound channel."""
@@ -231,7 +242,9 @@ class DiscordAdapter:
             return True
         return await self._commands.is_bound(caller)
 
-    async def _submit(self, message: discord.Message, caller: Caller) -> Awaitable[Answer]:
+    async def _submit(
+        self, message: discord.Message, caller: Caller, live: LiveReply[discord.Message]
+    ) -> Awaitable[Answer]:
         text = self._without_own_mentions(message)
         if not text and (message.attachments or message.stickers):
             return asyncio.ensure_future(self._commands.refusal(caller, "attachment"))
@@ -239,7 +252,8 @@ class DiscordAdapter:
         async def notify(notice: Answer) -> None:
             await reply_to(message, parts(notice, None))
 
-        return await self._commands.submit(caller, text, str(message.id), notify)
+        on_text = live.update if self._settings.stream_replies else None
+        return await self._commands.submit(caller, text, str(message.id), notify, on_text)
 
     def _without_own_mentions(self, message: discord.Message) -> str:
         me = self._client.user

@@ -18,8 +18,10 @@ from typing import Any
 
 import discord
 
+from bot.adapters.live import LiveReply
 from bot.adapters.split import split_message
 from bot.commands import Answer, Caller, Commands
+from bot.config import Settings
 from bot.texts import text
 from memory.errors import UserFacingError
 
@@ -104,15 +106,34 @@ def parts(answer: Answer, view: discord.ui.View | None) -> list[Send]:
     return sends
 
 
-async def reply_to(message: discord.Message, sends: list[Send]) -> None:
-    """Post under the user's message: the first part as a reply to it, the rest after it."""
+async def reply_to(
+    message: discord.Message, sends: list[Send], *, first_is_reply: bool = True
+) -> None:
+    """Post under the user's message: the first part as a reply to it, the rest after it
+    (all after it when the first part is already on screen, streamed)."""
     # The user may delete their message while the reply is generated; answer anyway.
     reference = message.to_reference(fail_if_not_exists=False)
     for index, send in enumerate(sends):
-        if index == 0:
+        if index == 0 and first_is_reply:
             await message.channel.send(reference=reference, allowed_mentions=REPLY_PING, **send)
         else:
             await message.channel.send(allowed_mentions=NO_PINGS, **send)
+
+
+def live_reply(message: discord.Message, settings: Settings) -> LiveReply[discord.Message]:
+    """The reply under the user's message while the model writes it, edited in place."""
+
+    async def send(content: str) -> discord.Message:
+        reference = message.to_reference(fail_if_not_exists=False)
+        return await message.channel.send(content, reference=reference, allowed_mentions=REPLY_PING)
+
+    async def edit(sent: discord.Message, content: str) -> None:
+        await sent.edit(content=content)
+
+    def render(text: str) -> str:
+        return split_message(text, MESSAGE_LIMIT)[0]
+
+    return LiveReply(send, edit, render, settings.stream_edit_seconds)
 
 
 async def within_deadline(

@@ -34,6 +34,7 @@ from telegram.ext import (
 )
 
 from bot.adapters.base import InFlight
+from bot.adapters.live import LiveReply
 from bot.adapters.split import split_html
 from bot.adapters.telegram_format import to_telegram_html
 from bot.answers import Answer, Caller
@@ -193,12 +194,40 @@ class TelegramAdapter:
         async def notify(notice: Answer) -> None:
             await self._send(message, caller, notice)
 
+        live = self._live(message, caller)
         async with self._in_flight.track(), self._typing(message.chat_id):
             # A burst is answered once, on its newest message; the others get "" (sent as nothing).
             answer = await self._commands.chat(
-                caller, self._strip_mention(message.text), str(message.message_id), notify
+                caller,
+                self._strip_mention(message.text),
+                str(message.message_id),
+                notify,
+                live.update if live is not None else None,
             )
-        await self._send(message, caller, answer)
+        await self._send(message, caller, answer, live)
+
+    def _live(self, message: Message, caller: Caller) -> LiveReply[int] | None:
+        """The reply's message while the model writes it (STREAM_REPLIES), edited in place."""
+        if not self._settings.stream_replies:
+            return None
+        bot = self.application.bot
+        reply_to = message.message_id if caller.channel_kind == "group" else None
+
+        async def send(html: str) -> int:
+            sent = await bot.send_message(
+                message.chat_id, html, parse_mode=ParseMode.HTML, reply_to_message_id=reply_to
+            )
+            return sent.message_id
+
+        async def edit(message_id: int, html: str) -> None:
+            await bot.edit_message_text(
+                html, chat_id=message.chat_id, message_id=message_id, parse_mode=ParseMode.HTML
+            )
+
+        def render(text: str) -> str:
+            return split_html(to_telegram_html(text), LIMIT)[0]
+
+        return LiveReply(send, edit, render, self._settings.stream_edit_seconds)
 
     async def on_attachment(self, update: Update, _context: Context) -> None:
         """Stickers, photos, files: a graceful answer instead of silence."""
@@ -260,8 +289,11 @@ class TelegramAdapter:
         answer = await pending  # type: ignore[misc]
         await self._send(update.effective_message, caller_of(update), answer)
 
-    async def _send(self, message: Message, caller: Caller, answer: Answer) -> None:
-        """Split to 4,096 characters; private answers in a group go to the private chat."""
+    async def _send(
+        self, message: Message, caller: Caller, answer: Answer, live: LiveReply[int] | None = None
+    ) -> None:
+        """Split to 4,096 characters; private answers in a group go to the private chat; a
+        streamed reply's message receives the final text's first part."""
         if not answer.text and answer.document is None:
             return  # a message whose burst is answered on a later message
         chat_id = message.chat_id
@@ -276,13 +308,21 @@ class TelegramAdapter:
             await self._deliver(chat_id, Answer(pointer), reply_to=message.message_id)
             return
         reply_to = message.message_id if caller.channel_kind == "group" else None
-        await self._deliver(chat_id, answer, reply_to=reply_to)
+        await self._deliver(chat_id, answer, reply_to=reply_to, live=live)
 
-    async def _deliver(self, chat_id: int, answer: Answer, reply_to: int | None) -> None:
+    async def _deliver(
+        self,
+        chat_id: int,
+        answer: Answer,
+        reply_to: int | None,
+        live: LiveReply[int] | None = None,
+    ) -> None:
         bot = self.application.bot
         # Markdown from the model and the catalogue becomes Telegram HTML; the split keeps each
         # part's tags balanced, as Telegram refuses a message whose HTML does not parse.
         chunks = split_html(to_telegram_html(answer.text), LIMIT) if answer.text else []
+        if chunks and live is not None and not answer.buttons and await live.finish(chunks[0]):
+            chunks, reply_to = chunks[1:], None  # the first part is already on screen
         for index, chunk in enumerate(chunks):
             last = index == len(chunks) - 1
             await bot.send_message(

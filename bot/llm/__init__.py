@@ -8,7 +8,7 @@ from bot.config import Settings
 from bot.llm.anthropic_provider import AnthropicLLM
 from bot.llm.openai_compat import OpenAICompatibleLLM
 from memory.errors import UserFacingError
-from memory.llm import LLM, LLMError, LLMRequest, LLMResponse
+from memory.llm import LLM, LLMError, LLMRequest, LLMResponse, StreamingLLM, TextSink
 from memory.redaction import Redactor
 
 
@@ -30,6 +30,18 @@ class RedactingLLM:
         except LLMError as exc:
             # The cause stays chained for the log, whose filter redacts tracebacks too.
             raise LLMError(self._redact(str(exc))) from exc.__cause__
+
+    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
+        """The provider's stream when it has one; else one call, shown whole when it ends."""
+        try:
+            if isinstance(self._llm, StreamingLLM):
+                return await self._llm.stream(request, on_text)
+            response = await self._llm.complete(request)
+        except LLMError as exc:
+            raise LLMError(self._redact(str(exc))) from exc.__cause__
+        if response.text:
+            await on_text(response.text)
+        return response
 
     async def close(self) -> None:
         await self._llm.close()

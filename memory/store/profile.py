@@ -59,9 +59,12 @@ class ProfileMixin(StoreBase):
         `conversation_id` (an extraction's), none unless that conversation still exists, in
         the same transaction: an extraction that ends after a forget writes nothing."""
         with self._transaction() as db:
-            if conversation_id is not None and not db.execute(
-                "SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)
-            ).fetchall():
+            if (
+                conversation_id is not None
+                and not db.execute(
+                    "SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)
+                ).fetchall()
+            ):
                 return False
             for fact in adds:
                 self._insert_fact(fact)
