@@ -15,7 +15,7 @@ from bot.answers import Answer, Button, Caller, clean_input, is_blank
 from bot.memoria import Memoria, is_heavy
 from bot.registry import help_lines
 from bot.reload import CharacterReloader
-from bot.texts import pick_language, text
+from bot.texts import fact_key_label, pick_language, text
 from memory.characters import Character, CharacterFileError
 from memory.companion import Companion
 from memory.errors import UserFacingError
@@ -377,7 +377,10 @@ class Commands:
         """The one rendering of a refusal: a catalogue code in the caller's language, else the
         message as written (bot/ refusals are already worded in it)."""
         language = await self.language(caller)
-        worded = text(language, error.code, **error.values) if error.code else error.message
+        values = dict(error.values)
+        if "fact_key" in values:  # a fact key in the memory layer's refusal, in words
+            values["key"] = fact_key_label(language, str(values.pop("fact_key")))
+        worded = text(language, error.code, **values) if error.code else error.message
         return Answer(worded, ok=False, private=True)
 
     async def refusal(self, caller: Caller, key: str) -> Answer:

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from bot.answers import Answer, Button
 from bot.registry import MEMORIA, usage_of
-from bot.texts import format_date, format_moment, text
+from bot.texts import fact_key_label, format_date, format_moment, text
 from memory.errors import UserFacingError
 from memory.models import SummaryFields, User
 from memory.privacy import FactView, MemoryService, MemoryView, WhyView
@@ -58,7 +58,7 @@ def _fact_line(item: FactView, lang: str) -> str:
         lang,
         "mem_fact",
         id=fact.id,
-        key=fact.key.replace("_", " "),
+        key=fact_key_label(lang, fact.key),
         value=fact.value,
         origin=text(lang, f"mem_{fact.origin}"),
         date=format_date(lang, fact.confirmed_at),
@@ -85,7 +85,7 @@ def format_view(view: MemoryView, name: str, lang: str) -> str:
     pending = [v.fact for v in view.facts if v.fact.status == "pending"]
     if pending:
         lines.append(f"\n{text(lang, 'mem_pending')}:")
-        lines += [f"#{f.id} {f.key.replace('_', ' ')}: {f.value}" for f in pending]
+        lines += [f"#{f.id} {fact_key_label(lang, f.key)}: {f.value}" for f in pending]
     if view.summary is not None:
         lines += ["", f"{text(lang, 'mem_summary')}:", *plain_summary(view.summary.fields, lang)]
     lines += ["", usage]
@@ -95,7 +95,8 @@ def format_view(view: MemoryView, name: str, lang: str) -> str:
 def format_history(item: FactView, lang: str) -> str:
     """One fact: its value now, then each value it had before, newest first."""
     fact = item.fact
-    lines = [f"{text(lang, 'mem_history_title', id=fact.id, key=fact.key.replace('_', ' '))}:"]
+    title = text(lang, "mem_history_title", id=fact.id, key=fact_key_label(lang, fact.key))
+    lines = [f"{title}:"]
     lines.append(
         text(
             lang,
@@ -118,7 +119,7 @@ def format_why(why: WhyView | None, name: str, lang: str) -> str:
     lines = [text(lang, "why_title", date=format_moment(lang, why.sources.created_at))]
     if why.facts:
         lines += ["", text(lang, "why_facts")]
-        lines += [f"- {f.key.replace('_', ' ')}: {f.value} (#{f.id})" for f in why.facts]
+        lines += [f"- {fact_key_label(lang, f.key)}: {f.value} (#{f.id})" for f in why.facts]
     if why.summary is not None:
         lines += ["", text(lang, "why_summary"), *plain_summary(why.summary.fields, lang)]
     if why.turns:
@@ -205,7 +206,11 @@ class Memoria:
         if len(args) < 2:
             raise _usage(lang)
         fact = await self._service.correct(user, character_id, number, " ".join(args[1:]))
-        return Answer(text(lang, "mem_fixed", id=fact.id, key=fact.key, value=fact.value))
+        return Answer(
+            text(
+                lang, "mem_fixed", id=fact.id, key=fact_key_label(lang, fact.key), value=fact.value
+            )
+        )
 
     async def _delete(self, user: User, character_id: str, lang: str, args: list[str]) -> Answer:
         number = _number(args, lang)

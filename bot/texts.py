@@ -205,3 +205,46 @@ def format_date(language: str, when: datetime) -> str:
 
 def format_moment(language: str, when: datetime) -> str:
     return f"{format_date(language, when)}, {when:%H:%M}"
+
+
+# The fact keys of the registry (memory/fact_keys.py) as people read them on /memoria screens.
+FACT_KEYS: dict[str, dict[str, str]] = {
+    "es": {
+        "name": "nombre", "preferred_name": "cómo prefieres que te llamen",
+        "pronouns": "pronombres", "age": "edad", "birthday": "cumpleaños", "language": "idioma",
+        "form_of_address": "trato", "city": "ciudad", "country": "país",
+        "hometown": "de dónde eres", "home": "casa", "job": "trabajo",
+        "workplace": "lugar de trabajo", "studies": "estudios", "partner": "pareja",
+        "children": "hijos", "family": "familia", "friends": "amigos", "pets": "mascotas",
+        "likes": "te gusta", "dislikes": "no te gusta", "hobbies": "aficiones",
+        "interests": "intereses", "diet": "alimentación", "health": "salud",
+        "routine": "rutina", "values": "valores", "feeling": "cómo te sientes",
+        "fear": "miedos", "need": "necesidades", "communication_style": "cómo te comunicas",
+        "goal": "objetivos", "event": "acontecimiento", "other": "otro dato",
+    },
+    "en": {
+        "name": "name", "preferred_name": "what you like to be called", "pronouns": "pronouns",
+        "age": "age", "birthday": "birthday", "language": "language",
+        "form_of_address": "how to address you", "city": "city", "country": "country",
+        "hometown": "where you are from", "home": "home", "job": "job",
+        "workplace": "workplace", "studies": "studies", "partner": "partner",
+        "children": "children", "family": "family", "friends": "friends", "pets": "pets",
+        "likes": "likes", "dislikes": "dislikes", "hobbies": "hobbies",
+        "interests": "interests", "diet": "diet", "health": "health", "routine": "routine",
+        "values": "values", "feeling": "how you feel", "fear": "fears", "need": "needs",
+        "communication_style": "how you communicate", "goal": "goals", "event": "event",
+        "other": "other",
+    },
+}  # fmt: skip
+
+
+def fact_key_label(language: str, key: str) -> str:
+    """A stored fact key in words: its registry entry's label ("pets_2" -> "mascotas 2"); a
+    key from before the registry is shown as written."""
+    base, _, number = key.rpartition("_")
+    if not (number.isdigit() and base in FACT_KEYS[language]):
+        base, number = key, ""
+    label = FACT_KEYS[language].get(base)
+    if label is None:
+        return key.replace("_", " ")
+    return f"{label} {number}" if number else label

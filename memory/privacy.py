@@ -121,7 +121,7 @@ class MemoryService:
             raise UserFacingError(
                 f"That value cannot be stored: {verdict.reason}.",
                 code="bad_value",
-                key=old.key.replace("_", " "),
+                fact_key=old.key,
             )
         new = replace(
             old,

@@ -54,11 +54,14 @@ async def test_view_fix_history_delete(app: App, fake_anthropic, clock) -> None:
     view = await app.commands.memoria(ANA, "ver", "")
     assert view.private
     ids = fact_ids(app)
-    assert f"#{ids['diet']} diet: vegetariana (contado por ti, desde el 2 nov 2026)" in view.text
+    assert (
+        f"#{ids['diet']} alimentación: vegetariana (contado por ti, desde el 2 nov 2026)"
+        in view.text
+    )
     fixed = await app.commands.memoria(ANA, "corregir", f"{ids['diet']} vegana")
     assert fixed.ok and "vegana" in fixed.text
     view = await app.commands.memoria(ANA, "view", "")
-    assert f"#{ids['diet']} diet: vegana (contado por ti" in view.text  # as stated, by you
+    assert f"#{ids['diet']} alimentación: vegana (contado por ti" in view.text  # as stated, by you
     assert "antes: vegetariana (hasta el 2 nov 2026)" in view.text
     deleted = await app.commands.memoria(ANA, "borrar", str(ids["city"]))
     assert "Borrado" in deleted.text
@@ -199,7 +202,7 @@ async def test_expire_and_why(app: App, fake_anthropic, clock) -> None:
     await app.commands.chat(ANA, "Hola de nuevo")
     assert "Por confirmar" in fake_anthropic.bodies()[-1]["system"][1]["text"]
     why = await app.commands.memoria(ANA, "porque", "")
-    assert f"- city: Getxo (#{city})" in why.text
+    assert f"- ciudad: Getxo (#{city})" in why.text
     assert "Vivo en Getxo" in why.text  # the window turn the reply was built from
     bad = None
     try:
