@@ -91,11 +91,11 @@ async def test_what_is_learned_in_one_group_stays_in_that_group(
 ) -> None:
     await app.companion.handle(group("En el trabajo me llaman Txiki", user="u1", channel="g1"))
     fake_anthropic.queue(
-        record(op("semantic", "nickname", "Txiki", user_turn_ids(app)[-1:])),
+        record(op("semantic", "preferred_name", "Txiki", user_turn_ids(app)[-1:])),
         route="record_profile",
     )
     await end_by_timer(app, clock)
     await app.companion.handle(group("Hola", user="u1", channel="g1"))
-    assert "- nickname: Txiki" in fake_anthropic.bodies()[-1]["system"][1]["text"]
+    assert "- preferred name: Txiki" in fake_anthropic.bodies()[-1]["system"][1]["text"]
     await app.companion.handle(group("Hola", user="u1", channel="g2"))
     assert "Txiki" not in str(fake_anthropic.bodies()[-1])
