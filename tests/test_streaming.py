@@ -70,8 +70,9 @@ def shown(fake: FakeTelegram) -> list[str]:
 async def _done(fake: FakeTelegram, app: App, replies: int) -> None:
     """Until the engine has stored the reply and the adapter has written its final text."""
     for _ in range(500):
-        if len(stored_replies(app)) >= replies and not any(
-            text.endswith(WRITING.strip()) for text in shown(fake)
+        texts = shown(fake)  # the reply is stored before it is sent: wait for both
+        if len(stored_replies(app)) >= replies and texts and not any(
+            text.endswith(WRITING.strip()) for text in texts
         ):
             return
         await asyncio.sleep(0.01)
