@@ -42,11 +42,15 @@ from memory.gate_rules import (
     IMPERATIVE,
     MARKUP,
     MEMORY_FRAME,
+    META_TALK,
+    ONSET_ORDER,
     PASSIVE,
+    REPLY_RULE,
     ROLEPLAY,
     assistant_patterns,
     blob_reason,
     excerpt,
+    neutralise,
     second_person_reason,
 )
 from memory.guard import instruction_reason
@@ -70,10 +74,16 @@ def _structural_reason(cleaned: str, max_len: int) -> str | None:
     folded = skeleton(cleaned)
     if SPELLED_MARK in folded:
         return "spells words out letter by letter"
-    if reason := instruction_reason(folded):
+    words = skeleton(neutralise(cleaned))  # the words once harmless markup is flattened
+    if reason := instruction_reason(folded) or instruction_reason(words):
         return reason
-    if match := CONFIGURATION.search(folded):
-        return f"talks about the assistant's configuration: '{excerpt(match)}'"
+    for rule, pattern in (
+        ("talks about the assistant's configuration", CONFIGURATION),
+        ("talks about the assistant's instructions", META_TALK),
+        ("lays a rule on the replies", REPLY_RULE),
+    ):
+        if match := pattern.search(words):
+            return f"{rule}: '{excerpt(match)}'"
     return None
 
 
@@ -92,7 +102,7 @@ def check_text(
     cleaned = clean(text)
     if reason := _structural_reason(cleaned, max_len):
         return reason
-    folded = skeleton(cleaned)
+    folded = skeleton(neutralise(cleaned))
     if match := AUTHORITY.search(folded):
         return f"claims authority over the assistant: '{excerpt(match)}'"
     framed = MEMORY_FRAME.sub("", folded, count=1).lstrip("¿? ")
@@ -111,6 +121,7 @@ def check_text(
         ("gives an order", IMPERATIVE),
         ("gives an order", ANSWER_ORDER),
         ("gives an order in the passive", PASSIVE),
+        ("gives an order from now on", ONSET_ORDER),
         ("frames a role-play", ROLEPLAY),
     ):
         if match := pattern.search(folded):
