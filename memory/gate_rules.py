@@ -117,7 +117,8 @@ def assistant_patterns(names: tuple[str, ...]) -> list[re.Pattern[str]]:
     parts = [f"\\b{_WISH}\\s+(?:that\\s+|que\\s+|for\\s+|a\\s+|al\\s+|le\\s+)?{ref}\\b"]
     parts.append(f"\\b(?:para que|so that|in order for)\\s+{ref}\\b")
     parts.append(f"\\b{ref}\\s+{subject}")
-    parts.append(f"\\b{ref}\\s+(?:\\w+\\s+)?(?:must|should|shall|has to|have to|debe|deben|tiene que|ha de)\\b")
+    obliged = "(?:must|should|shall|has to|have to|debe|deben|tiene que|ha de)"
+    parts.append(f"\\b{ref}\\s+(?:\\w+\\s+)?{obliged}\\b")
     parts.append(
         f"\\b{ref}'s\\s+(?:\\w+\\s+)?(?:answers|replies|responses|rules|instructions|name"
         "|job|task|role|behaviou?r|personality|prompt)\\b"
@@ -268,7 +269,10 @@ MEMORY_FRAME = re.compile(
     r"[,.!]?\s+)?"
     r"(?:(?:para|for)\s+(?:tu|your)\s+(?:memoria|memory)|note for your memory|para que lo sepas"
     r"|para que te acuerdes|apunta(?:lo|te)?|anota(?:lo|te)?|recuerda|acuerdate(?:\s+de)?"
-    r"|te acuerdas(?:\s+de)?|te cuento|te (?:copio|paso|pego|dejo|mando|envio|comparto|pongo)(?:\s+(?:aqui|esto))?|here(?:'s| is)|(?:let me |i'll )?(?:paste|share) (?:this|here)|(?:ya\s+|como\s+)?te (?:lo\s+)?(?:dije|conte)"
+    r"|te acuerdas(?:\s+de)?|te cuento"
+    r"|te (?:copio|paso|pego|dejo|mando|envio|comparto|pongo)(?:\s+(?:aqui|esto))?"
+    r"|here(?:'s| is)|(?:let me |i'll )?(?:paste|share) (?:this|here)"
+    r"|(?:ya\s+|como\s+)?te (?:lo\s+)?(?:dije|conte)"
     r"|no te olvides(?:\s+de)?|que no se te olvide|(?:ya\s+)?sabes|te recuerdo|remember"
     r"|don'?t forget|(?:as\s+)?i (?:already\s+)?told you(?:\s+(?:before|already|last \w+"
     r"|yesterday))?|(?:you|ya) know|just so you know|fyi|keep in mind|make a note"
@@ -330,7 +334,8 @@ REPLY_RULE = re.compile(
 # Talk about the assistant's instructions as such ("the hidden rules", "las instrucciones
 # internas"): no fact about the user needs those words.
 META_TALK = re.compile(
-    r"(?<!operating )\b(?:internal|hidden|secret|original|previous|prior|initial|system|base|core|underlying)"
+    r"(?<!operating )\b(?:internal|hidden|secret|original|previous|prior|initial|system|base"
+    r"|core|underlying)"
     r"\s+(?:instructions|rules|guidelines|directives|prompt|configuration|programming)\b"
     r"|\b(?:instrucciones|reglas|normas|directrices|directivas|configuracion|programacion)\s+"
     r"(?:internas|ocultas|secretas|originales|anteriores|previas|iniciales|de base"
