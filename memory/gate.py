@@ -90,8 +90,17 @@ def _structural_reason(cleaned: str, max_len: int) -> str | None:
 def check_turn(text: str, *, max_len: int = 20_000) -> str | None:
     """Why a stored conversation turn (an imported reply, a recalled turn in a tool result)
     must not be replayed, or None. A conversation speaks to "you" all the time, so only the
-    structural rules apply here; the fuller `check_text` is for what memory says of the user."""
-    return _structural_reason(clean(text), max_len)
+    structural rules apply here, and talk of "the assistant" or "the model" in the third person,
+    which no reply of the character's own needs; the fuller `check_text` is for what memory says
+    of the user."""
+    cleaned = clean(text)
+    if reason := _structural_reason(cleaned, max_len):
+        return reason
+    words = skeleton(neutralise(cleaned))
+    for pattern in DEFAULT_ASSISTANT:
+        if match := pattern.search(words):
+            return f"makes the assistant its subject: '{excerpt(match)}'"
+    return None
 
 
 def check_text(
