@@ -129,13 +129,19 @@ def check_text(
     for rule, pattern in (
         ("gives an order", IMPERATIVE),
         ("gives an order", ANSWER_ORDER),
-        ("gives an order in the passive", PASSIVE),
         ("gives an order from now on", ONSET_ORDER),
         ("frames a role-play", ROLEPLAY),
     ):
         if match := pattern.search(folded):
             return f"{rule}: '{excerpt(match)}'"
+    for match in PASSIVE.finditer(folded):
+        if not _USERS_OWN.search(folded[: match.start()]):
+            return f"gives an order in the passive: '{excerpt(match)}'"
     return None
+
+
+# "My essays must be written in ink": a passive whose subject is the user's own is a fact.
+_USERS_OWN = re.compile(r"\b(?:my|our|mis|mi|nuestr[oa]s?)\s+(?:\w+\s+){0,4}$")
 
 
 # ---- facts ---------------------------------------------------------------------------------------

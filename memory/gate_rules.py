@@ -184,7 +184,7 @@ IMPERATIVE = re.compile(
     r"|bypass|reveal|print|show|repeat|output|act|pretend|behave|roleplay|role-play|become|stop"
     r"|obey|follow|use|switch|enter|enable|translate|keep|remember|treat|address|refer|greet"
     r"|sign|end|begin|start|drop|break|simulate|imagine|assume|be|never|always|do not|don'?t"
-    r"|make sure|ensure|from now on|note|store|save|record|add|update|set|include)\s+"
+    r"|make sure|ensure|note|store|save|record|add|update|set|include)\s+"
     r"(?:me|us|him|her|them|it|the|all|any|every|everything|only|always|never|in|with|like|as"
     r"|to|your|my|this|that|these|those|a|an|no|nothing|yes|ever|from|each|rude|polite|short"
     r"|brief|formal|informal|casual|sarcastic|mean|nice|honest|quiet|silent|more|less|just"
@@ -210,8 +210,6 @@ PASSIVE = re.compile(
     r"|decir|ignorar|olvidar|revelar|obedecer|tratar|llamar|dirigir|mostrar)\b"
     r"|\bhay que\s+(?:responder|contestar|hablar|decir|ignorar|olvidar|revelar|obedecer"
     r"|tratar|llamar)(?:le|les|me)?\b"
-    r"|\b(?:responses|answers|replies|messages|mensajes|respuestas)\s+(?:\w+\s+){0,3}?"
-    r"(?:must|should|shall|will|are to|deben|tienen que|han de|seran)\b"
 )
 ROLEPLAY = re.compile(
     r"\blet'?s\s+(?:play|pretend|roleplay|role-play|role play|imagine|simulate|do a|start a)\b"
@@ -243,7 +241,7 @@ CONFIGURATION = re.compile(
 
 # A form of address named as such ("trato de usted a los clientes", "me hablan de tú", "de tú a
 # tú") speaks of how people address each other, not to the assistant.
-_ADDRESS_FORM = re.compile(r"\b(?:de|en) (?:usted|ustedes|tu|vos)\b|\btu a tu\b")
+_ADDRESS_FORM = re.compile(r"\b(?:de )?tu a tu\b|\b(?:de|en) (?:usted|ustedes|tu|vos)\b")
 
 
 def second_person_reason(folded: str) -> str | None:
@@ -340,7 +338,7 @@ META_TALK = re.compile(
     r"|\b(?:instrucciones|reglas|normas|directrices|directivas|configuracion|programacion)\s+"
     r"(?:internas|ocultas|secretas|originales|anteriores|previas|iniciales|de base"
     # "del sistema" alone; "del sistema educativo / operativo" is some other system
-    r"|(?:del|de) sistema(?=\s*(?:$|[.,;:!?)]|\s(?:y|o|que|a|al|en|de|del|para|cuando|se|si"
+    r"|(?:del|de) sistema(?=\s*(?:$|[.,;:!?)]|\s(?:y|o|que|a|al|en|para|cuando|se|si"
     r"|completas?|enteras?)\b)))\b"
 )
 # An English onset of time ("from now on") followed by a bare verb: an order. (In Spanish the tú
@@ -351,5 +349,6 @@ ONSET_ORDER = re.compile(
     r"(?:^|[.;:!?,]\s*|\b(?:and|so)\s+)(?:from now on|from today on|from today|henceforth"
     r"|going forward|starting (?:now|today))\b[,:]?\s+"
     r"(?!(?:i|i'm|i'll|i've|i'd|my|we|we're|we'll|our|the|a|an|his|her|their|he|she|they|it"
-    r"|it's|this|that|there|mine|everyone|everybody|nobody)\b)(?![a-z]+(?:s|ed|ing)\b)[a-z]+\b"
+    r"|it's|this|that|there|mine|everyone|everybody|nobody)\b)(?![a-z]+(?:s|ed|ing)\b)"
+    r"(?![a-z]+\s+(?:is|was|has|[a-z]{2,}(?:s|ed))\b)[a-z]+\b"  # "from now on Luke walks..."
 )
