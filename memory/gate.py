@@ -14,10 +14,14 @@ Two steps, always in this order:
 2. Check, on that skeleton. The rule is structural: a memory describes the USER. Text whose
    grammatical subject or target is the assistant (the second person, "the assistant", "la IA",
    the character's name), that gives an order (an imperative opening a clause, a passive "should
-   be answered"), that frames a role-play, or that carries markup (headings, code fences, JSON,
-   chat-role markers, encoded blobs) is refused. The older pattern list (`memory.guard`) still
-   runs as one check among these. The single allowed form of second person is a preference
-   about how the user is addressed ("prefiero que me hables de tú", "call me Sam").
+   be answered", a rule laid on the replies in any person), that talks of hidden instructions,
+   that frames a role-play, or that carries markup only an attack writes (chat-role markers, a
+   JSON string closed and followed by more structure, a heading announcing rules, encoded blobs)
+   is refused. Other markup (a `#`, a fence, a JSON object) is flattened to spaces and its words
+   judged: rendering (`as_data`) keeps it from breaking out. The older pattern list
+   (`memory.guard`) still runs as one check among these. The single allowed form of second
+   person is a preference about how the user is addressed ("prefiero que me hables de tú",
+   "call me Sam").
 
 The normalisation lives in memory/gate_normalise.py and the rules in memory/gate_rules.py; this
 module is the gate's whole public face. Rendering (`as_data`) is the second wall: whatever is

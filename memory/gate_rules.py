@@ -2,8 +2,10 @@
 
 A memory describes the USER. These rules find text whose subject or target is the assistant
 (second person, "the assistant", "la IA", the character's name), orders without an addressee
-(imperatives opening a clause, passive "should be answered"), role-play framing, talk of the
-assistant's configuration, and markup or encoded blobs that could break out of the memory block.
+(imperatives opening a clause, passive "should be answered"), rules laid on the replies in any
+grammatical person, role-play framing, talk of the assistant's configuration or hidden
+instructions, and markup or encoded blobs that can only be an attack (other markup is flattened
+by `neutralise` and its words judged).
 """
 
 from __future__ import annotations
