@@ -14,10 +14,14 @@ Two steps, always in this order:
 2. Check, on that skeleton. The rule is structural: a memory describes the USER. Text whose
    grammatical subject or target is the assistant (the second person, "the assistant", "la IA",
    the character's name), that gives an order (an imperative opening a clause, a passive "should
-   be answered"), that frames a role-play, or that carries markup (headings, code fences, JSON,
-   chat-role markers, encoded blobs) is refused. The older pattern list (`memory.guard`) still
-   runs as one check among these. The single allowed form of second person is a preference
-   about how the user is addressed ("prefiero que me hables de tú", "call me Sam").
+   be answered", a rule laid on the replies in any person), that talks of hidden instructions,
+   that frames a role-play, or that carries markup only an attack writes (chat-role markers, a
+   JSON string closed and followed by more structure, a heading announcing rules, encoded blobs)
+   is refused. Other markup (a `#`, a fence, a JSON object) is flattened to spaces and its words
+   judged: rendering (`as_data`) keeps it from breaking out. The older pattern list
+   (`memory.guard`) still runs as one check among these. The single allowed form of second
+   person is a preference about how the user is addressed ("prefiero que me hables de tú",
+   "call me Sam").
 
 The normalisation lives in memory/gate_normalise.py and the rules in memory/gate_rules.py; this
 module is the gate's whole public face. Rendering (`as_data`) is the second wall: whatever is
@@ -42,11 +46,15 @@ from memory.gate_rules import (
     IMPERATIVE,
     MARKUP,
     MEMORY_FRAME,
+    META_TALK,
+    ONSET_ORDER,
     PASSIVE,
+    REPLY_RULE,
     ROLEPLAY,
     assistant_patterns,
     blob_reason,
     excerpt,
+    neutralise,
     second_person_reason,
 )
 from memory.guard import instruction_reason
@@ -70,18 +78,33 @@ def _structural_reason(cleaned: str, max_len: int) -> str | None:
     folded = skeleton(cleaned)
     if SPELLED_MARK in folded:
         return "spells words out letter by letter"
-    if reason := instruction_reason(folded):
+    words = skeleton(neutralise(cleaned))  # the words once harmless markup is flattened
+    if reason := instruction_reason(folded) or instruction_reason(words):
         return reason
-    if match := CONFIGURATION.search(folded):
-        return f"talks about the assistant's configuration: '{excerpt(match)}'"
+    for rule, pattern in (
+        ("talks about the assistant's configuration", CONFIGURATION),
+        ("talks about the assistant's instructions", META_TALK),
+        ("lays a rule on the replies", REPLY_RULE),
+    ):
+        if match := pattern.search(words):
+            return f"{rule}: '{excerpt(match)}'"
     return None
 
 
 def check_turn(text: str, *, max_len: int = 20_000) -> str | None:
     """Why a stored conversation turn (an imported reply, a recalled turn in a tool result)
     must not be replayed, or None. A conversation speaks to "you" all the time, so only the
-    structural rules apply here; the fuller `check_text` is for what memory says of the user."""
-    return _structural_reason(clean(text), max_len)
+    structural rules apply here, and talk of "the assistant" or "the model" in the third person,
+    which no reply of the character's own needs; the fuller `check_text` is for what memory says
+    of the user."""
+    cleaned = clean(text)
+    if reason := _structural_reason(cleaned, max_len):
+        return reason
+    words = skeleton(neutralise(cleaned))
+    for pattern in DEFAULT_ASSISTANT:
+        if match := pattern.search(words):
+            return f"makes the assistant its subject: '{excerpt(match)}'"
+    return None
 
 
 def check_text(
@@ -92,7 +115,7 @@ def check_text(
     cleaned = clean(text)
     if reason := _structural_reason(cleaned, max_len):
         return reason
-    folded = skeleton(cleaned)
+    folded = skeleton(neutralise(cleaned))
     if match := AUTHORITY.search(folded):
         return f"claims authority over the assistant: '{excerpt(match)}'"
     framed = MEMORY_FRAME.sub("", folded, count=1).lstrip("¿? ")
@@ -110,12 +133,19 @@ def check_text(
     for rule, pattern in (
         ("gives an order", IMPERATIVE),
         ("gives an order", ANSWER_ORDER),
-        ("gives an order in the passive", PASSIVE),
+        ("gives an order from now on", ONSET_ORDER),
         ("frames a role-play", ROLEPLAY),
     ):
         if match := pattern.search(folded):
             return f"{rule}: '{excerpt(match)}'"
+    for match in PASSIVE.finditer(folded):
+        if not _USERS_OWN.search(folded[: match.start()]):
+            return f"gives an order in the passive: '{excerpt(match)}'"
     return None
+
+
+# "My essays must be written in ink": a passive whose subject is the user's own is a fact.
+_USERS_OWN = re.compile(r"\b(?:my|our|mis|mi|nuestr[oa]s?)\s+(?:\w+\s+){0,4}$")
 
 
 # ---- facts ---------------------------------------------------------------------------------------

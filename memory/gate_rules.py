@@ -2,8 +2,10 @@
 
 A memory describes the USER. These rules find text whose subject or target is the assistant
 (second person, "the assistant", "la IA", the character's name), orders without an addressee
-(imperatives opening a clause, passive "should be answered"), role-play framing, talk of the
-assistant's configuration, and markup or encoded blobs that could break out of the memory block.
+(imperatives opening a clause, passive "should be answered"), rules laid on the replies in any
+grammatical person, role-play framing, talk of the assistant's configuration or hidden
+instructions, and markup or encoded blobs that can only be an attack (other markup is flattened
+by `neutralise` and its words judged).
 """
 
 from __future__ import annotations
@@ -15,14 +17,33 @@ from memory.gate_normalise import skeleton
 
 # ---- markup: checked on the cleaned, case-preserving text -------------------------------------
 
+# Markup that can only be an attack: chat-template tokens and role tags, a JSON string closed and
+# followed by more structure (a value breaking out of its field), escape sequences, role markers.
 MARKUP = re.compile(
-    r"```|~~~|#{2,}|(?:^|\s)#\s|<\s*/?\s*[A-Za-z|!][^>]{0,40}>|<\||\|>"
+    r"<\s*/?\s*(?:system|assistant|developer|user|human|sys|inst|instructions?|im_start|im_end"
+    r"|sistema|asistente|usuario|instrucciones)\b[^>]{0,40}>|<\||\|>"
     r"|\[/?(?:INST|SYS|SYSTEM|inst|sys|system)\]"
-    r"|[\"']\s*:\s*[\"'{\[]|[{\[]\s*[\"']\w+[\"']\s*:|[\"']\s*[}\]]\s*[,}\]]|\\[\"nrtu]"
+    # a heading or fence that announces a role or rules ("# Nuevo rol: ...", "```system")
+    r"|(?:^|\s)#{1,6}\s*(?:\w+\s+){0,2}(?:rol|role|reglas?|rules?|normas?|instrucci\w*"
+    r"|instructions?|sistema|system|prioridad|priority|modo|mode|persona|prompt|config\w*)\b"
+    r"|(?:```|~~~)\s*(?:system|sys|assistant|developer|prompt|instructions?|sistema|asistente"
+    r"|instrucciones)\b"
+    r"|[\"']\s*[}\]]\s*[,}\]]|[\"']\s*,\s*[\"']\w+[\"']\s*:|\\[\"nrtu]"
     r"|(?:^|[.;!?\]}>\"']\s*)(?:system|assistant|developer|user|human|sistema|asistente"
     r"|usuario|instructions?|instrucciones)\s*:",
     re.IGNORECASE,
 )
+# Markup a person may well write about themselves (a heading sign, a code fence, a JSON object, a
+# tag): the memory block cannot be broken out of (`as_data`), so it is flattened to spaces and
+# the words left are judged like any others.
+_NEUTRAL = re.compile(r"```+|~~~+|#+|<\s*/?\s*[A-Za-z!][^>]{0,40}>|[{}\[\]<>`|\\*_=]+")
+
+
+def neutralise(text: str) -> str:
+    """``text`` with its harmless markup flattened to spaces (see `_NEUTRAL`)."""
+    return " ".join(_NEUTRAL.sub(" ", text).split())
+
+
 _BLOB = re.compile(r"[A-Za-z0-9+/_\-]{24,}={0,2}")
 _HEX = re.compile(r"\b[0-9a-fA-F]{32,}\b")
 
@@ -98,6 +119,8 @@ def assistant_patterns(names: tuple[str, ...]) -> list[re.Pattern[str]]:
     parts = [f"\\b{_WISH}\\s+(?:that\\s+|que\\s+|for\\s+|a\\s+|al\\s+|le\\s+)?{ref}\\b"]
     parts.append(f"\\b(?:para que|so that|in order for)\\s+{ref}\\b")
     parts.append(f"\\b{ref}\\s+{subject}")
+    obliged = "(?:must|should|shall|has to|have to|debe|deben|tiene que|ha de)"
+    parts.append(f"\\b{ref}\\s+(?:\\w+\\s+)?{obliged}\\b")
     parts.append(
         f"\\b{ref}'s\\s+(?:\\w+\\s+)?(?:answers|replies|responses|rules|instructions|name"
         "|job|task|role|behaviou?r|personality|prompt)\\b"
@@ -123,7 +146,7 @@ _SECOND = re.compile(
     r"|dime|dimelo|dinos|hazme|haz|respondeme|contestame|hablame|escribeme|llamame|tuteame"
     r"|olvidate|comportate|conviertete|imaginate|fijate|acuerdate|recuerdame|ayudame"
     r"|respondele|contestale|hablale|ignoralo|ignoralas|ignoralos)\b"
-    r"|\b\w+(?:ras|ras\b|rias|ste|aste|iste|ais|eis)\b(?=\s+(?:a\s+)?(?:mi|me|nos|el usuario))"
+    r"|\b\w+(?:ras|ras\b|rias|ste|aste|iste|ais|eis)\b(?=\s+(?:a\s+)?(?:mi|me|nos|el usuario)\b)"
 )
 # The one second-person request a profile may hold: how the user wants to be addressed.
 # A summary may frame it ("The user said: ..."), and a claim may be cut ("... de tu …").
@@ -163,7 +186,7 @@ IMPERATIVE = re.compile(
     r"|bypass|reveal|print|show|repeat|output|act|pretend|behave|roleplay|role-play|become|stop"
     r"|obey|follow|use|switch|enter|enable|translate|keep|remember|treat|address|refer|greet"
     r"|sign|end|begin|start|drop|break|simulate|imagine|assume|be|never|always|do not|don'?t"
-    r"|make sure|ensure|from now on|note|store|save|record|add|update|set|include)\s+"
+    r"|make sure|ensure|note|store|save|record|add|update|set|include)\s+"
     r"(?:me|us|him|her|them|it|the|all|any|every|everything|only|always|never|in|with|like|as"
     r"|to|your|my|this|that|these|those|a|an|no|nothing|yes|ever|from|each|rude|polite|short"
     r"|brief|formal|informal|casual|sarcastic|mean|nice|honest|quiet|silent|more|less|just"
@@ -189,8 +212,6 @@ PASSIVE = re.compile(
     r"|decir|ignorar|olvidar|revelar|obedecer|tratar|llamar|dirigir|mostrar)\b"
     r"|\bhay que\s+(?:responder|contestar|hablar|decir|ignorar|olvidar|revelar|obedecer"
     r"|tratar|llamar)(?:le|les|me)?\b"
-    r"|\b(?:responses|answers|replies|messages|mensajes|respuestas)\s+(?:\w+\s+){0,3}?"
-    r"(?:must|should|shall|will|are to|deben|tienen que|han de|seran)\b"
 )
 ROLEPLAY = re.compile(
     r"\blet'?s\s+(?:play|pretend|roleplay|role-play|role play|imagine|simulate|do a|start a)\b"
@@ -220,8 +241,13 @@ CONFIGURATION = re.compile(
 )
 
 
+# A form of address named as such ("trato de usted a los clientes", "me hablan de tú", "de tú a
+# tú") speaks of how people address each other, not to the assistant.
+_ADDRESS_FORM = re.compile(r"\b(?:de )?tu a tu\b|\b(?:de|en) (?:usted|ustedes|tu|vos)\b")
+
+
 def second_person_reason(folded: str) -> str | None:
-    match = _SECOND.search(_QUOTED.sub(" ", folded))
+    match = _SECOND.search(_ADDRESS_FORM.sub(" ", _QUOTED.sub(" ", folded)))
     if match is None:
         return None
     reported = _REPORTED.search(folded)
@@ -243,7 +269,10 @@ MEMORY_FRAME = re.compile(
     r"[,.!]?\s+)?"
     r"(?:(?:para|for)\s+(?:tu|your)\s+(?:memoria|memory)|note for your memory|para que lo sepas"
     r"|para que te acuerdes|apunta(?:lo|te)?|anota(?:lo|te)?|recuerda|acuerdate(?:\s+de)?"
-    r"|te acuerdas(?:\s+de)?|te cuento|(?:ya\s+|como\s+)?te (?:lo\s+)?(?:dije|conte)"
+    r"|te acuerdas(?:\s+de)?|te cuento"
+    r"|te (?:copio|paso|pego|dejo|mando|envio|comparto|pongo)(?:\s+(?:aqui|esto))?"
+    r"|here(?:'s| is)|(?:let me |i'll )?(?:paste|share) (?:this|here)"
+    r"|(?:ya\s+|como\s+)?te (?:lo\s+)?(?:dije|conte)"
     r"|no te olvides(?:\s+de)?|que no se te olvide|(?:ya\s+)?sabes|te recuerdo|remember"
     r"|don'?t forget|(?:as\s+)?i (?:already\s+)?told you(?:\s+(?:before|already|last \w+"
     r"|yesterday))?|(?:you|ya) know|just so you know|fyi|keep in mind|make a note"
@@ -271,4 +300,57 @@ ANSWER_ORDER = re.compile(
     r"(?:^|[.;:!?,]\s*|\b(?:y|luego|ahora|por favor)\s+)(?:responde|contesta|respondeme"
     r"|contestame|di|dime|escribeme|hablame)\s+(?:en|como|con|solo|solamente|siempre"
     r"|unicamente|a todo|todo|cada|usando|sin|nada|nunca)\b"
+)
+
+
+# ---- rules about the replies, whoever their grammatical subject ------------------------------
+# An obligation or a future laid on the replies ("las respuestas deben escribirse...", "each
+# message has to be...", "every answer will...") is an instruction in any grammatical person.
+_REPLY_UNIT = (
+    r"(?:answers?|repl(?:y|ies)|responses?|outputs?|respuestas?|contestacion(?:es)?|salidas?"
+    r"|(?:every|each|cada|all(?: of)?(?: your| the)?|todas? (?:tus |las )?|todos? (?:tus |los )?)"
+    r"\s*(?:messages?|mensajes?|sentences?|frases?|turns?|turnos?|intervencion(?:es)?))"
+)
+_OBLIGATION = (
+    r"(?:must|should|shall|will|would|has to|have to|is to|are to|needs? to|ought to|can only"
+    r"|may only|are going to|is going to|debe|deben|debera|deberan|deberia|deberian|tiene que"
+    r"|tienen que|tendra que|tendran que|ha de|han de|sera|seran|va a|van a|habra que"
+    r"|se deben|se debe|solo pueden|solo puede)"
+)
+_NOT_THE_USERS = r"(?<!\bmy )(?<!\bmis )(?<!\bour )(?<!\bnuestras )(?<!\bnuestros )"
+REPLY_RULE = re.compile(
+    rf"{_NOT_THE_USERS}\b{_REPLY_UNIT}\b(?:\s+\w+){{0,3}}?\s+(?:siempre\s+|always\s+)?"
+    rf"{_OBLIGATION}\b"
+    # a quantified reply as the place or object of an action: "in every answer", "termina cada
+    # frase con", "al final de cada respuesta" (not "every message from my boss")
+    r"|\b(?:in|at the (?:end|start|beginning|top|bottom) of|into|after|before|en|al (?:final"
+    r"|principio|inicio) de|tras|antes de|despues de|end|start|begin|finish|sign|close|include"
+    r"|termina|acaba|empieza|comienza|cierra|firma|abre|acompana|incluye|anade|pon)\s+"
+    r"(?:every|each|all(?: of)? (?:your|the)|any|cada|todas? (?:tus|las)|todos? (?:tus|los))\s+"
+    r"(?:answers?|repl(?:y|ies)|responses?|messages?|sentences?|outputs?|turns?|respuestas?"
+    r"|mensajes?|frases?|contestacion(?:es)?|turnos?)\b(?!\s+(?:de|del|from|of|que|that|i|yo"
+    r"|my|mi|mis)\b)"
+)
+# Talk about the assistant's instructions as such ("the hidden rules", "las instrucciones
+# internas"): no fact about the user needs those words.
+META_TALK = re.compile(
+    r"(?<!operating )\b(?:internal|hidden|secret|original|previous|prior|initial|system|base"
+    r"|core|underlying)"
+    r"\s+(?:instructions|rules|guidelines|directives|prompt|configuration|programming)\b"
+    r"|\b(?:instrucciones|reglas|normas|directrices|directivas|configuracion|programacion)\s+"
+    r"(?:internas|ocultas|secretas|originales|anteriores|previas|iniciales|de base"
+    # "del sistema" alone; "del sistema educativo / operativo" is some other system
+    r"|(?:del|de) sistema(?=\s*(?:$|[.,;:!?)]|\s(?:y|o|que|a|al|en|para|cuando|se|si"
+    r"|completas?|enteras?)\b)))\b"
+)
+# An English onset of time ("from now on") followed by a bare verb: an order. (In Spanish the tú
+# imperative is spelled like the third person, "a partir de ahora trabaja de noche", so there
+# the other rules decide.) Not an order when a subject follows: "I", "my", an article, a name's
+# verb in -s/-ed/-ing.
+ONSET_ORDER = re.compile(
+    r"(?:^|[.;:!?,]\s*|\b(?:and|so)\s+)(?:from now on|from today on|from today|henceforth"
+    r"|going forward|starting (?:now|today))\b[,:]?\s+"
+    r"(?!(?:i|i'm|i'll|i've|i'd|my|we|we're|we'll|our|the|a|an|his|her|their|he|she|they|it"
+    r"|it's|this|that|there|mine|everyone|everybody|nobody)\b)(?![a-z]+(?:s|ed|ing)\b)"
+    r"(?![a-z]+\s+(?:is|was|has|[a-z]{2,}(?:s|ed))\b)[a-z]+\b"  # "from now on Luke walks..."
 )

@@ -275,8 +275,35 @@ def gate_import(data: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, s
             refusals.append((str(row.get("scope", "dm")), f"{row.get('role')} turn: {problem}"))
             row = {**row, "text": WITHHELD}
         turns.append(row)
+    summaries = _covering_the_import(summaries, turns)
     cleaned = {**data, "facts": facts, "fact_history": history, "summaries": summaries}
     return {**cleaned, "turns": turns}, refusals
+
+
+def _covering_the_import(
+    summaries: list[dict[str, Any]], turns: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """An imported conversation is history, not a window to resume: the latest summary of each
+    scope is made to cover every imported turn of that scope, so no imported reply is replayed
+    word for word as the assistant's own in the next request (its words stay stored: export,
+    search and /memoria still see them). A scope without a summary relies on `check_turn`."""
+    last_turn: dict[str, int] = {}
+    for row in turns:
+        scope, turn_id = str(row.get("scope", "dm")), row.get("id")
+        if isinstance(turn_id, int):
+            last_turn[scope] = max(last_turn.get(scope, 0), turn_id)
+    latest: dict[str, int] = {}
+    for index, row in enumerate(summaries):
+        scope = str(row.get("scope", "dm"))
+        if scope not in latest or row.get("id", 0) > summaries[latest[scope]].get("id", 0):
+            latest[scope] = index
+    out = list(summaries)
+    for scope, index in latest.items():
+        row = out[index]
+        covered = row.get("covers_up_to_turn_id") or 0
+        if isinstance(covered, int) and last_turn.get(scope, 0) > covered:
+            out[index] = {**row, "covers_up_to_turn_id": last_turn[scope]}
+    return out
 
 
 def _summary_fields(raw: object) -> SummaryFields:
