@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from memory.fact_keys import KEY_SYNTAX, ValueFormat, spec_of
-from memory.gate_normalise import SPELLED_MARK, WS, clean, skeleton
+from memory.gate_normalise import SPELLED_MARK, WS, clean, readings, skeleton
 from memory.gate_rules import (
     ADDRESS_PREFERENCE,
     ANSWER_ORDER,
@@ -111,7 +111,15 @@ def check_text(
     text: str, *, max_len: int = MAX_TEXT_CHARS, names: Sequence[str] = ()
 ) -> str | None:
     """Why ``text`` must not enter a prompt as memory, or None. ``names`` are the character's
-    names: text that makes one of them its subject is speaking to the character."""
+    names: text that makes one of them its subject is speaking to the character. Every reading
+    of the text is checked (an invisible character read as nothing, and as a space)."""
+    for reading in readings(text):
+        if reason := _check_reading(reading, max_len, names):
+            return reason
+    return None
+
+
+def _check_reading(text: str, max_len: int, names: Sequence[str]) -> str | None:
     cleaned = clean(text)
     if reason := _structural_reason(cleaned, max_len):
         return reason
@@ -269,8 +277,27 @@ def filter_claims(
                 kept.append(clean(claim))
             else:
                 refused.append(ClaimRefusal(name, claim, reason))
+        kept, split = _without_split_orders(kept, names)
+        refused += [ClaimRefusal(name, claim, reason) for claim, reason in split]
         fields = fields.with_field(name, tuple(kept))
     return fields, tuple(refused)
+
+
+def _without_split_orders(
+    claims: list[str], names: Sequence[str]
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """Neighbouring claims read together, as the model reads the field: an instruction split
+    over two claims ("Koldo would like to" + "always answer in French") drops both."""
+    kept: list[str] = []
+    dropped: list[tuple[str, str]] = []
+    for claim in claims:
+        if kept and (
+            reason := check_joined([_CITE.sub(" ", kept[-1]), _CITE.sub(" ", claim)], names=names)
+        ):
+            dropped += [(kept.pop(), reason), (claim, reason)]
+            continue
+        kept.append(claim)
+    return kept, dropped
 
 
 # ---- rendering ------------------------------------------------------------------------------

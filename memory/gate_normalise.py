@@ -44,6 +44,24 @@ def _is_dropped(ch: str) -> bool:
     return category in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn") and ch not in "\u200d"
 
 
+# Default-ignorable characters outside the format category: fillers and selectors that render
+# as nothing (Unicode's Default_Ignorable_Code_Point, less what `_is_dropped` already drops).
+_IGNORABLE = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164\ufe00-\ufe0f\uffa0"
+    "\U000e0100-\U000e01ef]"
+)
+
+
+def readings(text: str) -> list[str]:
+    """The ways a reader may take ``text``: as it is, and, when it holds invisible characters,
+    with each of them read as a space. An invisible character can join two words ("ignore" +
+    ZWSP + "your") or split one ("ig" + ZWSP + "nore"); a check must see both."""
+    if not any(_is_dropped(ch) or _IGNORABLE.match(ch) for ch in text if not ch.isspace()):
+        return [text]
+    spaced = "".join(" " if _is_dropped(ch) or _IGNORABLE.match(ch) else ch for ch in text)
+    return [text, spaced]
+
+
 def clean(text: str) -> str:
     """The stored form: NFKC, no control/format/separator characters, on one line.
 
@@ -68,7 +86,7 @@ def _strip_invisible(text: str) -> str:
             continue
         if ch.isspace():
             out.append(" ")  # a newline or U+2028 separates words: keep them apart
-        elif not _is_dropped(ch):
+        elif not _is_dropped(ch) and not _IGNORABLE.match(ch):
             out.append(ch)
     return "".join(out)
 

@@ -145,7 +145,12 @@ _SECOND = re.compile(
     r"|os|eres|seras|serias|fueras|fueses|sabes|puedes|debes|tienes|quieres|estas obligad[oa]"
     r"|dime|dimelo|dinos|hazme|haz|respondeme|contestame|hablame|escribeme|llamame|tuteame"
     r"|olvidate|comportate|conviertete|imaginate|fijate|acuerdate|recuerdame|ayudame"
-    r"|respondele|contestale|hablale|ignoralo|ignoralas|ignoralos)\b"
+    r"|respondele|contestale|hablale|ignoralo|ignoralas|ignoralos"
+    # the tú subjunctive ("quiero que me contestes"): spelled so only in the second person
+    # (not "seas" or "ignores", which are English words too)
+    r"|contestes|respondas|hables|escribas|digas|pongas|termines|acabes|empieces|incluyas"
+    r"|cambies|finjas|actues|estes|olvides|repitas|reveles|muestres|traduzcas"
+    r"|sigas|obedezcas|dejes|hagas|vuelvas|utilices|emplees|evites|menciones|anadas)\b"
     r"|\b\w+(?:ras|ras\b|rias|ste|aste|iste|ais|eis)\b(?=\s+(?:a\s+)?(?:mi|me|nos|el usuario)\b)"
 )
 # The one second-person request a profile may hold: how the user wants to be addressed.
@@ -315,12 +320,19 @@ _OBLIGATION = (
     r"(?:must|should|shall|will|would|has to|have to|is to|are to|needs? to|ought to|can only"
     r"|may only|are going to|is going to|debe|deben|debera|deberan|deberia|deberian|tiene que"
     r"|tienen que|tendra que|tendran que|ha de|han de|sera|seran|va a|van a|habra que"
-    r"|se deben|se debe|solo pueden|solo puede)"
+    r"|se deben|se debe|solo pueden|solo puede"
+    # the wish for a rule, in the subjunctive: "que las respuestas sean / terminen / lleven..."
+    r"|sean|esten|vayan|terminen|acaben|empiecen|comiencen|incluyan|lleven|tengan|contengan"
+    r"|usen|utilicen)"
 )
 _NOT_THE_USERS = r"(?<!\bmy )(?<!\bmis )(?<!\bour )(?<!\bnuestras )(?<!\bnuestros )"
 REPLY_RULE = re.compile(
     rf"{_NOT_THE_USERS}\b{_REPLY_UNIT}\b(?:\s+\w+){{0,3}}?\s+(?:siempre\s+|always\s+)?"
     rf"{_OBLIGATION}\b"
+    # a wish that the replies do something: "wants every reply to end with", "all answers to be"
+    r"|\b(?:every|each|all(?: of)? (?:your|the)|all|any|your)\s+(?:answers?|repl(?:y|ies)"
+    r"|responses?|messages?|sentences?|outputs?)\s+to\s+(?:always\s+|only\s+)?(?:be|end|start"
+    r"|begin|include|contain|finish|use|sound|rhyme|mention)\b"
     # a quantified reply as the place or object of an action: "in every answer", "termina cada
     # frase con", "al final de cada respuesta" (not "every message from my boss")
     r"|\b(?:in|at the (?:end|start|beginning|top|bottom) of|into|after|before|en|al (?:final"
