@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from memory.bursts import Burst, BurstAnswering, Bursts, CallGate
 from memory.characters import Character, CharacterBook
+from memory.compaction import BackgroundWork
 from memory.errors import UserFacingError
 from memory.llm import TextSink
 from memory.models import (
@@ -28,7 +29,7 @@ from memory.prompt import Budgets
 from memory.responder import ProbeResult, Responder
 from memory.session import RecentUsers, Session, SessionCache
 from memory.store import ConversationGone, Store
-from memory.summary import CompactionInput, Summariser
+from memory.summary import Summariser
 from memory.tokens import TokenEstimator
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,7 @@ class ProfileSource(Protocol):
     async def lines_for(self, thread: Thread, now: datetime) -> ProfileLines: ...
 
 
-class Companion(BurstAnswering):
+class Companion(BurstAnswering, BackgroundWork):
     def __init__(
         self,
         store: Store,
@@ -381,81 +382,3 @@ class Companion(BurstAnswering):
                 self._sessions.drop(conversation.thread)
                 await self._end(conversation, "inactivity", conversation.last_activity_at + timeout)
         return len(idle)
-
-    # ---- compaction -------------------------------------------------------------------------
-
-    def _compaction_due(self, session: Session) -> bool:
-        if session.compacting or len(session.window) < session.compaction_retry_at:
-            return False
-        if len(session.window) >= self._settings.window_trigger_turns:
-            return True
-        used = sum(self._tokens.count(turn.text) for turn in session.window)
-        return used > self._settings.budgets.window
-
-    def _start_compaction(self, session: Session, character: Character, keep: int) -> None:
-        fold = tuple(session.window[: len(session.window) - keep] if keep else session.window)
-        if not fold:
-            return
-        session.compacting = True
-        job = CompactionInput(
-            session.thread,
-            character.name,
-            character.language,
-            session.summary,
-            fold,
-            conversation_id=session.conversation.id,
-        )
-        owner = (session.thread.user_id, session.thread.character_id)
-        self.spawn(self._compact(session, job), owner=owner)
-
-    async def _compact(self, session: Session, job: CompactionInput) -> None:
-        folded = False
-        try:
-            summary = await self._summariser.compact(job, self._clock())
-            if summary is None:
-                return
-            async with self._sessions.lock(session.thread):
-                summary_id = await self._store.save_summary(
-                    session.thread, summary, job.conversation_id
-                )
-                if summary_id is None:  # forgotten meanwhile: nothing was written
-                    return
-                session.summary = replace(summary, id=summary_id)
-                # Turns that arrived during the call stay: the window is append-only.
-                session.window = [t for t in session.window if t.id > summary.covers_up_to_turn_id]
-            folded = True
-        finally:
-            session.compacting = False
-            # A failure waits for `window_keep_turns` more turns: while the summary model
-            # keeps failing, each message must not pay for another round of attempts.
-            keep = self._settings.window_keep_turns
-            session.compaction_retry_at = 0 if folded else len(session.window) + keep
-
-    # ---- background work --------------------------------------------------------------------
-
-    def spawn(
-        self, coroutine: Coroutine[Any, Any, None], owner: tuple[int, str] | None = None
-    ) -> None:
-        """Run after the reply; tracked so that shutdown and tests can wait for it, and by
-        `owner` (user id, character id) so that a forget can cancel it."""
-        task = asyncio.create_task(coroutine)
-        self._tasks.add(task)
-        if owner is not None:
-            self._owned_tasks.setdefault(owner, set()).add(task)
-            task.add_done_callback(lambda done: self._disown(owner, done))
-        task.add_done_callback(self._task_done)
-
-    def _disown(self, owner: tuple[int, str], task: asyncio.Task[Any]) -> None:
-        tasks = self._owned_tasks.get(owner, set())
-        tasks.discard(task)
-        if not tasks:
-            self._owned_tasks.pop(owner, None)
-
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("background job failed", exc_info=task.exception())
-
-    async def drain(self) -> None:
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
