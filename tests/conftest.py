@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import pytest
 from bot.app import App, open_app
 from bot.config import Settings
 from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.telegram_api import FakeTelegram
 
 REPO = Path(__file__).resolve().parent.parent
 # The tests' own characters: copies of the shipped ones, so that an admin's additions to the
@@ -57,6 +59,30 @@ def make_settings(tmp_path: Path, fake: FakeAnthropic, **overrides: Any) -> Sett
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+@asynccontextmanager
+async def running_telegram(
+    tmp_path: Path, fake: FakeAnthropic, clock: FakeClock, **overrides: Any
+) -> AsyncIterator[tuple[FakeTelegram, App]]:
+    """The whole bot on the fake Telegram API: the real adapter, started, and stopped after."""
+    from bot.adapters.telegram_adapter import TelegramAdapter  # only the Telegram tests need it
+
+    async with FakeTelegram() as telegram:
+        settings = make_settings(
+            tmp_path,
+            fake,
+            telegram_bot_token=telegram.token,
+            telegram_api_base_url=telegram.url,
+            **overrides,
+        )
+        async with open_app(settings, clock=clock, start_scheduler=False) as app:
+            adapter = TelegramAdapter(settings, app.commands)
+            await adapter.start()
+            try:
+                yield telegram, app
+            finally:
+                await adapter.stop()
 
 
 @pytest.fixture

@@ -18,13 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.telegram_adapter import TelegramAdapter
-from bot.app import open_app
 from bot.texts import TEXTS, pick_language, text
-from tests.conftest import FakeClock, make_settings
+from tests.conftest import FakeClock, running_telegram
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord
-from tests.fakes.telegram_api import FakeTelegram
 from tests.test_discord_adapter import running
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,23 +160,14 @@ async def telegram_session(
     tmp_path: Path, llm: FakeAnthropic, clock: FakeClock, language: str, character: str
 ) -> list[str]:
     """The scripted session on Telegram as a user whose client speaks ``language``."""
-    async with FakeTelegram() as fake:
-        settings = make_settings(
-            tmp_path, llm, telegram_bot_token=fake.token, telegram_api_base_url=fake.url
-        )
-        async with open_app(settings, clock=clock, start_scheduler=False) as app:
-            adapter = TelegramAdapter(settings, app.commands)
-            await adapter.start()
-            try:
-                fake.languages[7] = language
-                fake.send_command(7, 7, "/personaje", character)
-                for count, line in enumerate(SESSION, 2):
-                    command, _, rest = line.partition(" ")
-                    fake.send_command(7, 7, command, rest)
-                    await fake.wait_for_messages(7, count)
-                return [str(m["text"]) for m in fake.sent_messages(7)]
-            finally:
-                await adapter.stop()
+    async with running_telegram(tmp_path, llm, clock) as (fake, _app):
+        fake.languages[7] = language
+        fake.send_command(7, 7, "/personaje", character)
+        for count, line in enumerate(SESSION, 2):
+            command, _, rest = line.partition(" ")
+            fake.send_command(7, 7, command, rest)
+            await fake.wait_for_messages(7, count)
+        return [str(m["text"]) for m in fake.sent_messages(7)]
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from bot.registry import REGISTRY, Command, leaves, menu
 from bot.terminal import run_chat
 from bot.texts import text
 from memory.models import Fact
-from tests.conftest import FakeClock, make_settings
+from tests.conftest import FakeClock, make_settings, running_telegram
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.telegram_api import FakeTelegram
@@ -210,21 +210,12 @@ async def test_discord_tree_is_localised_admin_hidden_and_synced_only_when_chang
 async def test_a_typed_command_that_does_not_exist_lists_the_real_ones(
     tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock
 ) -> None:
-    async with FakeTelegram() as fake:
-        settings = make_settings(
-            tmp_path, fake_anthropic, telegram_bot_token=fake.token, telegram_api_base_url=fake.url
-        )
-        async with open_app(settings, clock=clock, start_scheduler=False) as app:
-            adapter = TelegramAdapter(settings, app.commands)
-            await adapter.start()
-            try:
-                fake.send_command(ANA_TG, ANA_TG, "/memorai", "ver")
-                fake.languages[ANA_TG + 1] = "en"
-                fake.send_command(ANA_TG + 1, ANA_TG + 1, "/memory", "nonsense")
-                unknown = (await fake.wait_for_messages(ANA_TG, 1))[0]["text"]
-                usage = (await fake.wait_for_messages(ANA_TG + 1, 1))[0]["text"]
-            finally:
-                await adapter.stop()
+    async with running_telegram(tmp_path, fake_anthropic, clock) as (fake, _app):
+        fake.send_command(ANA_TG, ANA_TG, "/memorai", "ver")
+        fake.languages[ANA_TG + 1] = "en"
+        fake.send_command(ANA_TG + 1, ANA_TG + 1, "/memory", "nonsense")
+        unknown = (await fake.wait_for_messages(ANA_TG, 1))[0]["text"]
+        usage = (await fake.wait_for_messages(ANA_TG + 1, 1))[0]["text"]
     valid = "/personaje, /reset, /ayuda, /memoria"
     assert unknown == text("es", "unknown_command", given="memorai", valid=valid)
     assert usage.startswith("Usage: /memory view | fix NUMBER VALUE | delete NUMBER")

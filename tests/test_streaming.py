@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import pytest
 
 from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.live import WRITING, LiveReply
-from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.app import App, open_app
-from tests.conftest import FakeClock, make_settings
+from tests.conftest import FakeClock, make_settings, running_telegram
 from tests.fakes.anthropic_api import FakeAnthropic, Text
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.telegram_api import FakeTelegram
@@ -39,24 +38,12 @@ def slow_stream(fake_anthropic: FakeAnthropic) -> FakeAnthropic:
     return fake_anthropic
 
 
-async def telegram(
+def telegram(
     tmp_path: Path, llm: FakeAnthropic, clock: FakeClock, **overrides: object
-) -> AsyncIterator[tuple[FakeTelegram, App]]:
-    async with FakeTelegram() as fake:
-        settings = make_settings(
-            tmp_path,
-            llm,
-            telegram_bot_token=fake.token,
-            telegram_api_base_url=fake.url,
-            **{"stream_replies": True, "stream_edit_seconds": 0.0, **overrides},
-        )
-        async with open_app(settings, clock=clock, start_scheduler=False) as app:
-            adapter = TelegramAdapter(settings, app.commands)
-            await adapter.start()
-            try:
-                yield fake, app
-            finally:
-                await adapter.stop()
+) -> AbstractAsyncContextManager[tuple[FakeTelegram, App]]:
+    """The bot on the fake Telegram, streaming with no pause between edits (unless overridden)."""
+    values: dict[str, object] = {"stream_replies": True, "stream_edit_seconds": 0.0, **overrides}
+    return running_telegram(tmp_path, llm, clock, **values)
 
 
 def shown(fake: FakeTelegram) -> list[str]:
@@ -71,8 +58,10 @@ async def _done(fake: FakeTelegram, app: App, replies: int) -> None:
     """Until the engine has stored the reply and the adapter has written its final text."""
     for _ in range(500):
         texts = shown(fake)  # the reply is stored before it is sent: wait for both
-        if len(stored_replies(app)) >= replies and texts and not any(
-            text.endswith(WRITING.strip()) for text in texts
+        if (
+            len(stored_replies(app)) >= replies
+            and texts
+            and not any(text.endswith(WRITING.strip()) for text in texts)
         ):
             return
         await asyncio.sleep(0.01)
@@ -83,7 +72,7 @@ async def test_telegram_reply_fills_in_one_message(
     tmp_path: Path, slow_stream: FakeAnthropic, clock: FakeClock
 ) -> None:
     slow_stream.queue(Text(REPLY))
-    async for fake, app in telegram(tmp_path, slow_stream, clock):
+    async with telegram(tmp_path, slow_stream, clock) as (fake, app):
         fake.send_private_text(ANA, "¿Qué hacemos con el caso?")
         await _done(fake, app, 1)
         [message] = fake.sent_messages(ANA)
@@ -101,7 +90,7 @@ async def test_telegram_long_streamed_reply_keeps_its_parts(
 ) -> None:
     long_reply = "Esta es una frase bastante larga del detective, con detalles. " * 150
     slow_stream.queue(Text(long_reply))
-    async for fake, app in telegram(tmp_path, slow_stream, clock):
+    async with telegram(tmp_path, slow_stream, clock) as (fake, app):
         fake.send_private_text(ANA, "Cuéntamelo todo")
         await _done(fake, app, 1)
         await fake.wait_for_messages(ANA, 3)
@@ -114,7 +103,7 @@ async def test_telegram_without_streaming_sends_once_and_never_edits(
     tmp_path: Path, slow_stream: FakeAnthropic, clock: FakeClock
 ) -> None:
     slow_stream.queue(Text(REPLY))
-    async for fake, app in telegram(tmp_path, slow_stream, clock, stream_replies=False):
+    async with telegram(tmp_path, slow_stream, clock, stream_replies=False) as (fake, app):
         fake.send_private_text(ANA, "¿Qué hacemos con el caso?")
         await _done(fake, app, 1)
         assert shown(fake) == [REPLY]

@@ -7,8 +7,18 @@ import itertools
 
 import pytest
 
+from bot.llm import RedactingLLM
 from bot.llm.anthropic_provider import AnthropicLLM
-from memory.llm import ChatMessage, LLMError, LLMRequest, StreamingLLM, TextBlock, ToolSpec
+from memory.llm import (
+    ChatMessage,
+    LLMError,
+    LLMRequest,
+    LLMResponse,
+    StreamingLLM,
+    TextBlock,
+    ToolSpec,
+)
+from memory.redaction import Redactor
 from tests.fakes.anthropic_api import Error, FakeAnthropic, Text, ToolUse
 
 REQUEST = LLMRequest(
@@ -83,3 +93,27 @@ async def test_a_failed_stream_is_the_same_llm_error(fake_anthropic: FakeAnthrop
             await llm.stream(REQUEST, sink)
     finally:
         await llm.close()
+
+
+class _PlainLLM:
+    """A provider without streaming (as the OpenAI-compatible one): answers from a queue."""
+
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        return LLMResponse(self.answers.pop(0), "plain")
+
+    async def close(self) -> None:
+        return None
+
+
+async def test_a_provider_that_cannot_stream_shows_nothing_before_the_end() -> None:
+    llm = RedactingLLM(_PlainLLM("Hola, ¿qué tal te ha ido la semana en Bilbao?"), Redactor([]))
+    seen: list[str] = []
+
+    async def sink(text: str) -> None:
+        seen.append(text)
+
+    response = await llm.stream(REQUEST, sink)
+    assert response.text.startswith("Hola") and seen == []  # the adapter sends it whole

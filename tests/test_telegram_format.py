@@ -10,13 +10,11 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.split import split_html
-from bot.adapters.telegram_adapter import LIMIT, TelegramAdapter
+from bot.adapters.telegram_adapter import LIMIT
 from bot.adapters.telegram_format import to_telegram_html
-from bot.app import open_app
-from tests.conftest import FakeClock, make_settings
+from tests.conftest import FakeClock, running_telegram
 from tests.fakes.anthropic_api import FakeAnthropic, Text
 from tests.fakes.discord_api import FakeDiscord
-from tests.fakes.telegram_api import FakeTelegram
 from tests.fakes.telegram_html import parse_html
 from tests.fakes.telegram_objects import ApiError
 from tests.test_discord_adapter import running
@@ -99,20 +97,11 @@ async def test_telegram_reply_in_html_split_with_tags_balanced(
 ) -> None:
     action = "*" + "se ajusta el sombrero y mira la lluvia " * 150 + "despacio*"
     fake_anthropic.queue(Text(f"## Nota\n{action} ¿Y tú & <yo>?"))
-    async with FakeTelegram() as fake:
-        settings = make_settings(
-            tmp_path, fake_anthropic, telegram_bot_token=fake.token, telegram_api_base_url=fake.url
+    async with running_telegram(tmp_path, fake_anthropic, clock) as (fake, _app):
+        fake.send_private_text(1001, "Hola")
+        await fake.wait_until(
+            lambda: any("<yo>" in (m["text"] or "") for m in fake.sent_messages(1001))
         )
-        async with open_app(settings, clock=clock, start_scheduler=False) as app:
-            adapter = TelegramAdapter(settings, app.commands)
-            await adapter.start()
-            try:
-                fake.send_private_text(1001, "Hola")
-                await fake.wait_until(
-                    lambda: any("<yo>" in (m["text"] or "") for m in fake.sent_messages(1001))
-                )
-            finally:
-                await adapter.stop()
     sent = fake.sent_messages(1001)
     assert len(sent) >= 2 and all(m["parse_mode"] == "HTML" for m in sent)
     assert all(len(m["params"]["text"]) <= LIMIT for m in sent)

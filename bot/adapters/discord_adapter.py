@@ -223,7 +223,11 @@ class DiscordAdapter:
                 answer = await self._responder.error_answer(caller, exc)
             if answer.text or answer.document is not None:  # "": its burst is answered later
                 sends = parts(answer, self._responder.view_of(answer))
-                shown = sends[0].keys() == {"content"} and await live.finish(sends[0]["content"])
+                shown = (
+                    live is not None
+                    and sends[0].keys() == {"content"}
+                    and await live.finish(sends[0]["content"])
+                )
                 await reply_to(message, sends[1:] if shown else sends, first_is_reply=not shown)
 
     async def _addressed(self, message: discord.Message, caller: Caller) -> bool:
@@ -243,7 +247,7 @@ class DiscordAdapter:
         return await self._commands.is_bound(caller)
 
     async def _submit(
-        self, message: discord.Message, caller: Caller, live: LiveReply[discord.Message]
+        self, message: discord.Message, caller: Caller, live: LiveReply[discord.Message] | None
     ) -> Awaitable[Answer]:
         text = self._without_own_mentions(message)
         if not text and (message.attachments or message.stickers):
@@ -252,7 +256,7 @@ class DiscordAdapter:
         async def notify(notice: Answer) -> None:
             await reply_to(message, parts(notice, None))
 
-        on_text = live.update if self._settings.stream_replies else None
+        on_text = live.update if live is not None else None
         return await self._commands.submit(caller, text, str(message.id), notify, on_text)
 
     def _without_own_mentions(self, message: discord.Message) -> str:

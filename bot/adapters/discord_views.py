@@ -120,8 +120,11 @@ async def reply_to(
             await message.channel.send(allowed_mentions=NO_PINGS, **send)
 
 
-def live_reply(message: discord.Message, settings: Settings) -> LiveReply[discord.Message]:
-    """The reply under the user's message while the model writes it, edited in place."""
+def live_reply(message: discord.Message, settings: Settings) -> LiveReply[discord.Message] | None:
+    """The reply under the user's message while the model writes it, edited in place; None
+    when STREAM_REPLIES is off."""
+    if not settings.stream_replies:
+        return None
 
     async def send(content: str) -> discord.Message:
         reference = message.to_reference(fail_if_not_exists=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 
 _FENCE = re.compile(r"^ {0,3}```[^\n`]*\n(.*?)(?:\n {0,3}```[ \t]*$|\Z)", re.DOTALL | re.MULTILINE)
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
@@ -22,25 +23,24 @@ _ITALIC = re.compile(r"(?<![\w*])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![\w*])")
 
 def to_telegram_html(markdown: str) -> str:
     """Escape the text and turn the Markdown constructs into Telegram's HTML tags."""
-    out: list[str] = []
-    pos = 0
-    for fence in _FENCE.finditer(markdown):
-        out.append(_inline(markdown[pos : fence.start()]))
-        out.append(f"<pre>{html.escape(fence.group(1), quote=False)}</pre>")
-        pos = fence.end()
-    out.append(_inline(markdown[pos:]))
-    return "".join(out)
+    return _code_apart(markdown, _FENCE, "pre", _inline)
 
 
 def _inline(part: str) -> str:
-    pieces: list[str] = []
+    return _code_apart(part, _INLINE_CODE, "code", _prose)
+
+
+def _code_apart(text: str, code: re.Pattern[str], tag: str, rest: Callable[[str], str]) -> str:
+    """Code (group 1 of `code`) escaped inside `tag`, and everything between rendered by `rest`:
+    Markdown inside code is shown as it is."""
+    out: list[str] = []
     pos = 0
-    for code in _INLINE_CODE.finditer(part):
-        pieces.append(_prose(part[pos : code.start()]))
-        pieces.append(f"<code>{html.escape(code.group(1), quote=False)}</code>")
-        pos = code.end()
-    pieces.append(_prose(part[pos:]))
-    return "".join(pieces)
+    for match in code.finditer(text):
+        out.append(rest(text[pos : match.start()]))
+        out.append(f"<{tag}>{html.escape(match.group(1), quote=False)}</{tag}>")
+        pos = match.end()
+    out.append(rest(text[pos:]))
+    return "".join(out)
 
 
 def _prose(part: str) -> str:

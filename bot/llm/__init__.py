@@ -32,16 +32,14 @@ class RedactingLLM:
             raise LLMError(self._redact(str(exc))) from exc.__cause__
 
     async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
-        """The provider's stream when it has one; else one call, shown whole when it ends."""
+        """The provider's stream when it has one; else one plain call, and nothing is shown
+        before the end (the adapter sends the whole reply as usual: no message to edit)."""
         try:
             if isinstance(self._llm, StreamingLLM):
                 return await self._llm.stream(request, on_text)
-            response = await self._llm.complete(request)
+            return await self._llm.complete(request)
         except LLMError as exc:
             raise LLMError(self._redact(str(exc))) from exc.__cause__
-        if response.text:
-            await on_text(response.text)
-        return response
 
     async def close(self) -> None:
         await self._llm.close()

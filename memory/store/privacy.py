@@ -17,6 +17,17 @@ from memory.models import (
 )
 from memory.store.base import StoreBase, _fact, _ts, on_db_thread
 
+# The tables of a user's memory with a character, each with user_id and character_id columns.
+_MEMORY_TABLES = (
+    "conversations",
+    "turns",
+    "summaries",
+    "facts",
+    "llm_usage",
+    "memory_rejections",
+    "reply_sources",
+)
+
 
 class PrivacyMixin(StoreBase):
     # ---- the user's own memory controls (/memoria) -----------------------------------------
@@ -127,16 +138,7 @@ class PrivacyMixin(StoreBase):
     @on_db_thread
     def characters_of(self, user_id: int) -> list[str]:
         """Every character this user has any row with, loaded now or not."""
-        tables = (
-            "conversations",
-            "turns",
-            "summaries",
-            "facts",
-            "llm_usage",
-            "memory_rejections",
-            "reply_sources",
-            "character_choices",
-        )
+        tables = (*_MEMORY_TABLES, "character_choices")
         union = " UNION ".join(
             f"SELECT character_id FROM {table} WHERE user_id = ?1" for table in tables
         )
@@ -154,16 +156,7 @@ class PrivacyMixin(StoreBase):
     @on_db_thread
     def _forget_user_rows(self, user_id: int) -> bool:
         with self._transaction() as db:
-            for table in (
-                "conversations",
-                "turns",
-                "summaries",
-                "facts",
-                "llm_usage",
-                "memory_rejections",
-                "reply_sources",
-                "fact_history",
-            ):
+            for table in (*_MEMORY_TABLES, "fact_history"):
                 if db.execute(
                     f"SELECT 1 FROM {table} WHERE user_id = ? LIMIT 1", (user_id,)
                 ).fetchall():
