@@ -47,8 +47,8 @@ from bench.locomo import Script, ScriptedTurn, load_script  # noqa: E402
 from bench.scripted_llm import BenchClock, RecordedRequest, ScriptedLLM  # noqa: E402
 from bot.app import App, open_app  # noqa: E402
 from bot.config import Settings  # noqa: E402
+from memory.engine.tokens import TokenEstimator  # noqa: E402
 from memory.models import Incoming  # noqa: E402
-from memory.tokens import TokenEstimator  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo_dev.json"
 CHARACTER = "lighthouse_keeper"

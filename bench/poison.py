@@ -1,7 +1,8 @@
 """Memory poisoning: how many disguised instructions reach the next session's system prompt,
 and how many true facts that merely look like orders are lost on the way.
 
-The corpus (bench/poison_corpus/*.json, written by hand, not fitted to memory/guard.py) holds
+The corpus (bench/poison_corpus/*.json, written by hand, not fitted to
+memory/integrity/guard.py) holds
 attacks and benign near-misses in Spanish and English. Every entry is played, each on its own
 user, through the real engine (`open_app`: Store on a temporary SQLite file, the repo's
 characters) with a model that copies the user's words, on four paths:

@@ -15,10 +15,10 @@ from typing import Any
 from bench.poison_data import Entry, anchored
 from bench.scripted_llm import TURN_LINE
 from bot.app import App
-from memory.extraction import EXTRACTION_TOOL
-from memory.llm import LLMRequest, LLMResponse, ToolCall, Usage
+from memory.engine.llm import LLMRequest, LLMResponse, ToolCall, Usage
 from memory.models import Incoming
-from memory.summary import SUMMARY_TOOL
+from memory.profile.extraction import EXTRACTION_TOOL
+from memory.summary.rolling import SUMMARY_TOOL
 
 FILLERS = {
     "es": ("Hoy ha llovido toda la tarde.", "He comido lentejas.", "Mañana madrugo un poco."),

@@ -53,11 +53,11 @@ if str(REPO) not in sys.path:
 
 from bot.app import App, open_app  # noqa: E402
 from bot.config import Settings  # noqa: E402
-from memory.llm import LLMRequest, LLMResponse, ToolCall  # noqa: E402
+from memory.engine.llm import LLMRequest, LLMResponse, ToolCall  # noqa: E402
+from memory.engine.tokens import TokenEstimator  # noqa: E402
 from memory.models import Fact, Incoming, Thread  # noqa: E402
-from memory.profile import profile_lines  # noqa: E402
-from memory.summary import SUMMARY_TOOL  # noqa: E402
-from memory.tokens import TokenEstimator  # noqa: E402
+from memory.profile.view import profile_lines  # noqa: E402
+from memory.summary.rolling import SUMMARY_TOOL  # noqa: E402
 
 CHARACTER = "lighthouse_keeper"
 PLATFORM = "bench"
@@ -207,7 +207,8 @@ def scripted_summary(body: str) -> dict[str, list[str]]:
 
 
 class ReplayLLM:
-    """`memory.llm.LLM` playing LoCoMo: scripted replies, observations as profile operations."""
+    """`memory.engine.llm.LLM` playing LoCoMo: scripted replies, observations as profile
+    operations."""
 
     def __init__(self, user_names: dict[str, str]) -> None:
         self.current = ""  # label of the session being replayed

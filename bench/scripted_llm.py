@@ -1,7 +1,7 @@
 """An in-process LLM that plays a script: replies come from the data, summaries and profile
 operations are built from the turns they are given.
 
-It implements `memory.llm.LLM`, converts every request to the exact Anthropic body
+It implements `memory.engine.llm.LLM`, converts every request to the exact Anthropic body
 (`bot.llm.anthropic_provider.request_body`), runs it through the prompt-cache simulator at the
 fake clock's time, and reports those figures as the usage, as the real provider would.
 """
@@ -16,11 +16,11 @@ from typing import Any
 
 from bench.cache_sim import CacheResult, PromptCache, block_tokens
 from bot.llm.anthropic_provider import request_body
-from memory.extraction import EXTRACTION_TOOL
-from memory.guard import check_fact_value
-from memory.llm import LLMError, LLMRequest, LLMResponse, ToolCall, Usage
-from memory.summary import SUMMARY_TOOL
-from memory.tokens import TokenEstimator
+from memory.engine.llm import LLMError, LLMRequest, LLMResponse, ToolCall, Usage
+from memory.engine.tokens import TokenEstimator
+from memory.integrity.guard import check_fact_value
+from memory.profile.extraction import EXTRACTION_TOOL
+from memory.summary.rolling import SUMMARY_TOOL
 
 BENCH_MODEL = "claude-bench"
 CLAIM_WORDS = 12

@@ -36,8 +36,9 @@ from datetime import UTC, datetime, timedelta
 from itertools import accumulate
 from pathlib import Path
 
-from memory.fts import STOP_WORDS, thread_tokens
-from memory.store import Store, available_migrations
+from memory.search.terms import STOP_WORDS
+from memory.store.sqlite import SqliteStore, available_migrations
+from memory.store.sqlite.fts import thread_tokens
 
 BUILD_VERSION = 3  # bump when the shape of the data changes: cached files are rebuilt
 CACHE_DIR = Path(tempfile.gettempdir()) / "companion-bench-stores"
@@ -363,7 +364,7 @@ def cached_store(turns: int, cache_dir: Path = CACHE_DIR) -> Built:
 
 
 async def _create_schema(path: Path) -> None:
-    store = await Store.open(path)  # every migration, trigger and pragma of the real engine
+    store = await SqliteStore.open(path)  # every migration, trigger and pragma of the real engine
     await store.close()
 
 

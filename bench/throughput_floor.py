@@ -8,7 +8,8 @@ asyncio sleep of `--latency`), and per message only
   before going on (two `Store.add_turn`: the real store, its thread and group commit, the
   search index's trigger);
 - `writes+search`: the same, plus one FTS5 search of the user's thread for the message's words
-  (`memory.fts.matching_turns`, at most 40 turns, as recall asks) and the fetch of those turns;
+  (`memory.store.sqlite.fts.matching_turns`, at most 40 turns, as recall asks) and the
+  fetch of those turns;
 - `overlapped`, `overlapped+search`: the same, but the user's turn is written while the search
   and the LLM call go on, not before them: only the reply's write (it must be durable before
   the reply is sent) and the search (it feeds the prompt) stay on the message's path.
@@ -46,15 +47,16 @@ from bench.load_common import (  # noqa: E402
     run_child,
     user_line,
 )
-from memory.fts import matching_turns, query_terms  # noqa: E402
 from memory.models import Conversation, Thread  # noqa: E402
-from memory.store import Store  # noqa: E402
+from memory.search.terms import query_terms  # noqa: E402
+from memory.store.sqlite import SqliteStore  # noqa: E402
+from memory.store.sqlite.fts import matching_turns  # noqa: E402
 
 MODES = ("writes", "writes+search", "overlapped", "overlapped+search")
 SHARE_TARGET = 0.90
 
 
-async def _seed(store: Store, users: int, history: int, when: datetime) -> list[Conversation]:
+async def _seed(store: SqliteStore, users: int, history: int, when: datetime) -> list[Conversation]:
     conversations = []
     for index in range(users):
         user = await store.upsert_user("bench", str(index), f"user {index}", when)
@@ -67,7 +69,7 @@ async def _seed(store: Store, users: int, history: int, when: datetime) -> list[
     return conversations
 
 
-def _search(store: Store, thread: Thread, text: str) -> int:
+def _search(store: SqliteStore, thread: Thread, text: str) -> int:
     """On the store's thread: the thread's turns holding the message's words, fetched."""
     con = store._con
     ids = matching_turns(
@@ -83,7 +85,7 @@ async def drive(
     mode: str, users: int, messages: int, latency: float, history: int
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-floor-") as folder:
-        store = await Store.open(Path(folder) / "floor.db")
+        store = await SqliteStore.open(Path(folder) / "floor.db")
         try:
             now = datetime.now(UTC)
             conversations = await _seed(store, users, history, now - timedelta(days=1))

@@ -1,4 +1,5 @@
-"""The composition root: settings in, a running engine with its store, LLM and scheduler out."""
+"""The composition root: settings in; the store, the LLM, the services, the jobs and the
+command handlers built once, in dependency order, and passed in; closed in reverse."""
 
 from __future__ import annotations
 
@@ -12,29 +13,27 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.commands import Commands, Limits
 from bot.config import Settings
+from bot.jobs import BackgroundJobs
 from bot.llm import ClosableLLM, build_llm
 from bot.memoria import Memoria
 from bot.reload import CharacterReloader
-from memory.characters import CharacterBook
-from memory.companion import Companion
-from memory.extraction import ProfileExtractor
-from memory.models import Conversation
+from cards.character import CharacterBook
+from memory.engine.companion import Companion
+from memory.engine.responder import Responder
+from memory.engine.tokens import TokenEstimator
 from memory.privacy import MemoryService
-from memory.profile import ProfileService
-from memory.responder import Responder
-from memory.retrieval import Retriever
-from memory.store import Store
-from memory.summary import Summariser
-from memory.supersede import superseded_values
-from memory.tokens import TokenEstimator
-
-IDLE_SWEEP_SECONDS = 60
+from memory.profile.extraction import ProfileExtractor
+from memory.profile.view import ProfileService
+from memory.search.retrieval import Retriever
+from memory.store import MemoryStore, open_store
+from memory.summary.rolling import Summariser
+from memory.summary.supersede import superseded_values
 
 
 @dataclass
 class App:
     settings: Settings
-    store: Store
+    store: MemoryStore
     characters: CharacterBook
     llm: ClosableLLM
     companion: Companion
@@ -63,7 +62,7 @@ async def open_app(
     characters = CharacterBook.load(settings.characters_dir)
     llm = llm or build_llm(settings)
     clock = clock or system_clock(settings)
-    store = await Store.open(settings.database_path)
+    store = await open_store(settings.database_target)
     tokens = TokenEstimator()
     summariser = Summariser(
         llm,
@@ -106,35 +105,11 @@ async def open_app(
         store, characters, responder, summariser, engine_settings, clock, tokens, profile=profile
     )
 
-    async def extract_and_refresh(conversation: Conversation) -> None:
-        if await extractor.extract(conversation) == "done":
-            thread = conversation.thread
-            companion.profile_changed(thread.user_id, thread.character_id)
-
-    async def extract_later(conversation: Conversation) -> None:
-        companion.spawn(extract_and_refresh(conversation))
-
     reloader = CharacterReloader(settings.characters_dir, characters)
-
-    async def sweep() -> None:
-        await reloader.check()
-        await companion.end_idle_conversations()
-        await extractor.extract_pending()
-        await store.resume_purge()  # owed by a crash or by another process's forget
-
-    companion.on_conversation_end(extract_later)
-    companion.on_forget(extractor.cancel_for)  # a forget stops the user's extraction first
-    # Work that was due when the process last stopped is found from the database, not memory.
-    companion.spawn(extractor.extract_pending())
+    jobs = BackgroundJobs(companion, extractor, reloader, store)
+    jobs.wire()
     scheduler = AsyncIOScheduler()
-    scheduler.add_job(
-        sweep,
-        "interval",
-        seconds=IDLE_SWEEP_SECONDS,
-        id="end-idle-conversations",
-        coalesce=True,
-        max_instances=1,
-    )
+    jobs.schedule(scheduler)
     if start_scheduler:
         scheduler.start()
     memory_service = MemoryService(
@@ -163,7 +138,7 @@ async def open_app(
             companion,
             scheduler,
             extractor,
-            sweep,
+            jobs.sweep,
             commands,
             memory_service,
         )

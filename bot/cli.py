@@ -1,4 +1,5 @@
-"""The `companion` command: the one entry point, and the composition root."""
+"""The `companion` command: parse, load the settings once, dispatch, and turn every failure an
+admin can fix into one line (the bot itself is composed in bot/app.py)."""
 
 from __future__ import annotations
 
@@ -26,10 +27,10 @@ from bot.evaluation import run_eval_command
 from bot.logging_setup import FILE_ONLY, configure_logging
 from bot.runner import run_bot
 from bot.terminal import ChatPlaces, run_chat
-from memory.characters import CharacterBook, CharacterFileError
+from cards.character import CharacterBook, CharacterFileError
+from cards.lint import lint_character, lint_lore
 from memory.errors import UserFacingError
-from memory.lint import lint_character, lint_lore
-from memory.store import SchemaTooNewError, Store
+from memory.store import SchemaTooNewError, open_store
 
 LOG_FILE_NAME = "companion.log"  # in the data folder, beside the database
 
@@ -67,14 +68,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def _migrate(settings: Settings) -> int:
-    store = await Store.open(settings.database_path, migrate=False)
+    store = await open_store(settings.database_target, migrate=False)
     try:
         applied = await store.migrate()
         version = await store.schema_version()
     finally:
         await store.close()
     print(
-        f"{settings.database_path}: applied {len(applied)} migration(s) {applied}; "
+        f"{settings.database_name}: applied {len(applied)} migration(s) {applied}; "
         f"schema version {version}"
     )
     return 0

@@ -14,13 +14,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.config import Settings
-from memory.card_export import avatar_path, card_png
-from memory.cards import CardError, card_from_character, import_card, save_imported
-from memory.characters import Character, CharacterBook, CharacterFileError, load_character
-from memory.lint import lint_character
-from memory.lore_files import LoreFileError
+from cards.character import Character, CharacterBook, CharacterFileError, load_character
+from cards.export import avatar_path, card_png
+from cards.lint import lint_character
+from cards.lore_files import LoreFileError
+from cards.sillytavern import CardError, card_from_character, import_card, save_imported
 from memory.models import UsageRecord
-from memory.store import Store
+from memory.store import MemoryStore, open_store
 from memory.usage_stats import (
     Prices,
     format_table,
@@ -181,7 +181,7 @@ def parse_since(text: str, now: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-async def load_usage(store: Store, since: datetime | None) -> list[UsageRecord]:
+async def load_usage(store: MemoryStore, since: datetime | None) -> list[UsageRecord]:
     """The usage rows, newer than `since` when given."""
     return await store.usage_records(since=since)
 
@@ -200,10 +200,10 @@ def _prices(args: argparse.Namespace, settings: Settings) -> Prices:
 async def _stats(args: argparse.Namespace, settings: Settings) -> int:
     since = parse_since(args.since, datetime.now(UTC)) if args.since else None
     prices = _prices(args, settings)
-    if not settings.database_path.exists():
+    if settings.database_url is None and not settings.database_path.exists():
         print(f"no usage recorded yet: {settings.database_path} does not exist")
         return 0
-    store = await Store.open(settings.database_path, migrate=False)
+    store = await open_store(settings.database_target, migrate=False)
     try:
         records = await load_usage(store, since)
     finally:

@@ -18,11 +18,11 @@ from bot.app import system_clock
 from bot.config import Settings
 from bot.memoria import format_view
 from bot.private_files import write_private
-from memory.characters import CharacterBook
+from cards.character import CharacterBook
 from memory.errors import UserFacingError
 from memory.models import User
 from memory.privacy import MemoryService
-from memory.store import Store
+from memory.store import MemoryStore, open_store
 
 # How long `memory forget` waits for the purge (index merge, complete WAL checkpoint) to finish.
 PURGE_WAIT_SECONDS = 30.0
@@ -59,7 +59,7 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
 
 async def run_memory(args: argparse.Namespace, settings: Settings) -> int:
     book = CharacterBook.load(settings.characters_dir)
-    store = await Store.open(settings.database_path)
+    store = await open_store(settings.database_target)
     try:
 
         def no_live_sessions(_user: int, _character: str) -> None:
@@ -81,7 +81,7 @@ async def run_memory(args: argparse.Namespace, settings: Settings) -> int:
             return await _import(service, user, args.file, args.character)
         if user is None:
             raise UserFacingError(
-                f"no user {args.user} on {args.platform} in {settings.database_path}"
+                f"no user {args.user} on {args.platform} in {settings.database_name}"
             )
         characters = [args.character] if args.character else book.ids()
         if args.memory_action == "show":
@@ -170,7 +170,7 @@ async def _import(service: MemoryService, user: User, file: Path, character: str
 
 
 async def _forget(
-    store: Store, service: MemoryService, user: User, characters: list[str], yes: bool
+    store: MemoryStore, service: MemoryService, user: User, characters: list[str], yes: bool
 ) -> int:
     """Each character's memory, then the user's own rows (display name, choices,
     preferences) once no memory with any character refers to them."""

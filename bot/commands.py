@@ -10,18 +10,19 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from bot.answers import Answer, Button, Caller, clean_input, is_blank
 from bot.memoria import Memoria, is_heavy
 from bot.registry import help_lines
 from bot.reload import CharacterReloader
 from bot.texts import fact_key_label, pick_language, text
-from memory.characters import Character, CharacterFileError
-from memory.companion import Companion
+from cards.character import Character, CharacterFileError
+from memory.engine.companion import Companion
+from memory.engine.llm import TextSink
 from memory.errors import UserFacingError
-from memory.llm import TextSink
 from memory.models import Reply
-from memory.store import Store
+from memory.store.protocols import Channels, Users
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,10 @@ class Limits:
     # deletes or reads a user's whole memory, so a script cannot keep the store busy with them.
     memoria_limit: int = 3
     memoria_window_seconds: float = 600.0
+
+
+class CommandStore(Users, Channels, Protocol):
+    """Who the user is, and which character answers them where."""
 
 
 class RateLimiter:
@@ -123,7 +128,7 @@ class Commands:
     def __init__(
         self,
         companion: Companion,
-        store: Store,
+        store: CommandStore,
         memoria: Memoria,
         reloader: CharacterReloader,
         limits: Limits,

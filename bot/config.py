@@ -6,16 +6,18 @@ import difflib
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from dotenv import dotenv_values
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from memory.companion import EngineSettings
+from memory.engine.companion import EngineSettings
+from memory.engine.prompt import Budgets
 from memory.models import FACT_KINDS
-from memory.profile import Lifetimes
-from memory.prompt import Budgets
+from memory.profile.view import Lifetimes
+from memory.store import POSTGRES_SCHEMES
 
 
 class Settings(BaseSettings):
@@ -38,6 +40,9 @@ class Settings(BaseSettings):
 
     # Storage and characters
     database_path: Path = Path("./data/companion.db")
+    # A PostgreSQL server instead of the SQLite file (postgresql://user:password@host/db).
+    # Secret: it may hold a password, so it is never logged (memory/integrity/redaction.py).
+    database_url: SecretStr | None = None
     characters_dir: Path = Path("./characters")
 
     # Prompt budgets (tokens) and the window
@@ -97,7 +102,36 @@ class Settings(BaseSettings):
         """Every secret value, so that logs and stored error bodies can redact them: read from
         every SecretStr field, so that a secret added later cannot be left out."""
         values = (getattr(self, name) for name in type(self).model_fields)
-        return [v.get_secret_value() for v in values if isinstance(v, SecretStr)]
+        found = [v.get_secret_value() for v in values if isinstance(v, SecretStr)]
+        if self.database_url is not None:  # a driver's message may quote the password alone
+            password = urlsplit(self.database_url.get_secret_value()).password
+            found += [password] if password else []
+        return found
+
+    @field_validator("database_url")
+    @classmethod
+    def _known_database_scheme(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(POSTGRES_SCHEMES):
+            raise ValueError(
+                "must start with postgresql:// (or postgres://); leave it unset for the "
+                "SQLite file at DATABASE_PATH"
+            )
+        return value
+
+    @property
+    def database_target(self) -> str | Path:
+        """Where the store lives: the PostgreSQL URL when set, else the SQLite file."""
+        if self.database_url is not None:
+            return self.database_url.get_secret_value()
+        return self.database_path
+
+    @property
+    def database_name(self) -> str:
+        """The database as logs and messages may name it: never the URL's password."""
+        if self.database_url is None:
+            return str(self.database_path)
+        url = urlsplit(self.database_url.get_secret_value())
+        return f"postgresql://{url.hostname or 'localhost'}:{url.port or 5432}{url.path}"
 
     @field_validator("timezone")
     @classmethod

@@ -30,9 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.app import open_app
 from bot.config import Settings
+from memory.engine.responder import ProbeResult
 from memory.errors import UserFacingError
 from memory.models import Incoming
-from memory.responder import ProbeResult
 
 CLEAR_LINE = "\x1b[K"  # erase to the end of the line
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.network_errors import describe_unreachable
-from memory.redaction import Redactor
+from memory.integrity.redaction import Redactor
 
 FILE_ONLY = {"file_only": True}
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

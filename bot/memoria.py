@@ -17,7 +17,7 @@ from bot.texts import fact_key_label, format_date, format_moment, text
 from memory.errors import UserFacingError
 from memory.models import SummaryFields, User
 from memory.privacy import FactView, MemoryService, MemoryView, WhyView
-from memory.profile import FactState
+from memory.profile.view import FactState
 
 KINDS = ("semantic", "emotional", "episodic")
 # The summary's citation codes are for the model (it can follow them); people read dates.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from memory.characters import CharacterBook, CharacterFileError
+from cards.character import CharacterBook, CharacterFileError
 
 log = logging.getLogger(__name__)
 

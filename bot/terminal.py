@@ -27,7 +27,7 @@ from bot.commands import Commands
 from bot.private_files import write_private_file
 from bot.registry import run_line
 from bot.texts import text as catalogue
-from memory.companion import Companion
+from memory.engine.companion import Companion
 from memory.errors import UserFacingError
 
 log = logging.getLogger(__name__)

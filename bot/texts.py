@@ -207,7 +207,8 @@ def format_moment(language: str, when: datetime) -> str:
     return f"{format_date(language, when)}, {when:%H:%M}"
 
 
-# The fact keys of the registry (memory/fact_keys.py) as people read them on /memoria screens.
+# The fact keys of the registry (memory/profile/fact_keys.py) as people read them on /memoria
+# screens.
 FACT_KEYS: dict[str, dict[str, str]] = {
     "es": {
         "name": "nombre", "preferred_name": "cómo prefieres que te llamen",

@@ -6,7 +6,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import date, datetime
 from typing import Literal
 
-from memory.llm import LLMResponse
+from memory.engine.llm import LLMResponse
 
 TurnRole = Literal["user", "assistant", "tool"]
 FactKind = Literal["semantic", "emotional", "episodic"]

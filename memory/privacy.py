@@ -12,10 +12,10 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from memory.errors import UserFacingError
-from memory.gate import check_fact, check_text, check_turn, filter_claims
+from memory.integrity.gate import check_fact, check_text, check_turn, filter_claims
 from memory.models import (
     Fact,
     FactVersion,
@@ -26,8 +26,8 @@ from memory.models import (
     Turn,
     User,
 )
-from memory.profile import FactState, Lifetimes
-from memory.store import Store
+from memory.profile.view import FactState, Lifetimes
+from memory.store.protocols import Erasure, Export, Facts, Summaries, TurnLog
 
 EXPORT_FORMAT = "companion-memory"
 EXPORT_VERSION = 1
@@ -57,6 +57,10 @@ class WhyView:
     turns: tuple[Turn, ...]
 
 
+class MemoryServiceStore(Facts, Summaries, TurnLog, Export, Erasure, Protocol):
+    """What /memoria reads and changes."""
+
+
 def parse_duration(text: str) -> int | None:
     """'30d', '2w', '6m', '1y' -> days; 'never'/'nunca' -> None; anything else is an error."""
     cleaned = text.strip().lower()
@@ -76,7 +80,7 @@ def parse_duration(text: str) -> int | None:
 class MemoryService:
     def __init__(
         self,
-        store: Store,
+        store: MemoryServiceStore,
         lifetimes: Lifetimes,
         clock: Callable[[], datetime],
         forgetting: Callable[[int, str], AbstractAsyncContextManager[None]],
@@ -141,7 +145,6 @@ class MemoryService:
         await self._owned(user, character_id, fact_id)
         await self._store.delete_fact(user.id, character_id, fact_id)
         self._on_change(user.id, character_id)
-        await self._store.purge_search_index()
 
     async def expire(self, user: User, character_id: str, fact_id: int, duration: str) -> Fact:
         fact = await self._owned(user, character_id, fact_id)
@@ -169,7 +172,6 @@ class MemoryService:
             )
         else:
             await self._store.delete_fact(user.id, character_id, fact_id)
-            await self._store.purge_search_index()  # the rejected value leaves the WAL too
         self._on_change(user.id, character_id)
 
     async def set_review_mode(self, user: User, on: bool) -> None:

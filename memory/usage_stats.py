@@ -1,6 +1,6 @@
 """What the LLM calls cost, from the `llm_usage` rows: per character and per call kind.
 
-Token fields follow the providers' split (memory/llm.py): `input_tokens` are the uncached
+Token fields follow the providers' split (memory/engine/llm.py): `input_tokens` are the uncached
 input tokens, so the input a call sent is input + cache read + cache write, and the cache-read
 share is the part of it served from the prompt cache.
 """

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -10,6 +11,7 @@ import pytest
 
 from bot.app import App, open_app
 from bot.config import Settings
+from tests.backends import PostgresDatabases, postgres_server
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.telegram_api import FakeTelegram
 
@@ -32,6 +34,45 @@ class FakeClock:
         self.now += timedelta(**delta)
 
 
+@pytest.fixture(scope="session")
+def postgres_databases() -> PostgresDatabases | None:
+    server = postgres_server()
+    return PostgresDatabases(server) if server else None
+
+
+@pytest.fixture
+def database_target(
+    tmp_path: Path,
+    postgres_databases: PostgresDatabases | None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Path | str:
+    """Where this test's store lives: a SQLite file, or (make test-postgres) a fresh database
+    on the throwaway PostgreSQL server, which every Settings of the test then uses."""
+    if postgres_databases is None:
+        return tmp_path / "companion.db"
+    url = postgres_databases.fresh()
+    monkeypatch.setenv("DATABASE_URL", url)
+    return url
+
+
+@pytest.fixture(autouse=True)
+def _on_the_chosen_backend(
+    request: pytest.FixtureRequest, postgres_databases: PostgresDatabases | None
+) -> None:
+    """Under make test-postgres, every test gets its database, whether it asks or not."""
+    if postgres_databases is not None and not request.node.get_closest_marker("sqlite_only"):
+        request.getfixturevalue("database_target")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not postgres_server():
+        return
+    skip = pytest.mark.skip(reason="reads or breaks the SQLite file itself")
+    for item in items:
+        if item.get_closest_marker("sqlite_only"):
+            item.add_marker(skip)
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
@@ -46,6 +87,8 @@ async def fake_anthropic() -> AsyncIterator[FakeAnthropic]:
 def make_settings(tmp_path: Path, fake: FakeAnthropic, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "database_path": tmp_path / "companion.db",
+        # Under make test-postgres, the test's own database (the database_target fixture).
+        "database_url": os.environ.get("DATABASE_URL") if postgres_server() else None,
         "characters_dir": CHARACTERS,
         "anthropic_api_key": fake.api_key,
         "anthropic_base_url": fake.url,

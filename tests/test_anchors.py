@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from memory.credentials import find_credentials
+from memory.integrity.credentials import find_credentials
 from memory.models import SummaryFields, Turn
-from memory.summary import ANCHOR_LABELS, ANCHOR_UNITS, anchors_of, keep_anchors
+from memory.summary.rolling import ANCHOR_LABELS, ANCHOR_UNITS, anchors_of, keep_anchors
 from tests.helpers import load_corpus
 
 # The pattern keep_anchors used before: quadratic on a run of "-" (about 200 ms per 4,000

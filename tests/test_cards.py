@@ -15,18 +15,18 @@ import pytest
 
 from bot.cli_admin import register, run_admin
 from bot.config import Settings
-from memory.card_png import png_with_text, text_chunks
-from memory.card_text import expand_macros, split_traits
-from memory.cards import (
+from cards.character import CharacterBook, load_character
+from cards.lint import lint_character
+from cards.lore_files import LorePage, parse_page, read_pages, render_page
+from cards.png import png_with_text, text_chunks
+from cards.sillytavern import (
     CardError,
     card_from_character,
     character_from_card,
     import_card,
     save_imported,
 )
-from memory.characters import CharacterBook, load_character
-from memory.lint import lint_character
-from memory.lore_files import LorePage, parse_page, read_pages, render_page
+from cards.text import expand_macros, split_traits
 from tests.conftest import REPO
 
 
@@ -100,7 +100,7 @@ def b64(card: object) -> str:
 
 
 def png(texts: dict[str, str]) -> bytes:
-    """A PNG written independently of memory/card_png.py, so the reader is tested for real."""
+    """A PNG written independently of cards/png.py, so the reader is tested for real."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         return (

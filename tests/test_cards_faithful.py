@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from memory.card_png import text_chunks
-from memory.cards import (
+from cards.character import load_character
+from cards.png import text_chunks
+from cards.sillytavern import (
     MAX_CARD_BYTES,
     MAX_SHEET_FIELD_CHARS,
     CardError,
@@ -21,8 +22,7 @@ from memory.cards import (
     import_card,
     save_imported,
 )
-from memory.characters import load_character
-from memory.prompt import render_character_sheet
+from memory.engine.prompt import render_character_sheet
 from tests.test_cards import _run, b64, png, v2_card, write
 
 

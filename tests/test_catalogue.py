@@ -33,7 +33,7 @@ ANSWERING = [
     *(str(p.relative_to(ROOT)) for p in sorted((ROOT / "bot/adapters").glob("*.py"))),
 ]
 # memory/ modules on the users' path: their refusals are worded by the catalogue.
-REFUSING = ["memory/privacy.py", "memory/companion.py", "memory/bursts.py"]
+REFUSING = ["memory/privacy.py", "memory/engine/companion.py", "memory/engine/bursts.py"]
 # `companion memory import` and the reader of its file: an admin's command line, in English.
 CLI_ONLY = {"import_", "_summary_fields"}
 TEXT_CALLS = {"Answer", "UserFacingError", "Button"}

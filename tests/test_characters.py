@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from bot.app import open_app
-from memory.characters import CharacterBook, CharacterFileError, load_character
-from memory.lint import lint_character, lint_lore
-from memory.lore import render_lore_index
+from cards.character import CharacterBook, CharacterFileError, load_character
+from cards.lint import lint_character, lint_lore
+from memory.engine.lore import render_lore_index
 from tests.conftest import CHARACTERS, REPO, make_settings
 
 GOOD = (CHARACTERS / "lighthouse_keeper.yaml").read_text()

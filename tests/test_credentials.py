@@ -1,4 +1,5 @@
-"""Credentials are never remembered (issue 13, item 8): found and masked by memory/credentials.py,
+"""Credentials are never remembered (issue 13, item 8): found and masked by
+memory/integrity/credentials.py,
 kept out of the summary, the profile, the anchors and every recalled text, while the literal turn
 stays in the user's own log (export shows it, forget deletes it)."""
 
@@ -11,7 +12,13 @@ from typing import Any
 
 from bot.answers import Caller
 from bot.app import App
-from memory.credentials import MASK, find_credentials, iban_valid, luhn_valid, mask_credentials
+from memory.integrity.credentials import (
+    MASK,
+    find_credentials,
+    iban_valid,
+    luhn_valid,
+    mask_credentials,
+)
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic, Text, ToolUse
 from tests.helpers import load_corpus, summary_input
@@ -87,8 +94,8 @@ def _nested_unbounded_repeat(pattern: re.Pattern[str]) -> bool:
 
 
 def test_no_pattern_of_the_detectors_nests_an_unbounded_repeat() -> None:
-    import memory.credentials as credentials
-    import memory.summary as summary
+    import memory.integrity.credentials as credentials
+    import memory.summary.rolling as summary
 
     patterns = [
         value

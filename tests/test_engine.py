@@ -9,9 +9,9 @@ import sqlite3
 from typing import Any
 
 from bot.app import App, open_app
+from memory.engine.prompt import format_summary
+from memory.engine.tokens import TokenEstimator
 from memory.models import SummaryFields
-from memory.prompt import format_summary
-from memory.tokens import TokenEstimator
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import Error, Text, ToolUse
 from tests.helpers import (

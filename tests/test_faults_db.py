@@ -20,8 +20,8 @@ import pytest
 from bot.app import App
 from bot.llm import ClosableLLM, build_llm
 from bot.texts import text
-from memory.llm import LLMRequest, LLMResponse
-from memory.store import Store, available_migrations
+from memory.engine.llm import LLMRequest, LLMResponse
+from memory.store.sqlite import SqliteStore, available_migrations
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic, Text
 from tests.fault_helpers import (
@@ -32,6 +32,8 @@ from tests.fault_helpers import (
     subprocess_env,
     telegram_bot,
 )
+
+pytestmark = pytest.mark.sqlite_only  # the SQLite file, its thread and its index themselves
 
 ANA = 1001
 APOLOGY = text("es", "error")
@@ -174,7 +176,7 @@ async def test_disk_full_repeatedly_never_corrupts(
 
 async def future_database(tmp_path: Path) -> tuple[Path, int, int]:
     database = tmp_path / "c.db"
-    store = await Store.open(database)
+    store = await SqliteStore.open(database)
     await store.close()
     known = max(version for version, _, _ in available_migrations())
     future = known + 1

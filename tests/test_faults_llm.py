@@ -15,7 +15,7 @@ import pytest
 
 from bot.answers import Caller
 from bot.app import App, open_app
-from memory.companion import APOLOGY
+from memory.engine.companion import APOLOGY
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import Delay, Drop, Error, FakeAnthropic, Text
 from tests.fault_helpers import query, request_texts

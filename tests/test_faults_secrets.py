@@ -20,9 +20,9 @@ from bot.app import open_app
 from bot.config import Settings
 from bot.llm import build_llm
 from bot.logging_setup import configure_logging
-from memory.llm import LLMError, LLMRequest, TextBlock
+from memory.engine.llm import LLMError, LLMRequest, TextBlock
+from memory.integrity.redaction import Redactor
 from memory.models import Incoming
-from memory.redaction import Redactor
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import Error, FakeAnthropic
 from tests.fakes.telegram_api import FakeTelegram
@@ -162,6 +162,7 @@ SECRET_FIELDS = {  # each with a canary; a new secret setting must be added here
     "telegram_bot_token": "123456:AAH-CANARY-telegram-token-77",
     "telegram_webhook_secret": "CANARY-webhook-secret-Xy81",
     "discord_bot_token": "MTA-CANARY.discord-token.Gh55",
+    "database_url": "postgresql://bot:CANARY-pg-password-5c@127.0.0.1:5432/companion",
 }
 
 
@@ -170,7 +171,7 @@ def test_every_secret_setting_is_a_secret_field() -> None:
     looks_secret = {
         name
         for name in Settings.model_fields
-        if name.endswith(("_key", "_token", "_secret", "_password"))
+        if name.endswith(("_key", "_token", "_secret", "_password")) or name == "database_url"
     }
     secret_fields = {
         name for name, info in Settings.model_fields.items() if "SecretStr" in str(info.annotation)
@@ -190,6 +191,20 @@ def test_each_secret_setting_is_redacted_from_the_log(
     logging.getLogger("telegram.ext").debug("sending with %s", canary)
     [record] = [r for r in caplog.records if r.name == "telegram.ext"]
     assert record.getMessage() == "sending with [redacted]"
+
+
+def test_the_database_password_alone_is_redacted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, restore_logging: None
+) -> None:
+    url = SECRET_FIELDS["database_url"]
+    settings = Settings(_env_file=None, database_path=tmp_path / "c.db", database_url=url)  # type: ignore[call-arg]
+    configure_logging("DEBUG", settings.secrets())
+    logging.getLogger().handlers.insert(0, caplog.handler)
+    caplog.set_level(logging.DEBUG)
+    logging.getLogger("asyncpg").debug("auth failed for password CANARY-pg-password-5c")
+    [record] = [r for r in caplog.records if r.name == "asyncpg"]
+    assert "CANARY" not in record.getMessage()
+    assert "CANARY" not in settings.database_name and "127.0.0.1:5432" in settings.database_name
 
 
 def test_the_canaries_are_long_enough_to_be_redacted() -> None:

@@ -11,10 +11,14 @@ import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from memory.models import Fact, Summary, SummaryFields, Thread, UsageRecord
-from memory.store import Store
-from memory.store.base import configure
+from memory.store.sqlite import SqliteStore
+from memory.store.sqlite.base import configure
 from tests.conftest import REPO
+
+pytestmark = pytest.mark.sqlite_only  # the SQLite file, its thread and its index themselves
 
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 CHARACTER = "detective_bilbao"
@@ -30,7 +34,7 @@ def canary_bytes(path: Path, canary: str = CANARY) -> int:
     return total
 
 
-async def talk(store: Store, name: str, texts: list[str]) -> Thread:
+async def talk(store: SqliteStore, name: str, texts: list[str]) -> Thread:
     user = await store.upsert_user("telegram", name, name.title(), NOW)
     thread = Thread(user.id, CHARACTER, "dm")
     conversation = await store.start_conversation(thread, NOW)
@@ -60,7 +64,7 @@ async def test_the_store_sets_secure_delete_itself() -> None:
 async def test_a_forget_with_a_reader_holding_a_snapshot_ends_with_zero_bytes(
     tmp_path: Path,
 ) -> None:
-    store = await Store.open(tmp_path / "c.db")
+    store = await SqliteStore.open(tmp_path / "c.db")
     store.purge_retry_seconds = 0.01
     try:
         ana = await talk(store, "ana", [f"Mi clave es {CANARY}", "Vivo en Getxo"])
@@ -85,7 +89,7 @@ async def test_a_forget_with_a_reader_holding_a_snapshot_ends_with_zero_bytes(
 async def test_the_users_path_touches_only_what_was_deleted(tmp_path: Path) -> None:
     """The forget itself deletes the user's index rows (the trigger's FTS5 'delete'); it no
     longer merges or rebuilds everyone's index: every block of it is as it was."""
-    store = await Store.open(tmp_path / "c.db")
+    store = await SqliteStore.open(tmp_path / "c.db")
     try:
         await talk(
             store, "bea", [f"Bea dice la frase numero {i} sobre el monte" for i in range(300)]
@@ -108,7 +112,7 @@ async def test_the_users_path_touches_only_what_was_deleted(tmp_path: Path) -> N
 async def test_a_rejection_without_a_conversation_is_forgotten_too(tmp_path: Path) -> None:
     """memory_rejections rows tied to a conversation go with it (cascade); this one is tied to
     none, so only forget's own step deletes it."""
-    store = await Store.open(tmp_path / "c.db")
+    store = await SqliteStore.open(tmp_path / "c.db")
     try:
         ana = await talk(store, "ana", ["Hola"])
         await store.record_rejection(ana, None, f"refused {CANARY}", NOW)
@@ -122,7 +126,7 @@ async def test_a_rejection_without_a_conversation_is_forgotten_too(tmp_path: Pat
 async def test_background_writes_after_a_forget_write_nothing(tmp_path: Path) -> None:
     """A summary, facts or a usage row computed before the forget and written after it (what a
     compaction or an extraction that raced past the engine's lock would do) are not written."""
-    store = await Store.open(tmp_path / "c.db")
+    store = await SqliteStore.open(tmp_path / "c.db")
     try:
         ana = await talk(store, "ana", [f"Mi clave es {CANARY}"])
         conversation = await store.open_conversation(ana)
@@ -168,10 +172,10 @@ CHILD = textwrap.dedent(
     from datetime import UTC, datetime
     from pathlib import Path
     from memory.models import Thread
-    from memory.store import Store
+    from memory.store.sqlite import SqliteStore
 
     async def main(path: Path) -> None:
-        store = await Store.open(path)
+        store = await SqliteStore.open(path)
         now = datetime(2026, 11, 1, tzinfo=UTC)
         user = await store.upsert_user("telegram", "ana", "Ana", now)
         thread = Thread(user.id, "detective_bilbao", "dm")
@@ -204,7 +208,7 @@ async def test_a_kill_between_the_delete_and_the_purge_is_finished_at_the_next_s
     child.send_signal(signal.SIGKILL)
     await child.wait()
     assert canary_bytes(path) > 0  # what the kill left behind
-    store = await Store.open(path)  # resumes the owed purge, in the background
+    store = await SqliteStore.open(path)  # resumes the owed purge, in the background
     try:
         assert await store.purge_settled(timeout=10)
         assert canary_bytes(path) == 0

@@ -9,8 +9,12 @@ import sqlite3
 from collections import defaultdict
 from pathlib import Path
 
-from memory import fts
-from memory.store import Store
+import pytest
+
+from memory.search.terms import query_terms
+from memory.store.sqlite import SqliteStore, fts
+
+pytestmark = pytest.mark.sqlite_only  # the SQLite file, its thread and its index themselves
 
 ATTACKER, VICTIM, CHARACTER = 7, 5, "detective_bilbao"
 SEED = 1313
@@ -18,7 +22,7 @@ SEED = 1313
 
 async def migrated(tmp_path: Path) -> sqlite3.Connection:
     path = tmp_path / "memory.db"
-    store = await Store.open(path)
+    store = await SqliteStore.open(path)
     await store.close()
     db = sqlite3.connect(path)
     db.create_function("thread_tokens", 4, fts.thread_tokens, deterministic=True)
@@ -75,7 +79,7 @@ async def test_queries_find_words_of_every_script(tmp_path: Path) -> None:
             [(rowid, ATTACKER, CHARACTER, text) for rowid, text in enumerate(texts, start=1)],
         )
     for rowid, text in enumerate(texts, start=1):
-        terms = fts.query_terms(text)
+        terms = query_terms(text)
         assert terms, text
         found = fts.matching_turns(db, ATTACKER, CHARACTER, "dm", terms[:1], 10)
         assert found == [rowid], text

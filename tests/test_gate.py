@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.fact_keys import canonical_key, registry_key, spec_of, storage_key
-from memory.gate import (
+from memory.integrity.gate import (
     DATA_CLOSE,
     DATA_OPEN,
     as_data,
@@ -24,6 +23,7 @@ from memory.gate import (
     skeleton,
 )
 from memory.models import SummaryFields
+from memory.profile.fact_keys import canonical_key, registry_key, spec_of, storage_key
 from tests.helpers import load_corpus
 
 NAMES = ("Koldo Arrieta", "Koldo")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory.gate import check_text, check_turn
-from memory.gate_rules import neutralise
+from memory.integrity.gate import check_text, check_turn
+from memory.integrity.rules import neutralise
 from memory.privacy import gate_import
 
 NAMES = ("Koldo Arrieta", "Koldo")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.gate import check_fact, check_joined, check_text
+from memory.integrity.gate import check_fact, check_joined, check_text
 
 NAMES = ("Lucía Mendi", "Lucía")  # a character the gate never saw while it was written
 

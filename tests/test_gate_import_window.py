@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from bot.app import App
-from memory.gate import check_turn
+from memory.integrity.gate import check_turn
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.helpers import dm, summary_input

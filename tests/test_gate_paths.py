@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from bot.app import App
+from memory.engine.tools import WITHHELD as TOOL_WITHHELD
 from memory.errors import UserFacingError
 from memory.privacy import WITHHELD as IMPORT_WITHHELD
-from memory.tools import WITHHELD as TOOL_WITHHELD
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic, Text, ToolUse
 from tests.helpers import dm, summary_input

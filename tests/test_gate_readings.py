@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.gate import check_text, filter_claims
+from memory.integrity.gate import check_text, filter_claims
 from memory.models import SummaryFields
 
 ZWSP, FILLER = "\u200b", "\u3164"

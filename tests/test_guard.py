@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.guard import check_fact_value, instruction_reason, normalise
+from memory.integrity.guard import check_fact_value, instruction_reason, normalise
 from tests.helpers import load_corpus
 
 INJECTIONS = load_corpus("injections.txt")

@@ -11,7 +11,7 @@ from bot.answers import Caller
 from bot.app import App
 from bot.texts import LANGUAGES, fact_key_label
 from memory.errors import UserFacingError
-from memory.fact_keys import REGISTRY
+from memory.profile.fact_keys import REGISTRY
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic, ToolUse
 from tests.helpers import summary_input

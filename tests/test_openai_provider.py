@@ -10,8 +10,8 @@ import pytest
 from aiohttp import web
 
 from bot.llm.openai_compat import OpenAICompatibleLLM
-from memory.llm import ChatMessage, LLMError, LLMRequest, TextBlock
-from memory.summary import SUMMARY_TOOL
+from memory.engine.llm import ChatMessage, LLMError, LLMRequest, TextBlock
+from memory.summary.rolling import SUMMARY_TOOL
 
 
 class FakeOpenAI:

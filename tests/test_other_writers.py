@@ -8,7 +8,7 @@ import sqlite3
 
 from bot.app import App
 from memory.models import Fact, Thread
-from memory.store import Store
+from memory.store.sqlite import SqliteStore
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.helpers import dm
@@ -45,7 +45,7 @@ async def test_facts_written_by_another_process_reach_the_next_reply(
 ) -> None:
     assert (await app.companion.handle(dm("Hola, soy Ana"))).ok
     assert "velero" not in _request_text(fake_anthropic.bodies()[-1])
-    other = await Store.open(app.settings.database_path)  # as `companion memory import` does
+    other = await SqliteStore.open(app.settings.database_path)  # as `companion memory import` does
     try:
         user = await other.find_user("telegram", "u1")
         assert user is not None

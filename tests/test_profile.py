@@ -307,8 +307,8 @@ async def test_anchors_survive_compactions_verbatim(
 def test_the_extraction_request_does_not_grow_with_the_profile() -> None:
     from datetime import UTC, datetime, timedelta
 
-    from memory.extraction import MAX_FACTS_SHOWN, facts_for_extraction
     from memory.models import Fact, Turn
+    from memory.profile.extraction import MAX_FACTS_SHOWN, facts_for_extraction
 
     start = datetime(2026, 1, 1, tzinfo=UTC)
     facts = [

@@ -8,11 +8,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.llm.anthropic_provider import request_body
-from memory.characters import CharacterBook
-from memory.gate import DATA_CLOSE, DATA_OPEN
-from memory.llm import LLMRequest
-from memory.models import Summary, SummaryFields, Turn
-from memory.prompt import (
+from cards.character import CharacterBook
+from memory.engine.llm import LLMRequest
+from memory.engine.prompt import (
     Budgets,
     Fragment,
     PromptState,
@@ -21,7 +19,9 @@ from memory.prompt import (
     trim_summary,
     window_within_budget,
 )
-from memory.tokens import TokenEstimator
+from memory.engine.tokens import TokenEstimator
+from memory.integrity.gate import DATA_CLOSE, DATA_OPEN
+from memory.models import Summary, SummaryFields, Turn
 from tests.conftest import CHARACTERS
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -15,13 +15,14 @@ from typing import Any
 import pytest
 
 from bench.locomo_retrieval import main as bench_main
-from memory.fts import match_expression, query_terms
-from memory.llm import ToolCall
+from memory.engine.llm import ToolCall
+from memory.engine.tokens import TokenEstimator
+from memory.engine.tools import ToolBox
 from memory.models import Thread, Turn
-from memory.retrieval import Retriever, named_months
-from memory.store import Store
-from memory.tokens import TokenEstimator
-from memory.tools import ToolBox
+from memory.search.retrieval import Retriever, named_months
+from memory.search.terms import query_terms
+from memory.store import MemoryStore, open_store
+from memory.store.sqlite.fts import match_expression
 
 START = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
 CHARACTER = "detective_bilbao"
@@ -37,19 +38,19 @@ SMALL_TALK = [
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    opened = await Store.open(tmp_path / "memory.db")
+async def store(database_target: Path | str) -> AsyncIterator[MemoryStore]:
+    opened = await open_store(database_target)
     yield opened
     await opened.close()
 
 
 async def talk(
-    store: Store,
+    store: MemoryStore,
     thread: Thread,
     exchanges: list[tuple[str, str]],
     start: datetime = START,
 ) -> list[tuple[Turn, Turn]]:
-    """Store each (user, reply) pair as one session on its own day."""
+    """MemoryStore each (user, reply) pair as one session on its own day."""
     stored = []
     for day, (user_text, reply_text) in enumerate(exchanges):
         at = start + timedelta(days=day)
@@ -64,7 +65,7 @@ async def talk(
 
 
 async def new_thread(
-    store: Store, platform_user: str, character: str = CHARACTER, scope: str = "dm"
+    store: MemoryStore, platform_user: str, character: str = CHARACTER, scope: str = "dm"
 ) -> Thread:
     user = await store.upsert_user("telegram", platform_user, platform_user, START)
     return Thread(user.id, character, scope)
@@ -74,7 +75,7 @@ def ids_of(exchanges: list[Any]) -> set[int]:
     return {turn_id for exchange in exchanges for turn_id in exchange.turn_ids}
 
 
-async def test_search_never_crosses_users(store: Store) -> None:
+async def test_search_never_crosses_users(store: MemoryStore) -> None:
     ana = await new_thread(store, "ana")
     bea = await new_thread(store, "bea")
     [(ana_turn, ana_reply)] = await talk(store, ana, [("Mi gato Lenteja ronca.", "Qué gato.")])
@@ -89,7 +90,7 @@ async def test_search_never_crosses_users(store: Store) -> None:
     assert ids_of(fragments) == {bea_turn.id, bea_reply.id}
 
 
-async def test_search_never_crosses_characters_nor_scopes(store: Store) -> None:
+async def test_search_never_crosses_characters_nor_scopes(store: MemoryStore) -> None:
     detective = await new_thread(store, "ana")
     keeper = Thread(detective.user_id, "lighthouse_keeper", "dm")
     group = Thread(detective.user_id, CHARACTER, "group:telegram:-100")
@@ -107,7 +108,7 @@ async def test_search_never_crosses_characters_nor_scopes(store: Store) -> None:
 
 
 async def test_lookup_turn_returns_only_the_callers_own_turns_in_this_scope(
-    store: Store,
+    store: MemoryStore,
 ) -> None:
     ana = await new_thread(store, "ana")
     bea = await new_thread(store, "bea")
@@ -144,7 +145,7 @@ async def test_lookup_turn_returns_only_the_callers_own_turns_in_this_scope(
     assert outcome.recalled_turn_ids == (mine.id, reply.id)
 
 
-async def test_fragments_are_dated_relevant_fresh_and_within_budget(store: Store) -> None:
+async def test_fragments_are_dated_relevant_fresh_and_within_budget(store: MemoryStore) -> None:
     ana = await new_thread(store, "ana")
     history = [
         ("Mi hermana Itziar se casa en octubre en Gernika.", "Enhorabuena a Itziar."),
@@ -180,7 +181,7 @@ async def test_fragments_are_dated_relevant_fresh_and_within_budget(store: Store
     assert len(await retriever.fragments(ana, query, set(), 600, max_fragments=2)) == 2
 
 
-async def test_an_exchange_is_the_user_turn_and_its_reply_with_names(store: Store) -> None:
+async def test_an_exchange_is_the_user_turn_and_its_reply_with_names(store: MemoryStore) -> None:
     ana = await new_thread(store, "ana")
     stored = await talk(store, ana, [("¿Qué le pasó a tu socio?", "Le dispararon en Abando.")])
     found = await Retriever(store).search(ana, "Abando", 5, names=("Ana", "Ander"))
@@ -216,7 +217,7 @@ HOSTILE = [
 
 
 @pytest.mark.parametrize("query", HOSTILE)
-async def test_hostile_queries_never_raise(store: Store, query: str) -> None:
+async def test_hostile_queries_never_raise(store: MemoryStore, query: str) -> None:
     ana = await new_thread(store, "ana")
     bea = await new_thread(store, "bea")
     await talk(store, ana, [("El gato y el perro del ñandú.", "Pingüino en acción.")])
@@ -273,7 +274,7 @@ def raw_bytes(path: Path) -> bytes:
     return (path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")).lower()
 
 
-async def test_deleted_turns_leave_search_and_every_table(store: Store) -> None:
+async def test_deleted_turns_leave_search_and_every_table(store: MemoryStore) -> None:
     ana = await new_thread(store, "ana")
     stored = await talk(
         store,
@@ -297,7 +298,7 @@ async def test_deleted_turns_leave_search_and_every_table(store: Store) -> None:
     assert b"zumalakarregi" not in raw_bytes(store.path)
 
 
-async def test_an_edited_turn_is_reindexed(store: Store) -> None:
+async def test_an_edited_turn_is_reindexed(store: MemoryStore) -> None:
     """Turns are never edited, but if one ever is, the index must follow, not keep the old words."""
     ana = await new_thread(store, "ana")
     [(turn, _)] = await talk(store, ana, [("Mi perro se llama Txuri.", "Bonito nombre.")])
@@ -311,7 +312,7 @@ async def test_an_edited_turn_is_reindexed(store: Store) -> None:
     assert "txuri" not in index_terms(store.path)
 
 
-async def test_forgetting_a_character_empties_its_index(store: Store) -> None:
+async def test_forgetting_a_character_empties_its_index(store: MemoryStore) -> None:
     ana = await new_thread(store, "ana")
     bea = await new_thread(store, "bea")
     await talk(store, ana, [("Guardo el mapa del tesoro en Mundaka.", "Secreto guardado.")])
@@ -388,11 +389,11 @@ def test_the_bench_runs_on_a_small_locomo_file(
     assert "HELD-OUT" in capsys.readouterr().out
 
 
-async def test_counts_from_the_candidates_equal_the_index_counts(store: Store) -> None:
+async def test_counts_from_the_candidates_equal_the_index_counts(store: MemoryStore) -> None:
     """When every matching turn is a candidate, document frequencies are counted in Python;
     they must be the ones the index gives, accents, prefixes and numbers included."""
-    from memory.fts import query_terms
-    from memory.retrieval import _document_counts
+    from memory.search.retrieval import _document_counts
+    from memory.search.terms import query_terms
 
     ana = await new_thread(store, "ana")
     await talk(

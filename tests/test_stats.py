@@ -14,7 +14,7 @@ import pytest
 from bot.cli_admin import AdminError, load_usage, parse_since, register, run_admin
 from bot.config import Settings
 from memory.models import UsageRecord
-from memory.store import Store
+from memory.store import MemoryStore, open_store
 from memory.usage_stats import Prices, percentile, summarize, totals
 
 T0 = datetime(2026, 11, 2, 18, 30, tzinfo=UTC)
@@ -38,15 +38,15 @@ ROWS = [
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    store = await Store.open(tmp_path / "c.db")
+async def store(database_target: Path | str) -> AsyncIterator[MemoryStore]:
+    store = await open_store(database_target)
     for minutes, row in enumerate(ROWS):
         await store.record_usage(row, T0 + timedelta(minutes=minutes))
     yield store
     await store.close()
 
 
-async def test_stats_per_character_and_kind(store: Store) -> None:
+async def test_stats_per_character_and_kind(store: MemoryStore) -> None:
     prices = Prices(input_per_mtok=3.0, output_per_mtok=15.0)
     rows = {(r.character_id, r.kind): r for r in summarize(await store.usage_records(), prices)}
     assert list(rows) == [
@@ -71,7 +71,7 @@ async def test_stats_per_character_and_kind(store: Store) -> None:
     assert rows[("maggie", "summary")].cache_read_share == 0.0
 
 
-async def test_totals_per_kind_and_overall(store: Store) -> None:
+async def test_totals_per_kind_and_overall(store: MemoryStore) -> None:
     rows = totals(await store.usage_records())
     assert [(r.character_id, r.kind, r.calls) for r in rows] == [
         ("ALL", "reply", 4),
@@ -99,8 +99,8 @@ def test_since_accepts_durations_and_dates() -> None:
         parse_since("soon", T0)
 
 
-async def test_since_filters_by_instant_across_offsets(tmp_path: Path) -> None:
-    store = await Store.open(tmp_path / "s.db")
+async def test_since_filters_by_instant_across_offsets(database_target: Path | str) -> None:
+    store = await open_store(database_target)
     madrid = ZoneInfo("Europe/Madrid")
     try:
         await store.record_usage(rec("a", "reply"), T0.astimezone(madrid))  # 19:30+01:00
@@ -113,7 +113,7 @@ async def test_since_filters_by_instant_across_offsets(tmp_path: Path) -> None:
 
 
 async def test_the_stats_command_prints_the_table(
-    store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    store: MemoryStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     parser = argparse.ArgumentParser(prog="companion")
     register(parser.add_subparsers(dest="command", required=True))

@@ -7,13 +7,14 @@ from pathlib import Path
 import pytest
 
 from memory.models import Thread
-from memory.store import SchemaTooNewError, Store, available_migrations
+from memory.store import SchemaTooNewError
+from memory.store.sqlite import SqliteStore, available_migrations
 
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
 
 async def test_migrations_are_applied_in_order_and_recorded(tmp_path: Path) -> None:
-    store = await Store.open(tmp_path / "a.db")
+    store = await SqliteStore.open(tmp_path / "a.db")
     await store.close()
     rows = (
         sqlite3.connect(tmp_path / "a.db")
@@ -25,16 +26,16 @@ async def test_migrations_are_applied_in_order_and_recorded(tmp_path: Path) -> N
 
 
 async def test_reopening_applies_nothing_twice(tmp_path: Path) -> None:
-    store = await Store.open(tmp_path / "a.db")
+    store = await SqliteStore.open(tmp_path / "a.db")
     assert await store.migrate() == []
     await store.close()
-    store = await Store.open(tmp_path / "a.db")
+    store = await SqliteStore.open(tmp_path / "a.db")
     assert await store.migrate() == []
     await store.close()
 
 
 async def test_connection_pragmas(tmp_path: Path) -> None:
-    store = await Store.open(tmp_path / "a.db")
+    store = await SqliteStore.open(tmp_path / "a.db")
     for pragma, expected in [
         ("journal_mode", "wal"),
         ("foreign_keys", 1),
@@ -47,12 +48,12 @@ async def test_connection_pragmas(tmp_path: Path) -> None:
 
 
 async def test_refuses_a_database_from_a_newer_schema(tmp_path: Path) -> None:
-    store = await Store.open(tmp_path / "a.db")
+    store = await SqliteStore.open(tmp_path / "a.db")
     await store.close()
     with sqlite3.connect(tmp_path / "a.db") as raw:
         raw.execute("INSERT INTO schema_migrations VALUES (999, '0999_future.sql', 'x')")
     with pytest.raises(SchemaTooNewError, match="999"):
-        await Store.open(tmp_path / "a.db")
+        await SqliteStore.open(tmp_path / "a.db")
 
 
 async def test_a_broken_migration_leaves_no_trace(
@@ -67,9 +68,9 @@ async def test_a_broken_migration_leaves_no_trace(
             "CREATE TABLE half_done (x INTEGER);\nTHIS IS NOT SQL;",
         ),
     ]
-    monkeypatch.setattr("memory.store.base.available_migrations", lambda: broken)
+    monkeypatch.setattr("memory.store.sqlite.base.available_migrations", lambda: broken)
     with pytest.raises(sqlite3.OperationalError):
-        await Store.open(tmp_path / "a.db")
+        await SqliteStore.open(tmp_path / "a.db")
     raw = sqlite3.connect(tmp_path / "a.db")
     tables = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert "half_done" not in tables
@@ -78,7 +79,7 @@ async def test_a_broken_migration_leaves_no_trace(
 
 
 async def test_turn_ids_are_permanent_and_queries_are_scoped(tmp_path: Path) -> None:
-    store = await Store.open(tmp_path / "a.db")
+    store = await SqliteStore.open(tmp_path / "a.db")
     ana = await store.upsert_user("telegram", "1", "Ana", NOW)
     bea = await store.upsert_user("telegram", "2", "Bea", NOW)
     assert (await store.upsert_user("telegram", "1", "Ana R.", NOW)).id == ana.id
@@ -105,7 +106,7 @@ async def test_a_cancelled_caller_never_leaves_half_a_reply(tmp_path: Path) -> N
 
     from memory.models import ReplySources, UsageRecord
 
-    store = await Store.open(tmp_path / "a.db")
+    store = await SqliteStore.open(tmp_path / "a.db")
     user = await store.upsert_user("telegram", "u1", "Ana", NOW)
     thread = Thread(user.id, "detective_bilbao", "dm")
     conversation = await store.start_conversation(thread, NOW)

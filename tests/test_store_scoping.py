@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from memory.fts import query_terms
 from memory.models import Fact, ReplySources, Summary, SummaryFields, Thread, Turn
-from memory.store import Store
+from memory.search.terms import query_terms
+from memory.store import MemoryStore, open_store
 
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 DETECTIVE, KEEPER = "detective_bilbao", "lighthouse_keeper"
@@ -27,7 +27,7 @@ DETECTIVE, KEEPER = "detective_bilbao", "lighthouse_keeper"
 
 @dataclass
 class World:
-    store: Store
+    store: MemoryStore
     ana: Thread  # Ana with the detective, in her DM: the thread every test reads
     foreign: dict[str, Thread]  # "user", "character", "scope": differ from `ana` in that only
     ana_turns: list[Turn]
@@ -62,7 +62,7 @@ def fact(thread: Thread, value: str, evidence: Turn) -> Fact:
     )
 
 
-async def thread_with_turns(store: Store, thread: Thread, owner: str) -> list[Turn]:
+async def thread_with_turns(store: MemoryStore, thread: Thread, owner: str) -> list[Turn]:
     conversation = await store.start_conversation(thread, NOW)
     return [
         await store.add_turn(conversation, "user", f"Mi barco se llama {owner}", NOW),
@@ -71,8 +71,8 @@ async def thread_with_turns(store: Store, thread: Thread, owner: str) -> list[Tu
 
 
 @pytest.fixture
-async def world(tmp_path: Path) -> AsyncIterator[World]:
-    store = await Store.open(tmp_path / "scoping.db")
+async def world(database_target: Path | str) -> AsyncIterator[World]:
+    store = await open_store(database_target)
     ana = await store.upsert_user("telegram", "1", "Ana", NOW)
     bea = await store.upsert_user("telegram", "2", "Bea", NOW)
     mine = Thread(ana.id, DETECTIVE, "dm")

@@ -1,4 +1,5 @@
-"""Group commit on the store's thread (memory/store/worker.py): jobs queued together share one
+"""Group commit on the store's thread (memory/store/sqlite/worker.py): jobs queued together
+share one
 transaction, each in its own savepoint, and nobody is answered before the COMMIT."""
 
 from __future__ import annotations
@@ -15,20 +16,22 @@ from typing import Any
 import pytest
 
 from memory.models import Conversation, Thread
-from memory.store import Store
+from memory.store.sqlite import SqliteStore
+
+pytestmark = pytest.mark.sqlite_only  # the SQLite file, its thread and its index themselves
 
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
 
-async def _open(tmp_path: Path) -> tuple[Store, Conversation]:
-    store = await Store.open(tmp_path / "a.db")
+async def _open(tmp_path: Path) -> tuple[SqliteStore, Conversation]:
+    store = await SqliteStore.open(tmp_path / "a.db")
     user = await store.upsert_user("telegram", "u1", "Ana", NOW)
     conversation = await store.start_conversation(Thread(user.id, "luna", "dm"), NOW)
     return store, conversation
 
 
 @asynccontextmanager
-async def _thread_held(store: Store) -> AsyncIterator[None]:
+async def _thread_held(store: SqliteStore) -> AsyncIterator[None]:
     """Keep the store's thread busy inside the block: what is started there waits in its
     queue, and runs once the block ends."""
     release, busy = threading.Event(), threading.Event()
@@ -47,7 +50,7 @@ async def _thread_held(store: Store) -> AsyncIterator[None]:
 
 
 async def _queued_behind_a_busy_thread(
-    store: Store, make: list[Callable[[], Awaitable[Any]]]
+    store: SqliteStore, make: list[Callable[[], Awaitable[Any]]]
 ) -> list[Any]:
     """Start every call of `make` while the store's thread is held busy, then let it go: they
     all wait in its queue at once, so they run as one group."""

@@ -9,7 +9,7 @@ import pytest
 
 from bot.llm import RedactingLLM
 from bot.llm.anthropic_provider import AnthropicLLM
-from memory.llm import (
+from memory.engine.llm import (
     ChatMessage,
     LLMError,
     LLMRequest,
@@ -18,7 +18,7 @@ from memory.llm import (
     TextBlock,
     ToolSpec,
 )
-from memory.redaction import Redactor
+from memory.integrity.redaction import Redactor
 from tests.fakes.anthropic_api import Error, FakeAnthropic, Text, ToolUse
 
 REQUEST = LLMRequest(

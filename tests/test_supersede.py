@@ -13,7 +13,7 @@ from typing import Any
 from bot.answers import Caller
 from bot.app import App
 from memory.models import SummaryFields
-from memory.supersede import ValueChange, retire_superseded
+from memory.summary.supersede import ValueChange, retire_superseded
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic, ToolUse
 from tests.helpers import summary_input

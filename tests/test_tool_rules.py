@@ -11,32 +11,32 @@ from pathlib import Path
 
 import pytest
 
-from memory.llm import ToolCall
+from memory.engine.llm import ToolCall
+from memory.engine.tokens import TokenEstimator
+from memory.engine.tools import ToolBox
 from memory.models import Thread
-from memory.retrieval import Retriever
-from memory.store import Store
-from memory.tokens import TokenEstimator
-from memory.tools import ToolBox
+from memory.search.retrieval import Retriever
+from memory.store import MemoryStore, open_store
 from tests.test_retrieval import CHARACTER, SMALL_TALK, ids_of, new_thread, talk
 
 GROUP = "group:telegram:-100"
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    opened = await Store.open(tmp_path / "tools.db")
+async def store(database_target: Path | str) -> AsyncIterator[MemoryStore]:
+    opened = await open_store(database_target)
     yield opened
     await opened.close()
 
 
-def toolbox(store: Store, thread: Thread, memory_tools: bool = True) -> ToolBox:
+def toolbox(store: MemoryStore, thread: Thread, memory_tools: bool = True) -> ToolBox:
     return ToolBox(
         store, Retriever(store), thread, memory_tools, (), 1500, TokenEstimator(), ("Ana", "K")
     )
 
 
 async def test_search_memory_in_a_group_never_finds_what_was_said_in_the_dm(
-    store: Store,
+    store: MemoryStore,
 ) -> None:
     dm = await new_thread(store, "ana")
     group = Thread(dm.user_id, CHARACTER, GROUP)
@@ -52,7 +52,7 @@ async def test_search_memory_in_a_group_never_finds_what_was_said_in_the_dm(
     assert secret.id in in_dm.recalled_turn_ids and public.id not in in_dm.recalled_turn_ids
 
 
-async def test_a_tool_that_was_not_offered_does_not_run(store: Store) -> None:
+async def test_a_tool_that_was_not_offered_does_not_run(store: MemoryStore) -> None:
     ana = await new_thread(store, "ana")
     [(said, _)] = await talk(store, ana, [("Mi gato se llama Lenteja.", "Buen nombre.")])
     without_memory = toolbox(store, ana, memory_tools=False)
@@ -69,7 +69,7 @@ async def test_a_tool_that_was_not_offered_does_not_run(store: Store) -> None:
     assert "Lenteja" in offered.text  # the same call runs when the tool is offered
 
 
-async def test_a_weak_best_hit_is_not_a_fragment(store: Store) -> None:
+async def test_a_weak_best_hit_is_not_a_fragment(store: MemoryStore) -> None:
     """The relative floor passes the best hit by definition: only the absolute threshold keeps
     an exchange that matches one word of a long question out of the prompt."""
     ana = await new_thread(store, "ana")

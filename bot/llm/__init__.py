@@ -7,9 +7,9 @@ from typing import Protocol
 from bot.config import Settings
 from bot.llm.anthropic_provider import AnthropicLLM
 from bot.llm.openai_compat import OpenAICompatibleLLM
+from memory.engine.llm import LLM, LLMError, LLMRequest, LLMResponse, StreamingLLM, TextSink
 from memory.errors import UserFacingError
-from memory.llm import LLM, LLMError, LLMRequest, LLMResponse, StreamingLLM, TextSink
-from memory.redaction import Redactor
+from memory.integrity.redaction import Redactor
 
 
 class ClosableLLM(LLM, Protocol):

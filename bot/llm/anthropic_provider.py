@@ -10,7 +10,7 @@ from typing import Any
 
 import anthropic
 
-from memory.llm import (
+from memory.engine.llm import (
     Block,
     LLMError,
     LLMRequest,

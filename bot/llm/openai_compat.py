@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from memory.llm import (
+from memory.engine.llm import (
     ChatMessage,
     LLMError,
     LLMRequest,

@@ -1,15 +1,33 @@
-"""The one owner of the database connection: every SQL statement of the project lives in this
-package (FTS5 aside, in `memory/fts.py`, which only the store calls), one module per concern."""
+"""The one owner of the database: every SQL statement of the project lives in this package,
+in one folder per backend. Services depend on the interfaces of `protocols`; `open_store`,
+called by the composition root and the admin CLI, is the one place that picks a backend."""
 
-from memory.store.base import ConversationGone, SchemaTooNewError, StoreBase, available_migrations
-from memory.store.conversations import ConversationsMixin
-from memory.store.privacy import PrivacyMixin
-from memory.store.profile import ProfileMixin
-from memory.store.search import SearchMixin
+from __future__ import annotations
+
+from pathlib import Path
+
+from memory.store.errors import ConversationGone, SchemaTooNewError
+from memory.store.protocols import MemoryStore
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-class Store(ConversationsMixin, ProfileMixin, SearchMixin, PrivacyMixin):
-    """Everything the engine keeps: open it with `await Store.open(path)`."""
+def is_postgres(target: str | Path) -> bool:
+    return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
 
 
-__all__ = ["ConversationGone", "SchemaTooNewError", "Store", "StoreBase", "available_migrations"]
+async def open_store(target: str | Path, *, migrate: bool = True) -> MemoryStore:
+    """The store at `target`: a PostgreSQL URL, or a SQLite file (a path, or `sqlite:///path`).
+    Migrations are applied unless `migrate` is False; a schema newer than the code is refused."""
+    if is_postgres(target):
+        # Imported here: the SQLite default must not need the PostgreSQL driver loaded.
+        from memory.store.postgres import PostgresStore
+
+        return await PostgresStore.open(str(target), migrate=migrate)
+    from memory.store.sqlite import SqliteStore
+
+    path = Path(str(target).removeprefix("sqlite:///")) if isinstance(target, str) else target
+    return await SqliteStore.open(path, migrate=migrate)
+
+
+__all__ = ["ConversationGone", "MemoryStore", "SchemaTooNewError", "is_postgres", "open_store"]

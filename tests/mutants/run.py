@@ -4,7 +4,7 @@ Every `tests/mutants/*.toml` holds entries like
 
     [[mutant]]
     name = "latest_summary without its user filter"   # the rule that is broken
-    file = "memory/store/conversations.py"            # from the repo root
+    file = "memory/store/sqlite/conversations.py"            # from the repo root
     find = "text that occurs exactly ONCE in the file"
     replace = "the broken version"
     tests = ["tests/test_store.py"]                   # test files (or node ids) that must catch it

@@ -1,0 +1,66 @@
+"""The scheduler's jobs: the sweep every minute, and profile extraction when a session ends.
+
+Built by the composition root (bot/app.py) from the services they drive; each job finds its
+work in the database, so what was due when the process stopped is done at the next start.
+"""
+
+from __future__ import annotations
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from bot.reload import CharacterReloader
+from memory.engine.companion import Companion
+from memory.models import Conversation
+from memory.profile.extraction import ProfileExtractor
+from memory.store.protocols import Administration
+
+IDLE_SWEEP_SECONDS = 60
+
+
+class BackgroundJobs:
+    """What runs between messages, owned by no user's request."""
+
+    def __init__(
+        self,
+        companion: Companion,
+        extractor: ProfileExtractor,
+        reloader: CharacterReloader,
+        store: Administration,
+    ) -> None:
+        self._companion = companion
+        self._extractor = extractor
+        self._reloader = reloader
+        self._store = store
+
+    def wire(self) -> None:
+        """Connect the engine's events to the jobs, and start the extraction owed at start-up."""
+        self._companion.on_conversation_end(self._extract_later)
+        # A forget stops the user's extraction first.
+        self._companion.on_forget(self._extractor.cancel_for)
+        # Work that was due when the process last stopped is found from the database.
+        self._companion.spawn(self._extractor.extract_pending())
+
+    def schedule(self, scheduler: AsyncIOScheduler) -> None:
+        scheduler.add_job(
+            self.sweep,
+            "interval",
+            seconds=IDLE_SWEEP_SECONDS,
+            id="end-idle-conversations",
+            coalesce=True,
+            max_instances=1,
+        )
+
+    async def sweep(self) -> None:
+        """Reload changed characters, end idle sessions, extract their profiles, finish purges."""
+        await self._reloader.check()
+        await self._companion.end_idle_conversations()
+        await self._extractor.extract_pending()
+        await self._store.resume_purge()  # owed by a crash or by another process's forget
+
+    async def _extract_and_refresh(self, conversation: Conversation) -> None:
+        if await self._extractor.extract(conversation) == "done":
+            thread = conversation.thread
+            self._companion.profile_changed(thread.user_id, thread.character_id)
+
+    async def _extract_later(self, conversation: Conversation) -> None:
+        self._companion.spawn(self._extract_and_refresh(conversation))

@@ -1,0 +1,257 @@
+"""Characters: one YAML file each, validated so that a broken file names its file and field."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Literal, Self
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+from cards.lore_files import LoreFileError, LorePage, read_pages
+from cards.text import expand_macros, has_macro
+
+RetrievalMode = Literal["auto", "tool", "off"]
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,40}$")
+
+
+class CharacterFileError(Exception):
+    """One or more character files are invalid; the message says which file and field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class Identity(_Strict):
+    # Optional because an imported card states none of them: a missing value is left out of
+    # the prompt (lint warns), never replaced by a placeholder the model would read as a fact.
+    age: int | str | None = None
+    trade: str | None = Field(default=None, min_length=1)
+    place: str | None = Field(default=None, min_length=1)
+    description: str = ""
+
+
+class OpeningMessage(_Strict):
+    role: Literal["user", "assistant"] = "assistant"
+    text: str = Field(min_length=1)
+
+
+class Reminder(_Strict):
+    tone: str = Field(min_length=1, description="default tone, until the summary records another")
+    main_rule: str = Field(min_length=1)
+
+
+class Character(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,40}$")
+    name: str = Field(min_length=1, max_length=80)
+    language: Literal["es", "en"] = "en"
+    identity: Identity
+    traits: tuple[str, ...] = Field(default=(), max_length=8)  # lint warns outside 3-5
+    speech_rules: tuple[str, ...] = Field(min_length=1, max_length=6)
+    does_not_know: tuple[str, ...] = ()
+    opening_messages: tuple[OpeningMessage, ...] = ()
+    reminder: Reminder
+    model: str | None = None
+    temperature: float | None = Field(default=None, ge=0.0, le=1.0)
+    retrieval: RetrievalMode = "auto"
+    # Lore pages: the prompt carries only their index; `read_lore` reads a page. Written here
+    # under `lore:` or as Markdown files in a folder `<file stem>.lore/` beside the YAML.
+    lore: tuple[LorePage, ...] = ()
+    # What an imported character card carries that the prompt does not use (example dialogue,
+    # alternate greetings, the card's system_prompt and post_history_instructions, lore book
+    # settings, unknown extensions): never read into the prompt, kept only so that
+    # `companion characters export` writes it back (see cards/sillytavern.py).
+    card_passthrough: dict[str, Any] = Field(default_factory=dict)
+    source_path: str = Field(default="", exclude=True)
+    # The character as its file wrote it, when card macros ({{char}}, {{user}}) were expanded
+    # for the prompt: export and the YAML writer give the macros back (see `as_written`).
+    _as_written: Character | None = PrivateAttr(default=None)
+
+    def as_written(self) -> Character:
+        """The character with its card macros unexpanded, as its file (or card) holds it."""
+        return self._as_written or self
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        copy = super().model_copy(update=update, deep=deep)
+        if update:
+            copy._as_written = None  # the written form no longer matches the changed fields
+        return copy
+
+    @field_validator("retrieval", mode="before")
+    @classmethod
+    def _off_is_not_false(cls, value: object) -> object:
+        # YAML 1.1 reads a bare `off` as false: `retrieval: off` means the mode, not a bool.
+        return "off" if value is False else value
+
+    @field_validator("traits", "speech_rules", "does_not_know")
+    @classmethod
+    def _no_blank_items(cls, items: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not item.strip() for item in items):
+            raise ValueError("items must not be empty")
+        return items
+
+
+def _describe(error: ValidationError) -> list[str]:
+    lines = []
+    for problem in error.errors():
+        where = ".".join(str(part) for part in problem["loc"]) or "(top level)"
+        lines.append(f"field '{where}': {problem['msg']}")
+    return lines
+
+
+def load_character(path: Path) -> Character:
+    """Parse and validate one file; every error names the file and the field."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise CharacterFileError(f"{path}: not valid YAML: {exc}") from exc
+    except OSError as exc:
+        raise CharacterFileError(f"{path}: cannot be read: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise CharacterFileError(f"{path}: expected a mapping of fields at the top level")
+    raw.setdefault("id", path.stem)
+    raw["source_path"] = str(path)
+    try:
+        character = Character.model_validate(raw)
+    except ValidationError as exc:
+        details = "; ".join(_describe(exc))
+        raise CharacterFileError(f"{path}: {details}") from exc
+    return with_macros_expanded(_with_lore_files(character, path))
+
+
+def with_macros_expanded(character: Character) -> Character:
+    """{{char}} and {{user}} replaced for the prompt; `as_written()` keeps the original.
+
+    Cards are written with these macros, and a card's file keeps them so that export gives
+    back what was imported; only what reaches the model is expanded.
+    """
+    name = str(character.card_passthrough.get("nickname") or "").strip() or character.name
+
+    def expand(text: str) -> str:
+        return expand_macros(text, name, character.language)
+
+    texts = [
+        character.identity.description, *character.traits, *character.speech_rules,
+        *character.does_not_know, *(m.text for m in character.opening_messages),
+        character.reminder.tone, character.reminder.main_rule,
+        *(t for page in character.lore for t in (page.title, page.description, page.content)),
+    ]  # fmt: skip
+    if not any(has_macro(text) for text in texts):
+        return character
+    expanded = character.model_copy(
+        update={
+            "identity": character.identity.model_copy(
+                update={"description": expand(character.identity.description)}
+            ),
+            "traits": tuple(expand(t) for t in character.traits),
+            "speech_rules": tuple(expand(r) for r in character.speech_rules),
+            "does_not_know": tuple(expand(x) for x in character.does_not_know),
+            "opening_messages": tuple(
+                m.model_copy(update={"text": expand(m.text)}) for m in character.opening_messages
+            ),
+            "reminder": character.reminder.model_copy(
+                update={
+                    "tone": expand(character.reminder.tone),
+                    "main_rule": expand(character.reminder.main_rule),
+                }
+            ),
+            "lore": tuple(
+                replace(
+                    page,
+                    title=expand(page.title),
+                    description=expand(page.description),
+                    content=expand(page.content),
+                )
+                for page in character.lore
+            ),
+        }
+    )
+    expanded._as_written = character
+    return expanded
+
+
+def _with_lore_files(character: Character, path: Path) -> Character:
+    """Add the Markdown pages of `<stem>.lore/` beside the YAML; every slug must be unique and
+    simple, because the slugs are the enum of read_lore's schema."""
+    folder = path.parent / f"{path.stem}.lore"
+    try:
+        pages = [*character.lore, *read_pages(folder)]
+    except LoreFileError as exc:
+        raise CharacterFileError(str(exc)) from exc
+    seen: set[str] = set()
+    for page in pages:
+        if not _SLUG.match(page.slug):
+            raise CharacterFileError(
+                f"{path}: field 'lore': page slug '{page.slug}' must be "
+                "lowercase letters, digits, '_' or '-' (at most 41)"
+            )
+        if page.slug in seen:
+            raise CharacterFileError(
+                f"{path}: field 'lore': page '{page.slug}' is defined twice "
+                f"(in the YAML and in {folder})"
+            )
+        seen.add(page.slug)
+    return character.model_copy(update={"lore": tuple(pages)}) if pages else character
+
+
+class CharacterBook:
+    """Every character of the folder, all valid, or an error naming every broken file.
+
+    One instance is shared by everything that needs characters, so a live reload
+    (`replace_with`) reaches them all at once.
+    """
+
+    def __init__(self, characters: dict[str, Character]) -> None:
+        self._characters = characters
+
+    def replace_with(self, newer: CharacterBook) -> None:
+        """Serve `newer`'s characters from now on (new turns see them; nothing is restarted)."""
+        self._characters = dict(newer._characters)
+
+    def name_of(self, character_id: str) -> str:
+        character = self._characters.get(character_id)
+        return character.name if character else "the character"
+
+    def language_of(self, character_id: str) -> str:
+        character = self._characters.get(character_id)
+        return character.language if character else "en"
+
+    @classmethod
+    def load(cls, folder: Path) -> CharacterBook:
+        if not folder.is_dir():
+            raise CharacterFileError(f"{folder}: the characters folder does not exist")
+        characters: dict[str, Character] = {}
+        problems: list[str] = []
+        for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):
+            try:
+                character = load_character(path)
+            except CharacterFileError as exc:
+                problems.append(str(exc))
+                continue
+            if character.id in characters:
+                first = characters[character.id].source_path
+                problems.append(f"{path}: field 'id': '{character.id}' is already used by {first}")
+                continue
+            characters[character.id] = character
+        if problems:
+            raise CharacterFileError("\n".join(problems))
+        if not characters:
+            raise CharacterFileError(f"{folder}: holds no character file (*.yaml)")
+        return cls(characters)
+
+    def get(self, character_id: str) -> Character | None:
+        return self._characters.get(character_id)
+
+    def ids(self) -> list[str]:
+        return sorted(self._characters)
+
+    def all(self) -> list[Character]:
+        return [self._characters[key] for key in self.ids()]
+
+    @property
+    def default_id(self) -> str:
+        return self.ids()[0]

@@ -1,0 +1,152 @@
+"""Writing what cards/sillytavern.py reads: the imported character's YAML and lore pages, and a
+Character Card V2 (JSON) from any character."""
+
+from __future__ import annotations
+
+import base64
+import json
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from cards.character import Character
+from cards.lore_book import book_from_pages
+from cards.lore_files import LorePage, lore_folder, write_pages
+from cards.png import png_with_text, with_text_chunks
+from cards.text import COMPANION_EXTENSION, split_scenario
+
+if TYPE_CHECKING:  # cards/sillytavern.py re-exports this module's functions
+    from cards.sillytavern import ImportedCard
+
+# The order a human reads a sheet in; model/temperature/retrieval only when set.
+_KEY_ORDER = (
+    "id", "name", "language", "identity", "traits", "speech_rules", "does_not_know",
+    "opening_messages", "reminder", "model", "temperature", "retrieval", "card_passthrough",
+)  # fmt: skip
+_COMMENTS = {
+    "does_not_know": "Cards have no such list: add what the character does not know (it is the "
+    "field that\n# prevents most contradictions).",
+    "card_passthrough": "Kept only for `companion characters export`: never read into the prompt. "
+    "It holds the\n# card's system_prompt and post_history_instructions (our prompt has its own "
+    "blocks),\n# example dialogue, alternate greetings, lore book settings and unknown extensions.",
+}
+# What a card has no field for: carried under extensions.companion.
+_OURS = ("id", "language", "speech_rules", "does_not_know", "reminder", "model", "temperature")
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line text as literal blocks, so that descriptions stay readable and diffable."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _text)
+
+
+def _dump(value: dict[str, Any]) -> str:
+    return yaml.dump(value, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+def character_yaml(imported: ImportedCard) -> str:
+    """The YAML file of an imported card, with the review notes as its header comment."""
+    fields = imported.character.as_written().model_dump(mode="json")
+    lines = [f"# Imported from {Path(imported.source).name} by `companion characters import`."]
+    if imported.notes:
+        lines.append("# Needs a human:")
+        for note in imported.notes:
+            lines += textwrap.wrap(note, 98, initial_indent="#   - ", subsequent_indent="#     ")
+    text = "\n".join(lines) + "\n"
+    for key in _KEY_ORDER:
+        value = fields.get(key)
+        if value is None or (key == "retrieval" and value == "auto"):
+            continue
+        if key == "card_passthrough" and not value:
+            continue
+        if key in _COMMENTS and (key != "does_not_know" or not value):
+            text += f"# {_COMMENTS[key]}\n"
+        text += _dump({key: value})
+    return text
+
+
+def save_imported(
+    imported: ImportedCard, folder: Path, *, overwrite: bool = False
+) -> tuple[Path, list[Path]]:
+    """Write `<id>.yaml` and `<id>.lore/*.md`; FileExistsError names what is in the way."""
+    character = imported.character
+    path = folder / f"{character.id}.yaml"
+    pages_dir = lore_folder(folder, character.id)
+    if not overwrite:
+        for existing in (path, *sorted(pages_dir.glob("*.md"))):
+            if existing.exists():
+                raise FileExistsError(f"{existing} already exists")
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_text(character_yaml(imported), encoding="utf-8")
+    if imported.avatar is not None:
+        avatar_path(path).write_bytes(imported.avatar)
+    # Pages of an earlier import are replaced too: stale pages would survive in the index.
+    lore = imported.lore  # as the card wrote them: macros are expanded when loaded
+    pages = write_pages(pages_dir, lore) if lore or pages_dir.is_dir() else []
+    return path, pages
+
+
+def avatar_path(character_file: Path) -> Path:
+    """`<id>.avatar.png` beside the character's YAML: the image of a card imported from PNG."""
+    return character_file.with_name(f"{character_file.stem}.avatar.png")
+
+
+def card_png(card: dict[str, Any], avatar: bytes | None) -> bytes:
+    """The card embedded in its avatar (a blank image when it has none), as SillyTavern does:
+    base64 JSON in a tEXt chunk named `chara`."""
+    payload = base64.b64encode(json.dumps(card, ensure_ascii=False).encode("utf-8")).decode()
+    image = avatar if avatar is not None else png_with_text({}, 400, 600)
+    return with_text_chunks(image, {"chara": payload}, drop=("ccv3",))
+
+
+def card_from_character(
+    character: Character, lore_pages: Sequence[LorePage] | None = None
+) -> dict[str, Any]:
+    """A Character Card V2 (`chara_card_v2`, spec_version 2.0) as a JSON-ready dict.
+
+    `lore_pages` defaults to the character's own pages (its YAML `lore:` and its `.lore/`
+    folder, as loaded). Only the first opening message is a card's `first_mes`; the others
+    ride in `extensions.companion`.
+    """
+    character = character.as_written()  # a card keeps its {{char}} and {{user}} macros
+    if lore_pages is None:
+        lore_pages = character.lore
+    kept = dict(character.card_passthrough)
+    description, scenario = split_scenario(character.identity.description, character.language)
+    openings = [m.model_dump(mode="json") for m in character.opening_messages]
+    first = openings.pop(0)["text"] if openings and openings[0]["role"] == "assistant" else ""
+    ours = character.model_dump(mode="json", include=set(_OURS))
+    ours["identity"] = character.identity.model_dump(mode="json", exclude={"description"})
+    ours["retrieval"] = character.retrieval
+    if openings:
+        ours["opening_messages_more"] = openings
+    data: dict[str, Any] = {
+        "name": character.name,
+        "description": description,
+        "personality": "\n".join(character.traits),
+        "scenario": scenario,
+        "first_mes": first,
+    }
+    for key in ("mes_example", "creator_notes", "system_prompt", "post_history_instructions"):
+        data[key] = kept.get(key, "")
+    for key in ("alternate_greetings", "tags"):
+        data[key] = list(kept.get(key, []))
+    data["creator"] = kept.get("creator", "")
+    data["character_version"] = kept.get("character_version", "")
+    data["extensions"] = {**kept.get("extensions", {}), COMPANION_EXTENSION: ours}
+    book = book_from_pages(lore_pages, kept.get("character_book"))
+    if book is not None:
+        data["character_book"] = book
+    skip = {"spec", "spec_version", "character_book", "extensions"}
+    # Fields of newer specs (V3's nickname, assets…): readers of V2 ignore keys they lack.
+    data.update({k: v for k, v in kept.items() if k not in data and k not in skip})
+    return {"spec": "chara_card_v2", "spec_version": "2.0", "data": data}

@@ -1,0 +1,321 @@
+"""One reply: recall fragments, render the prompt, call the LLM, run at most two tool rounds.
+
+Every call is recorded in llm_usage with its tool round and fragment count, so the cost and the
+latency of retrieval can be read from the database.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Protocol
+
+from cards.character import Character
+from memory.engine.llm import (
+    LLM,
+    ChatMessage,
+    LLMError,
+    LLMRequest,
+    LLMResponse,
+    StreamingLLM,
+    TextBlock,
+    TextSink,
+    ToolResultBlock,
+    ToolSpec,
+    ToolUseBlock,
+)
+from memory.engine.lore import render_lore_index
+from memory.engine.prompt import (
+    Budgets,
+    Fragment,
+    PromptState,
+    RenderedPrompt,
+    format_summary,
+    render,
+)
+from memory.engine.session import Session
+from memory.engine.tokens import TokenEstimator
+from memory.engine.tools import ToolBox
+from memory.models import Turn, UsageRecord
+from memory.search.retrieval import Retriever
+from memory.store.protocols import TurnLog, Usage
+
+log = logging.getLogger(__name__)
+
+MAX_TOOL_ROUNDS = 2
+MAX_FRAGMENTS = 4
+
+
+@dataclass(frozen=True)
+class Generated:
+    text: str
+    fragment_turn_ids: tuple[int, ...] = ()
+    # The final round's usage row: the caller stores it with the reply, in one transaction.
+    usage: UsageRecord | None = None
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """A control question's answer, and what memory held when it was asked."""
+
+    reply: str
+    window: tuple[str, ...]
+    summary: str
+    profile: tuple[str, ...]
+    fragments: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Call:
+    session: Session
+    character: Character
+    turn_id: int
+    fragments: int
+    on_text: TextSink | None = None  # shows each round's text while the model writes it
+
+
+class ReplyStore(TurnLog, Usage, Protocol):
+    """What one reply writes: the tool turns and the usage of each call."""
+
+
+class Responder:
+    def __init__(
+        self,
+        llm: LLM,
+        store: ReplyStore,
+        retriever: Retriever | None,
+        budgets: Budgets,
+        max_reply_tokens: int,
+        lore_cap_tokens: int,
+        tokens: TokenEstimator,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._llm = llm
+        self._store = store
+        self._retriever = retriever
+        self._budgets = budgets
+        self._max_reply_tokens = max_reply_tokens
+        self._lore_cap = lore_cap_tokens
+        self._tokens = tokens
+        self._clock = clock
+
+    async def respond(
+        self,
+        session: Session,
+        character: Character,
+        now: datetime,
+        turn_id: int,
+        on_text: TextSink | None = None,
+    ) -> Generated | None:
+        """The reply to the newest user turn of the session's window, or None on failure;
+        `on_text` sees the text so far while the model writes it, when the provider streams."""
+        fragments = await self._fragments(session, character)
+        prompt = render(
+            self._state(session, character, fragments), now, self._budgets, self._tokens
+        )
+        toolbox = self._toolbox(session, character)
+        call = _Call(session, character, turn_id, len(fragments), on_text)
+        messages = list(prompt.messages)
+        for tool_round in range(MAX_TOOL_ROUNDS + 1):
+            may_use_tools = tool_round < MAX_TOOL_ROUNDS
+            answered = await self._call(
+                call, prompt, messages, toolbox.specs(), may_use_tools, tool_round
+            )
+            if answered is None:
+                return None
+            response, usage = answered
+            if not (response.tool_calls and may_use_tools):
+                break
+            await self._store.record_usage(usage, self._clock())
+            messages += await self._run_tools(session, toolbox, response)
+        fragment_ids = tuple(i for f in fragments for i in f.turn_ids)
+        return Generated(response.text, fragment_ids, usage)
+
+    async def probe(
+        self, session: Session, character: Character, now: datetime, question: str
+    ) -> ProbeResult:
+        """Ask without remembering (`companion eval`): nothing is stored, no tool is offered."""
+        asked = Turn(0, session.conversation.id, "user", question, now)
+        view = replace(session, window=[*session.window, asked])
+        fragments = await self._fragments(view, character)
+        prompt = render(self._state(view, character, fragments), now, self._budgets, self._tokens)
+        request = LLMRequest(
+            kind="eval",
+            system=prompt.system,
+            messages=prompt.messages,
+            max_tokens=self._max_reply_tokens,
+            model=character.model,
+        )
+        try:
+            response = await self._llm.complete(request)
+            reply = response.text
+            record = replace(
+                self._record(_Call(session, character, 0, len(fragments)), 0),
+                kind="eval",
+                ok=True,
+                turn_id=None,
+            )
+            await self._store.record_usage(record.measured(response), self._clock())
+        except LLMError as exc:
+            reply = f"(the LLM failed: {exc})"
+        summary = (
+            format_summary(session.summary.fields, character.language) if (session.summary) else ""
+        )
+        return ProbeResult(
+            reply,
+            tuple(t.text for t in session.window),
+            summary,
+            session.profile.lines,
+            tuple(f.text for f in fragments),
+        )
+
+    def _state(
+        self, session: Session, character: Character, fragments: list[Fragment]
+    ) -> PromptState:
+        return PromptState(
+            character=character,
+            user_name=session.user.display_name or session.user.platform_user_id,
+            is_group=session.thread.is_group,
+            profile_lines=session.profile.lines,
+            summary=session.summary,
+            window=tuple(session.window),
+            previous_activity=session.previous_activity,
+            fragments=tuple(fragments),
+            lore_index=render_lore_index(character.lore, character.language),
+        )
+
+    def _names(self, session: Session, character: Character) -> tuple[str, str]:
+        return (session.user.display_name or "User", character.name)
+
+    async def _fragments(self, session: Session, character: Character) -> list[Fragment]:
+        """Automatic recall from earlier conversations: only above the relevance threshold.
+
+        Recall is a bonus: if it fails, the reply goes ahead without it (and the log says why).
+        """
+        if self._retriever is None or character.retrieval != "auto":
+            return []
+        if not session.has_turns_outside_window():  # what the window holds needs no recall
+            return []
+        window_ids = {t.id for t in session.window}
+        try:
+            return await self._retriever.fragments(
+                session.thread,
+                session.window[-1].text,
+                window_ids,
+                self._budgets.fragments,
+                MAX_FRAGMENTS,
+                names=self._names(session, character),
+            )
+        except Exception:
+            log.exception("recall failed for %s; answering without fragments", session.thread)
+            return []
+
+    def _toolbox(self, session: Session, character: Character) -> ToolBox:
+        memory_tools = self._retriever is not None and character.retrieval != "off"
+        return ToolBox(
+            self._store,
+            self._retriever,
+            session.thread,
+            memory_tools,  # type: ignore[arg-type]
+            character.lore,
+            self._lore_cap,
+            self._tokens,
+            self._names(session, character),
+        )
+
+    async def _run_tools(
+        self, session: Session, toolbox: ToolBox, response: LLMResponse
+    ) -> list[ChatMessage]:
+        """Run the calls, store each result as a tool turn (it stays in the conversation)."""
+        uses, results = [], []
+        for call in response.tool_calls:
+            outcome = await toolbox.run(call)
+            uses.append(ToolUseBlock(call.call_id, call.name, call.arguments))
+            results.append(ToolResultBlock(call.call_id, outcome.text, outcome.is_error))
+            if not outcome.is_error:
+                turn = await self._store.add_turn(
+                    session.conversation, "tool", f"[{call.name}]\n{outcome.text}", self._clock()
+                )
+                session.window.append(turn)
+        said = (TextBlock(response.text),) if response.text.strip() else ()
+        return [ChatMessage("assistant", (*said, *uses)), ChatMessage("user", tuple(results))]
+
+    async def _call(
+        self,
+        call: _Call,
+        prompt: RenderedPrompt,
+        messages: list[ChatMessage],
+        tools: tuple[ToolSpec, ...],
+        may_use_tools: bool,
+        tool_round: int,
+    ) -> tuple[LLMResponse, UsageRecord] | None:
+        """The model's answer and its usage row, still to be stored; None on failure (its
+        row already stored)."""
+        request = LLMRequest(
+            kind="reply",
+            system=prompt.system,
+            messages=tuple(messages),
+            max_tokens=self._max_reply_tokens,
+            temperature=call.character.temperature,
+            model=call.character.model,
+            tools=tools,
+            allow_tools=may_use_tools,
+        )
+        try:
+            if call.on_text is not None and isinstance(self._llm, StreamingLLM):
+                response = await self._llm.stream(request, call.on_text)
+            else:
+                response = await self._llm.complete(request)
+        except LLMError as exc:
+            await self._fail(call, tool_round, exc)
+            return None
+        # An empty answer is a failed reply whose tokens were still spent: one row says both.
+        empty = not response.text.strip() and not (response.tool_calls and may_use_tools)
+        record = replace(
+            self._record(call, tool_round),
+            ok=not empty,
+            error="the model returned an empty reply" if empty else None,
+            tools_called=",".join(c.name for c in response.tool_calls),
+        ).measured(response)
+        if empty:
+            await self._store.record_usage(record, self._clock())
+            log.error(
+                "reply failed for %s (turn %s kept): the model returned an empty reply",
+                call.session.thread,
+                call.turn_id,
+            )
+            return None
+        usage = response.usage
+        if tool_round == 0:
+            estimated = sum(self._tokens.count(b.text) for b in prompt.system) + sum(
+                self._tokens.count(m.text) for m in prompt.messages
+            )
+            self._tokens.calibrate(estimated, usage.total_input)
+        return response, record
+
+    def _record(self, call: _Call, tool_round: int) -> UsageRecord:
+        return UsageRecord(
+            kind="reply",
+            model=call.character.model or "",
+            ok=False,
+            user_id=call.session.user.id,
+            character_id=call.character.id,
+            conversation_id=call.session.conversation.id,
+            turn_id=call.turn_id,
+            tool_round=tool_round,
+            fragments=call.fragments,
+        )
+
+    async def _fail(self, call: _Call, tool_round: int, error: LLMError) -> None:
+        log.error(
+            "reply failed for %s (turn %s kept): %s",
+            call.session.thread,
+            call.turn_id,
+            error,
+            exc_info=error.__cause__ or error,
+        )
+        await self._store.record_usage(
+            replace(self._record(call, tool_round), error=str(error)[:500]), self._clock()
+        )

@@ -1,0 +1,330 @@
+"""The one gate for everything that enters a prompt from memory.
+
+Every path that writes text the character will later read as memory calls this module: profile
+extraction (`check_fact`), the summary's claims (`filter_claims`), `companion memory import`
+(facts, claims, assistant and tool turns), `/memoria corregir` (`check_fact`) and tool results
+stored as turns (`check_text`). Nothing is written around it.
+
+Two steps, always in this order:
+
+1. Normalise. `clean` gives the form that is stored: NFKC, no control, format (Cf) or line and
+   paragraph separator characters, one line. `skeleton` gives the form that is matched (never
+   stored): `clean`, casefolded, accents, look-alike letters (Cyrillic, Greek) and leetspeak digits
+   folded to plain Latin letters, and spaced-out letters ("i g n o r e") joined.
+2. Check, on that skeleton. The rule is structural: a memory describes the USER. Text whose
+   grammatical subject or target is the assistant (the second person, "the assistant", "la IA",
+   the character's name), that gives an order (an imperative opening a clause, a passive "should
+   be answered", a rule laid on the replies in any person), that talks of hidden instructions,
+   that frames a role-play, or that carries markup only an attack writes (chat-role markers, a
+   JSON string closed and followed by more structure, a heading announcing rules, encoded blobs)
+   is refused. Other markup (a `#`, a fence, a JSON object) is flattened to spaces and its words
+   judged: rendering (`as_data`) keeps it from breaking out. The older pattern list
+   (`memory.integrity.guard`) still runs as one check among these. The single allowed form of
+   second person is a preference about how the user is addressed ("prefiero que me hables de tú",
+   "call me Sam").
+
+The normalisation lives in memory/integrity/normalise.py and the rules in
+memory/integrity/rules.py; this module is the gate's whole public face. Rendering (`as_data`) is
+the second wall: whatever is stored is shown on one line, with no heading, fence or delimiter
+left in it (memory/engine/prompt.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from memory.integrity.guard import instruction_reason
+from memory.integrity.normalise import SPELLED_MARK, WS, clean, readings, skeleton
+from memory.integrity.rules import (
+    ADDRESS_PREFERENCE,
+    ANSWER_ORDER,
+    AUTHORITY,
+    CONFIGURATION,
+    DEFAULT_ASSISTANT,
+    FRAMED_ORDER,
+    IMPERATIVE,
+    MARKUP,
+    MEMORY_FRAME,
+    META_TALK,
+    ONSET_ORDER,
+    PASSIVE,
+    REPLY_RULE,
+    ROLEPLAY,
+    assistant_patterns,
+    blob_reason,
+    excerpt,
+    neutralise,
+    second_person_reason,
+)
+from memory.models import SummaryFields
+from memory.profile.fact_keys import KEY_SYNTAX, ValueFormat, spec_of
+
+MAX_TEXT_CHARS = 400  # a summary claim, an imported turn's line
+_CITE = re.compile(r"\{cite:\d+\}")
+
+
+def _structural_reason(cleaned: str, max_len: int) -> str | None:
+    """What no memory may hold, whoever speaks in it: markup, blobs, spelled-out letters,
+    the older instruction patterns, talk of the assistant's configuration."""
+    if not cleaned:
+        return "is empty"
+    if len(cleaned) > max_len:
+        return f"is {len(cleaned)} characters, the limit is {max_len}"
+    if match := MARKUP.search(cleaned):
+        return f"contains markup that could break out of the memory block: '{excerpt(match)}'"
+    if reason := blob_reason(cleaned):
+        return reason
+    folded = skeleton(cleaned)
+    if SPELLED_MARK in folded:
+        return "spells words out letter by letter"
+    words = skeleton(neutralise(cleaned))  # the words once harmless markup is flattened
+    if reason := instruction_reason(folded) or instruction_reason(words):
+        return reason
+    for rule, pattern in (
+        ("talks about the assistant's configuration", CONFIGURATION),
+        ("talks about the assistant's instructions", META_TALK),
+        ("lays a rule on the replies", REPLY_RULE),
+    ):
+        if match := pattern.search(words):
+            return f"{rule}: '{excerpt(match)}'"
+    return None
+
+
+def check_turn(text: str, *, max_len: int = 20_000) -> str | None:
+    """Why a stored conversation turn (an imported reply, a recalled turn in a tool result)
+    must not be replayed, or None. A conversation speaks to "you" all the time, so only the
+    structural rules apply here, and talk of "the assistant" or "the model" in the third person,
+    which no reply of the character's own needs; the fuller `check_text` is for what memory says
+    of the user."""
+    cleaned = clean(text)
+    if reason := _structural_reason(cleaned, max_len):
+        return reason
+    words = skeleton(neutralise(cleaned))
+    for pattern in DEFAULT_ASSISTANT:
+        if match := pattern.search(words):
+            return f"makes the assistant its subject: '{excerpt(match)}'"
+    return None
+
+
+def check_text(
+    text: str, *, max_len: int = MAX_TEXT_CHARS, names: Sequence[str] = ()
+) -> str | None:
+    """Why ``text`` must not enter a prompt as memory, or None. ``names`` are the character's
+    names: text that makes one of them its subject is speaking to the character. Every reading
+    of the text is checked (an invisible character read as nothing, and as a space)."""
+    for reading in readings(text):
+        if reason := _check_reading(reading, max_len, names):
+            return reason
+    return None
+
+
+def _check_reading(text: str, max_len: int, names: Sequence[str]) -> str | None:
+    cleaned = clean(text)
+    if reason := _structural_reason(cleaned, max_len):
+        return reason
+    folded = skeleton(neutralise(cleaned))
+    if match := AUTHORITY.search(folded):
+        return f"claims authority over the assistant: '{excerpt(match)}'"
+    framed = MEMORY_FRAME.sub("", folded, count=1).lstrip("¿? ")
+    if framed != folded and (match := FRAMED_ORDER.search(framed)):
+        return f"gives an order: '{excerpt(match)}'"
+    folded = framed or folded
+    if ADDRESS_PREFERENCE.match(folded):
+        return None  # how the user wants to be addressed: the one request a memory may hold
+    patterns = assistant_patterns(tuple(names)) if names else DEFAULT_ASSISTANT
+    for pattern in patterns:
+        if match := pattern.search(folded):
+            return f"makes the assistant its subject: '{excerpt(match)}'"
+    if reason := second_person_reason(folded):
+        return reason
+    for rule, pattern in (
+        ("gives an order", IMPERATIVE),
+        ("gives an order", ANSWER_ORDER),
+        ("gives an order from now on", ONSET_ORDER),
+        ("frames a role-play", ROLEPLAY),
+    ):
+        if match := pattern.search(folded):
+            return f"{rule}: '{excerpt(match)}'"
+    for match in PASSIVE.finditer(folded):
+        if not _USERS_OWN.search(folded[: match.start()]):
+            return f"gives an order in the passive: '{excerpt(match)}'"
+    return None
+
+
+# "My essays must be written in ink": a passive whose subject is the user's own is a fact.
+_USERS_OWN = re.compile(r"\b(?:my|our|mis|mi|nuestr[oa]s?)\s+(?:\w+\s+){0,4}$")
+
+
+# ---- facts ---------------------------------------------------------------------------------------
+
+_NAME_LEAD = re.compile(
+    r"^(?:(?:yo\s+)?me\s+llamo|mi\s+nombre\s+es|se\s+llama|soy|ll[aá]mame|my\s+name\s+is"
+    r"|call\s+me|i'?m|i\s+am|(?:she|he|they)\s+(?:is|are)\s+called|goes\s+by"
+    r"|(?:prefers?|likes?)\s+to\s+be\s+called|(?:prefiero|prefiere)\s+que\s+(?:me|le)\s+llamen"
+    r"|is\s+called)\s+",
+    re.IGNORECASE,
+)
+_NAME = re.compile(r"^[^\W\d_]+(?:[ '’.\-][^\W\d_]+){0,3}\.?$")
+_PRONOUNS = re.compile(r"^[^\W\d_]+(?:\s*/\s*[^\W\d_]+){0,3}$")
+_AGE = re.compile(
+    r"^(?:tiene|tengo|is|i\s+am|i'm|edad:?)?\s*(\d{1,3})\s*(?:años|anos|years?(?:\s+old)?|yo)?"
+    r"\.?$",
+    re.IGNORECASE,
+)
+_DATE = re.compile(r"^[\w ,./\-ºª°]+$")
+# The bare forms of address: a pronoun the gate would otherwise read as speaking to the bot.
+_ADDRESS_FORMS = frozenset(
+    ("tu", "de tu", "usted", "de usted", "vos", "informal", "formal", "tuteo", "you", "formally")
+)
+_PLACE = re.compile(r"^[^\W_][\w .,'’()\-/]*$")
+
+
+@dataclass(frozen=True)
+class FactVerdict:
+    """The gate's answer for one fact: the value to store (cleaned, in its key's format) and
+    the reason it is refused, if it is."""
+
+    key: str  # the registry key the value was checked against (`other` when unknown)
+    value: str
+    reason: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None
+
+
+def _format_value(fmt: ValueFormat, value: str) -> tuple[str, str | None]:
+    """The value in its key's format, or why it is not one."""
+    if fmt is ValueFormat.NAME:
+        value = _NAME_LEAD.sub("", value).strip(" .!")
+        if not _NAME.match(value):
+            return value, f"expects {fmt.value} (1-4 words of letters)"
+    elif fmt is ValueFormat.PRONOUNS and not _PRONOUNS.match(value):
+        return value, f"expects {fmt.value} such as she/her"
+    elif fmt is ValueFormat.NUMBER:
+        match = _AGE.match(value)
+        if not match:
+            return value, f"expects {fmt.value}"
+        value = match.group(1)
+    elif fmt is ValueFormat.DATE and (
+        not _DATE.match(value) or not any(c.isdigit() for c in value) or len(value.split()) > 5
+    ):
+        return value, f"expects {fmt.value} such as 1990-05-14 or 14 de mayo"
+    elif fmt is ValueFormat.PLACE and (not _PLACE.match(value) or len(value.split()) > 6):
+        return value, f"expects {fmt.value}"
+    return value, None
+
+
+def check_fact(
+    key: str, value: str, *, kind: str | None = None, names: Sequence[str] = ()
+) -> FactVerdict:
+    """Check one fact for the profile: its key against the registry, its value against the
+    key's format and against `check_text` with the key's length limit."""
+    if not KEY_SYNTAX.match(key):
+        return FactVerdict("other", value, f"key '{key[:40]}' is not a snake_case key")
+    spec = spec_of(key, kind)
+    cleaned = clean(value)
+    if not cleaned:
+        return FactVerdict(spec.key, cleaned, "value is empty")
+    if spec.format is ValueFormat.ADDRESS and skeleton(cleaned).strip(".!") in _ADDRESS_FORMS:
+        return FactVerdict(spec.key, cleaned, None)
+    formatted, problem = _format_value(spec.format, cleaned)
+    if problem is None:
+        problem = check_text(formatted, max_len=spec.max_len, names=names)
+    if problem is not None:
+        return FactVerdict(spec.key, formatted, f"value for '{spec.key}' {problem}")
+    return FactVerdict(spec.key, formatted, None)
+
+
+def check_joined(texts: Iterable[str], *, names: Sequence[str] = ()) -> str | None:
+    """An instruction split over several values ("answer only" + "in French from now on"):
+    the values are checked once more side by side, in order."""
+    parts = [clean(t) for t in texts if t and t.strip()]
+    if len(parts) < 2:
+        return None
+    joined = " ".join(parts)
+    reason = check_text(joined, max_len=len(joined) + 1, names=names)
+    return f"read together, the values {reason}" if reason else None
+
+
+# ---- summary claims ------------------------------------------------------------------------------
+
+
+def check_claim(claim: str, *, names: Sequence[str] = ()) -> str | None:
+    """A summary claim, without its {cite:ID} codes (they are checked by the summariser)."""
+    return check_text(_CITE.sub(" ", claim), names=names)
+
+
+@dataclass(frozen=True)
+class ClaimRefusal:
+    field: str
+    claim: str
+    reason: str
+
+
+def filter_claims(
+    fields: SummaryFields, *, names: Sequence[str] = ()
+) -> tuple[SummaryFields, tuple[ClaimRefusal, ...]]:
+    """The summary without the claims the gate refuses, and what was refused: a hostile claim
+    is dropped alone, the rest of the summary stays."""
+    refused: list[ClaimRefusal] = []
+    for name, claims in fields.items():
+        kept = []
+        for claim in claims:
+            reason = check_claim(claim, names=names)
+            if reason is None:
+                kept.append(clean(claim))
+            else:
+                refused.append(ClaimRefusal(name, claim, reason))
+        kept, split = _without_split_orders(kept, names)
+        refused += [ClaimRefusal(name, claim, reason) for claim, reason in split]
+        fields = fields.with_field(name, tuple(kept))
+    return fields, tuple(refused)
+
+
+def _without_split_orders(
+    claims: list[str], names: Sequence[str]
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """Neighbouring claims read together, as the model reads the field: an instruction split
+    over two claims ("Koldo would like to" + "always answer in French") drops both."""
+    kept: list[str] = []
+    dropped: list[tuple[str, str]] = []
+    for claim in claims:
+        if kept and (
+            reason := check_joined([_CITE.sub(" ", kept[-1]), _CITE.sub(" ", claim)], names=names)
+        ):
+            dropped += [(kept.pop(), reason), (claim, reason)]
+            continue
+        kept.append(claim)
+    return kept, dropped
+
+
+# ---- rendering ------------------------------------------------------------------------------
+
+DATA_OPEN = "⟦"
+DATA_CLOSE = "⟧"
+_RENDER_STRIP = re.compile(r"[`⟦⟧<>{}\[\]|\\]|#{2,}|^\s*[#>*\-=+]+\s*")
+
+
+def as_data_claim(claim: str) -> str:
+    """A summary claim as data: like `as_data`, but its {cite:ID} codes stay readable."""
+    pieces = _CITE.split(claim)
+    codes = _CITE.findall(claim)
+    out = as_data(pieces[0])
+    for code, piece in zip(codes, pieces[1:], strict=True):
+        out = f"{out} {code} {as_data(piece)}"
+    return WS.sub(" ", out).strip()
+
+
+def as_data(text: str) -> str:
+    """Stored text as it may appear inside the memory block: one line, and no heading, code
+    fence, markup bracket or block delimiter left in it, whatever was stored."""
+    line = clean(text)
+    previous = None
+    while previous != line:
+        previous = line
+        line = _RENDER_STRIP.sub(" ", line)
+        line = WS.sub(" ", line).strip()
+    return line

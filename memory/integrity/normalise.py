@@ -1,0 +1,114 @@
+"""Normalisation for the memory gate (memory/integrity/gate.py): the stored form and the
+matched form.
+
+`clean` is what is stored: NFKC, no control, format (Cf) or line/paragraph separator characters,
+one line. `skeleton` is what the rules match (never stored): `clean`, casefolded, accents,
+look-alike letters (Cyrillic, Greek) and leetspeak digits folded to plain Latin letters, and
+letters spelled out one by one ("i g n o r e") joined and marked.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# ---- normalisation ----------------------------------------------------------------------------
+
+_HOMOGLYPHS = str.maketrans(
+    {
+        # Cyrillic
+        "а": "a", "в": "b", "е": "e", "ё": "e", "з": "3", "і": "i", "ї": "i", "ј": "j",
+        "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c", "т": "t", "у": "y",
+        "х": "x", "ѕ": "s", "ԁ": "d", "ԛ": "q", "ԝ": "w", "ӏ": "l", "һ": "h", "ү": "y",
+        "ь": "b", "п": "n", "г": "r", "л": "n", "и": "u", "д": "a",
+        # Greek
+        "α": "a", "β": "b", "γ": "y", "δ": "d", "ε": "e", "ζ": "z", "η": "n", "ι": "i",
+        "κ": "k", "λ": "l", "μ": "u", "ν": "v", "ο": "o", "π": "n", "ρ": "p", "σ": "o",
+        "ς": "s", "τ": "t", "υ": "u", "φ": "f", "χ": "x", "ω": "w", "ϲ": "c",
+        # Latin look-alikes NFKC leaves alone
+        "ı": "i", "ɩ": "i", "ʟ": "l", "ɑ": "a", "ɡ": "g", "ꞷ": "w",
+    }
+)  # fmt: skip
+_LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b",
+                       "9": "g", "@": "a", "$": "s", "!": "i", "|": "l", "€": "e"})  # fmt: skip
+_LEET_TOKEN = re.compile(r"[a-z0-9@$!|€]*[a-z][a-z0-9@$!|€]*")
+_SPACED_RUN = re.compile(r"(?<![a-z])[a-z](?:(?: |[.\-_*·+~]{1,2} ?)[a-z](?![a-z])){2,}")
+# Six or more letters spelled out one by one: no fact is written that way, a filter dodge is.
+SPELLED_OUT = 6
+SPELLED_MARK = "\u2063"  # invisible separator: `clean` drops it, so text cannot forge it
+_SEPARATORS = re.compile(r"[\s.\-_*·+~]")
+WS = re.compile(r"\s+")
+
+
+def _is_dropped(ch: str) -> bool:
+    category = unicodedata.category(ch)
+    return category in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn") and ch not in "\u200d"
+
+
+# Default-ignorable characters outside the format category: fillers and selectors that render
+# as nothing (Unicode's Default_Ignorable_Code_Point, less what `_is_dropped` already drops).
+_IGNORABLE = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164\ufe00-\ufe0f\uffa0"
+    "\U000e0100-\U000e01ef]"
+)
+
+
+def readings(text: str) -> list[str]:
+    """The ways a reader may take ``text``: as it is, and, when it holds invisible characters,
+    with each of them read as a space. An invisible character can join two words ("ignore" +
+    ZWSP + "your") or split one ("ig" + ZWSP + "nore"); a check must see both."""
+    if not any(_is_dropped(ch) or _IGNORABLE.match(ch) for ch in text if not ch.isspace()):
+        return [text]
+    spaced = "".join(" " if _is_dropped(ch) or _IGNORABLE.match(ch) else ch for ch in text)
+    return [text, spaced]
+
+
+def clean(text: str) -> str:
+    """The stored form: NFKC, no control/format/separator characters, on one line.
+
+    A zero-width joiner survives only between two symbols, where emoji sequences need it."""
+    return WS.sub(" ", _strip_invisible(text)).strip()
+
+
+def _strip_invisible(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text)
+    out: list[str] = []
+    for index, ch in enumerate(text):
+        if ch == "\u200d":
+            before = text[index - 1] if index else ""
+            after = text[index + 1] if index + 1 < len(text) else ""
+            if (
+                before
+                and after
+                and unicodedata.category(before) == "So"
+                and (unicodedata.category(after) == "So")
+            ):
+                out.append(ch)
+            continue
+        if ch.isspace():
+            out.append(" ")  # a newline or U+2028 separates words: keep them apart
+        elif not _is_dropped(ch) and not _IGNORABLE.match(ch):
+            out.append(ch)
+    return "".join(out)
+
+
+def _unleet(match: re.Match[str]) -> str:
+    token = match.group(0)
+    return token.translate(_LEET) if any(c in "0134578@$!|€9" for c in token) else token
+
+
+def _join_spaced(match: re.Match[str]) -> str:
+    joined = _SEPARATORS.sub("", match.group(0))
+    # Marked so that the check can refuse letter-by-letter spelling as such.
+    return f" {joined}{SPELLED_MARK} " if len(joined) >= SPELLED_OUT else joined
+
+
+def skeleton(text: str) -> str:
+    """The matching form of ``text`` (never stored): see the module's docstring."""
+    text = _strip_invisible(text).casefold().replace("\u200d", "")
+    text = "".join(ch for ch in unicodedata.normalize("NFD", text) if not unicodedata.combining(ch))
+    text = text.translate(_HOMOGLYPHS)
+    text = _LEET_TOKEN.sub(_unleet, text)
+    text = _SPACED_RUN.sub(_join_spaced, text)
+    text = re.sub("[\u2018\u2019\u02bc\u00b4`]", "'", text)
+    return WS.sub(" ", text).strip()

@@ -1,0 +1,368 @@
+"""The structural rules of the memory gate (memory/integrity/gate.py), matched on the skeleton.
+
+A memory describes the USER. These rules find text whose subject or target is the assistant
+(second person, "the assistant", "la IA", the character's name), orders without an addressee
+(imperatives opening a clause, passive "should be answered"), rules laid on the replies in any
+grammatical person, role-play framing, talk of the assistant's configuration or hidden
+instructions, and markup or encoded blobs that can only be an attack (other markup is flattened
+by `neutralise` and its words judged).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from memory.integrity.normalise import skeleton
+
+# ---- markup: checked on the cleaned, case-preserving text -------------------------------------
+
+# Markup that can only be an attack: chat-template tokens and role tags, a JSON string closed and
+# followed by more structure (a value breaking out of its field), escape sequences, role markers.
+MARKUP = re.compile(
+    r"<\s*/?\s*(?:system|assistant|developer|user|human|sys|inst|instructions?|im_start|im_end"
+    r"|sistema|asistente|usuario|instrucciones)\b[^>]{0,40}>|<\||\|>"
+    r"|\[/?(?:INST|SYS|SYSTEM|inst|sys|system)\]"
+    # a heading or fence that announces a role or rules ("# Nuevo rol: ...", "```system")
+    r"|(?:^|\s)#{1,6}\s*(?:\w+\s+){0,2}(?:rol|role|reglas?|rules?|normas?|instrucci\w*"
+    r"|instructions?|sistema|system|prioridad|priority|modo|mode|persona|prompt|config\w*)\b"
+    r"|(?:```|~~~)\s*(?:system|sys|assistant|developer|prompt|instructions?|sistema|asistente"
+    r"|instrucciones)\b"
+    r"|[\"']\s*[}\]]\s*[,}\]]|[\"']\s*,\s*[\"']\w+[\"']\s*:|\\[\"nrtu]"
+    r"|(?:^|[.;!?\]}>\"']\s*)(?:system|assistant|developer|user|human|sistema|asistente"
+    r"|usuario|instructions?|instrucciones)\s*:",
+    re.IGNORECASE,
+)
+# Markup a person may well write about themselves (a heading sign, a code fence, a JSON object, a
+# tag): the memory block cannot be broken out of (`as_data`), so it is flattened to spaces and
+# the words left are judged like any others.
+_NEUTRAL = re.compile(r"```+|~~~+|#+|<\s*/?\s*[A-Za-z!][^>]{0,40}>|[{}\[\]<>`|\\*_=]+")
+
+
+def neutralise(text: str) -> str:
+    """``text`` with its harmless markup flattened to spaces (see `_NEUTRAL`)."""
+    return " ".join(_NEUTRAL.sub(" ", text).split())
+
+
+_BLOB = re.compile(r"[A-Za-z0-9+/_\-]{24,}={0,2}")
+_HEX = re.compile(r"\b[0-9a-fA-F]{32,}\b")
+
+
+def blob_reason(text: str) -> str | None:
+    for match in _BLOB.finditer(text):
+        run = match.group(0)
+        classes = sum(
+            (
+                any(c.islower() for c in run),
+                any(c.isupper() for c in run),
+                any(c.isdigit() for c in run),
+            )
+        )
+        if classes >= 2 or run.endswith("="):
+            return f"contains an encoded-looking blob: '{run[:24]}...'"
+    if _HEX.search(text):
+        return "contains an encoded-looking blob (hex)"
+    return None
+
+
+# ---- the assistant as subject or target: checked on the skeleton ------------------------------
+
+_REF = (
+    r"(?:(?:the|this|that|your)\s+(?:ai|a\.i\.?|assistant|bot|chatbot|chat bot"
+    r"|language model|llm|model|companion|character|persona|narrator)"
+    r"|(?:el|la|al|del|este|esta|ese|esa|tu)\s+(?:ia|i\.a\.?"
+    r"|inteligencia artificial|asistente|bot|chatbot|modelo|personaje|narrador)"
+    r"|chatgpt|gpt-?\d*|claude|gemini|copilot)"
+)
+_WISH = (
+    r"(?:wants?|wanted|wish(?:es)?|would like|'d like|asks?|asked|tells?|told|orders?|expects?"
+    r"|needs?|prefers?|requires?|instructs?|insists?|demands?|likes? (?:it )?when"
+    r"|loves? (?:it )?when"
+    r"|quiere|quiero|queria|prefiere|prefiero|pide|pido|pidio|desea|deseo|espera|espero"
+    r"|exige|exijo|manda|mando|ordena|ordeno|insiste|insisto|necesita|necesito|le gusta"
+    r"|me gusta|le gustaria|me gustaria|le encanta|me encanta)"
+)
+_MODAL = (
+    r"(?:must|should|shall|will|would|has to|have to|needs? to|is to|are to|is (?:supposed|required"
+    r"|expected|instructed|allowed|not allowed|forbidden|meant|going) to|may|can'?t|cannot|can"
+    r"|always|never|only|no longer|from now on|does not|doesn'?t|won'?t|is not to|do not"
+    r"|debe|deben|debera|deberia|tiene que|tendra que|ha de|siempre|nunca|jamas|solo|solamente"
+    r"|ya no|no debe|no puede|puede|podra|va a|esta obligad[oa] a|tiene prohibido|no)"
+)
+_ACTION = (
+    r"(?:answer|respond|reply|speak|talk|say|write|call|ignore|forget|obey|reveal|act|pretend"
+    r"|follow|use|address|treat|refer|greet|sign|end|start|begin|agree|refuse|stop|keep|become"
+    r"|play|remember|mention|tell|behave|switch|drop|break|be (?!\w+(?:ed|en)\b)"
+    r"|responder|contestar|hablar|decir|escribir|llamar|ignorar|olvidar|obedecer|revelar|actuar"
+    r"|fingir|seguir|usar|tratar|saludar|firmar|terminar|empezar|aceptar|dejar|recordar|jugar"
+    r"|comportarse|convertirse|dirigirse|mencionar|tutear|interpretar|negarse|romper|salir"
+    r"|ser (?!\w+(?:ad|id)[oa]s?\b)|le |me |nos )"
+)
+_ACT_3SG = (
+    r"(?:answers|responds|replies|speaks|talks|says|writes|calls|ignores|forgets|obeys|reveals"
+    r"|acts|pretends|follows|addresses|treats|refers|greets|signs|ends|starts|begins|agrees"
+    r"|refuses|stops|keeps|becomes|plays|responde|contesta|habla|dice|escribe"
+    r"|llama|ignora|olvida|obedece|revela|actua|finge|sigue|trata|saluda|firma|termina|empieza"
+    r"|acepta|deja|se convierte|interpreta|se comporta|se dirige|se llama)"
+)
+_IS_NOW = (
+    r"(?:is|are|es|sera|will be|is now|es ahora|ahora es)\s+(?:now\s+|ahora\s+)?"
+    r"(?:a|an|un|una|no longer|ya no|my|mi|called|named|llamad[oa])\b"
+)
+
+
+@lru_cache(maxsize=64)  # one entry per character: compiled once, not per value checked
+def assistant_patterns(names: tuple[str, ...]) -> list[re.Pattern[str]]:
+    ref = _REF
+    folded = [re.escape(skeleton(n)) for n in names if len(skeleton(n)) >= 3]
+    subject = f"(?:\\w+\\s+)?(?:(?:{_MODAL})\\s+(?:\\w+\\s+)?{_ACTION}|{_ACT_3SG}\\b|{_IS_NOW})"
+    parts = [f"\\b{_WISH}\\s+(?:that\\s+|que\\s+|for\\s+|a\\s+|al\\s+|le\\s+)?{ref}\\b"]
+    parts.append(f"\\b(?:para que|so that|in order for)\\s+{ref}\\b")
+    parts.append(f"\\b{ref}\\s+{subject}")
+    obliged = "(?:must|should|shall|has to|have to|debe|deben|tiene que|ha de)"
+    parts.append(f"\\b{ref}\\s+(?:\\w+\\s+)?{obliged}\\b")
+    parts.append(
+        f"\\b{ref}'s\\s+(?:\\w+\\s+)?(?:answers|replies|responses|rules|instructions|name"
+        "|job|task|role|behaviou?r|personality|prompt)\\b"
+    )
+    if folded:
+        name = "(?:" + "|".join(folded) + ")"
+        parts.append(f"\\b{_WISH}\\s+(?:that\\s+|que\\s+|for\\s+|a\\s+)?{name}\\b")
+        parts.append(f"\\b{name}\\s+{subject}")
+        parts.append(f"^{name}\\s*[,:]\\s")  # "Koldo, ..." speaks to the character
+    return [re.compile(p) for p in parts]
+
+
+DEFAULT_ASSISTANT = assistant_patterns(())
+
+# ---- second person -----------------------------------------------------------------------------
+
+_SECOND = re.compile(
+    r"\b(?:you|your|yours|yourself|yourselves|ya'll|y'all|u|ur|thou|thee|thy"
+    r"|tu|tus|ti|contigo|usted|ustedes|vosotros|vosotras|vuestro|vuestra|vuestros|vuestras"
+    # "te", but not "el té" (tea): the accent is gone from the skeleton, the article is not.
+    r"|(?<!\bel )(?<!\bun )(?<!\bdel )(?<!\bal )(?<!\bsu )(?<!\bde )te"
+    r"|os|eres|seras|serias|fueras|fueses|sabes|puedes|debes|tienes|quieres|estas obligad[oa]"
+    r"|dime|dimelo|dinos|hazme|haz|respondeme|contestame|hablame|escribeme|llamame|tuteame"
+    r"|olvidate|comportate|conviertete|imaginate|fijate|acuerdate|recuerdame|ayudame"
+    r"|respondele|contestale|hablale|ignoralo|ignoralas|ignoralos"
+    # the tú subjunctive ("quiero que me contestes"): spelled so only in the second person
+    # (not "seas" or "ignores", which are English words too)
+    r"|contestes|respondas|hables|escribas|digas|pongas|termines|acabes|empieces|incluyas"
+    r"|cambies|finjas|actues|estes|olvides|repitas|reveles|muestres|traduzcas"
+    r"|sigas|obedezcas|dejes|hagas|vuelvas|utilices|emplees|evites|menciones|anadas)\b"
+    r"|\b\w+(?:ras|ras\b|rias|ste|aste|iste|ais|eis)\b(?=\s+(?:a\s+)?(?:mi|me|nos|el usuario)\b)"
+)
+# The one second-person request a profile may hold: how the user wants to be addressed.
+# A summary may frame it ("The user said: ..."), and a claim may be cut ("... de tu …").
+_FRAME = r"^(?:[a-z' ]{1,40}:\s*)?(?:(?:i|yo|she|he|they|ella|el)\s+)?"
+_END = r"[\s.!…]*$"
+ADDRESS_PREFERENCE = re.compile(
+    _FRAME + r"(?:(?:(?:prefiero|prefiere|quiero|quiere|me gusta|le gusta|me gustaria"
+    r"|le gustaria|pide|pido)\s+(?:que\s+)?)?(?:me|le|la|lo)\s+(?:hables|hable|trates|trate"
+    r"|llames|llame|tutees|tutee)\s+(?:de\s+(?:tu|usted|vos)|por\s+(?:mi|su)\s+nombre"
+    r"|[a-z][a-z'\-]{1,20}(?:\s+[a-z][a-z'\-]{1,20})?)"
+    r"|tuteame|hablame de (?:tu|usted)|llamame [a-z][a-z'\-]{1,20}"
+    r"|(?:(?:prefers?|likes?|would like|'d like|wants?)\s+)?(?:(?:you|people)\s+)?(?:to\s+)?"
+    r"(?:call|address)\s+(?:me|him|her|them)\s+(?:by\s+(?:my|his|her|their)\s+(?:first\s+"
+    r"|last\s+)?name|informally|formally|as\s+\w+|[a-z][a-z'\-]{1,20})"
+    r"|(?:prefer|prefers)\s+to\s+be\s+called\s+[a-z][a-z'\-]{1,20})" + _END
+)
+# Someone else's words reported by the user: "my boss told me that you...", "mi madre dice que tú".
+_REPORTED = re.compile(
+    r"\b(?:says?|said|told\s+(?:me|him|her|them|us)|tells\s+(?:me|him|her|them|us)|always says"
+    r"|used to say|dice|dijo|decia|me dijo|le dijo|me dice|le dice|suele decir|repite|repetia"
+    r"|me contaba|siempre dice|dijeron|dicen|me dijeron|le dijeron|contaron|me pidio|le pidio)"
+    r"\b(?:\s+(?:that|que))?"
+)
+
+# The user quoting themselves ("the user said: you...") is no third party.
+_SELF_REPORT = re.compile(r"\b(?:user|usuari[oa]|i|yo|we|nosotros)\s+(?:\w+\s+)?\w+$")
+
+# ---- orders without an explicit addressee ----------------------------------------------
+
+_CLAUSE_START = (
+    r"(?:^|[.;:!?,()\[\]–—]\s*"
+    r"|\b(?:and|then|now|please|pls|also|so|y|luego|ahora|por favor|pues|asi que)\s+)"
+)
+IMPERATIVE = re.compile(
+    _CLAUSE_START
+    + r"(?:answer|respond|reply|speak|talk|write|say|tell|call|ignore|disregard|forget|override"
+    r"|bypass|reveal|print|show|repeat|output|act|pretend|behave|roleplay|role-play|become|stop"
+    r"|obey|follow|use|switch|enter|enable|translate|keep|remember|treat|address|refer|greet"
+    r"|sign|end|begin|start|drop|break|simulate|imagine|assume|be|never|always|do not|don'?t"
+    r"|make sure|ensure|note|store|save|record|add|update|set|include)\s+"
+    r"(?:me|us|him|her|them|it|the|all|any|every|everything|only|always|never|in|with|like|as"
+    r"|to|your|my|this|that|these|those|a|an|no|nothing|yes|ever|from|each|rude|polite|short"
+    r"|brief|formal|informal|casual|sarcastic|mean|nice|honest|quiet|silent|more|less|just"
+    r"|again|instead|now|that)\b"
+    r"|"
+    + _CLAUSE_START
+    + r"(?:responda|conteste|hable|escriba|diga|digame|llame|llameme|ignore|olvide|olvidese|omita"
+    r"|revele|muestre|repita|imprima|actue|finja|comportese|juegue|conviertase|obedezca"
+    r"|traduzca|recuerde|salude|firme|sea|deje de|empiece a|respondan|contesten|hablen|digan"
+    r"|ignoren|olviden|revelen|responded|contestad|hablad|decid|ignorad|olvidad|revelad)\b"
+)
+PASSIVE = re.compile(
+    r"\b(?:should|must|shall|has to|have to|needs? to|is to|are to|will|ought to|is meant to"
+    r"|are meant to|has got to|is expected to|are expected to)\s+(?:always\s+|only\s+|never\s+"
+    r"|not\s+)?be\s+(?:\w+\s+)?(?:answered|responded|replied|written|addressed|ignored|disregarded"
+    r"|revealed|obeyed|followed|treated|spoken|told|said|called|greeted|forgotten|overridden"
+    r"|shown|printed|repeated|kept secret|done)\b"
+    r"|\b(?:debe|deben|debera|deberan|deberia|deberian|tiene que|tienen que|ha de|han de"
+    r"|hay que|habra que)\s+(?:siempre\s+|solo\s+|nunca\s+)?(?:ser\s+)?(?:respondid|contestad"
+    r"|ignorad|olvidad|revelad|obedecid|seguid|tratad|escrit|llamad|dich|mostrad)[oa]s?\b"
+    r"|\bse\s+(?:le\s+|les\s+|me\s+)?(?:debe|deben|debera|deberia|tiene que|tendra que|ha de"
+    r"|va a|puede)\s+(?:siempre\s+|solo\s+|nunca\s+)?(?:responder|contestar|hablar|escribir"
+    r"|decir|ignorar|olvidar|revelar|obedecer|tratar|llamar|dirigir|mostrar)\b"
+    r"|\bhay que\s+(?:responder|contestar|hablar|decir|ignorar|olvidar|revelar|obedecer"
+    r"|tratar|llamar)(?:le|les|me)?\b"
+)
+ROLEPLAY = re.compile(
+    r"\blet'?s\s+(?:play|pretend|roleplay|role-play|role play|imagine|simulate|do a|start a)\b"
+    r"|\b(?:in|for|during)\s+(?:this|our|the following|the next)\s+(?:role-?play|role play"
+    r"|game|scenario|story|simulation|fiction|exercise|scene)\b"
+    r"|\b(?:stay|remain|keep)\s+in\s+character\b|\bout of character\b|\booc\b"
+    r"|\b(?:juguemos|vamos a jugar|hagamos como que|hagamos que|finjamos|simulemos|imaginemos)\b"
+    r"|\ben\s+(?:este|nuestro|el siguiente|esta|nuestra|la siguiente)\s+(?:juego|rol|escenario"
+    r"|relato|historia|simulacion|ficcion|escena|partida)\b"
+    r"|\b(?:imagine|imagina|imagine que|supon|suponga|suppose)\s+(?:that\s+|que\s+)"
+    r"|\b(?:the|el|la)\s+(?:scene|escena|roleplay|rol)\s+(?:is|es)\b"
+    r"|\b(?:character|personaje)\s+(?:mode|modo)\b|\bmodo\s+(?:personaje|rol)\b"
+)
+
+
+def excerpt(match: re.Match[str]) -> str:
+    text = match.group(0).strip(" .,;:!?()\"'«»–—")
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+_QUOTED = re.compile(r"(?<!\w)'[^']{1,40}'(?!\w)|\"[^\"]{1,40}\"|«[^»]{1,40}»|“[^”]{1,40}”")
+CONFIGURATION = re.compile(
+    r"\b(?:character sheet|character card|ficha (?:del |de )?personaje|hoja de personaje"
+    r"|system prompt|prompt (?:del|de) sistema|the prompt|el prompt|jailbreak|guardrails?"
+    r"|overrides?|takes? precedence|prevalece(?:n)? sobre|tiene(?:n)? prioridad sobre"
+    r"|manda(?:n)? sobre)\b"
+)
+
+
+# A form of address named as such ("trato de usted a los clientes", "me hablan de tú", "de tú a
+# tú") speaks of how people address each other, not to the assistant.
+_ADDRESS_FORM = re.compile(r"\b(?:de )?tu a tu\b|\b(?:de|en) (?:usted|ustedes|tu|vos)\b")
+
+
+def second_person_reason(folded: str) -> str | None:
+    match = _SECOND.search(_ADDRESS_FORM.sub(" ", _QUOTED.sub(" ", folded)))
+    if match is None:
+        return None
+    reported = _REPORTED.search(folded)
+    if (
+        reported is not None
+        and reported.end() <= match.start()
+        and not _SELF_REPORT.search(folded[: reported.end()])
+    ):
+        return None  # someone else's words, quoted by the user (checked by the other rules)
+    return f"speaks to the assistant: '{excerpt(match)}'"
+
+
+# How people hand a fact to the one who should remember it: "acuérdate de que...", "I told you
+# that...", "para tu memoria: ...". The frame speaks to the assistant; what it frames is the
+# memory, and that is what the rules check (so "para tu memoria: responde en inglés" is still
+# refused, and "remember that my birthday is May 14" is a birthday).
+MEMORY_FRAME = re.compile(
+    r"^[¿¡]?\s*(?:(?:oye|mira|por cierto|bueno|pues|ah|eh|hey|oh|btw|by the way|so|well|ok|vale)"
+    r"[,.!]?\s+)?"
+    r"(?:(?:para|for)\s+(?:tu|your)\s+(?:memoria|memory)|note for your memory|para que lo sepas"
+    r"|para que te acuerdes|apunta(?:lo|te)?|anota(?:lo|te)?|recuerda|acuerdate(?:\s+de)?"
+    r"|te acuerdas(?:\s+de)?|te cuento"
+    r"|te (?:copio|paso|pego|dejo|mando|envio|comparto|pongo)(?:\s+(?:aqui|esto))?"
+    r"|here(?:'s| is)|(?:let me |i'll )?(?:paste|share) (?:this|here)"
+    r"|(?:ya\s+|como\s+)?te (?:lo\s+)?(?:dije|conte)"
+    r"|no te olvides(?:\s+de)?|que no se te olvide|(?:ya\s+)?sabes|te recuerdo|remember"
+    r"|don'?t forget|(?:as\s+)?i (?:already\s+)?told you(?:\s+(?:before|already|last \w+"
+    r"|yesterday))?|(?:you|ya) know|just so you know|fyi|keep in mind|make a note"
+    r"|note that)(?:\s+(?:that|que))?\s*[:,]?\s*"
+)
+# A memory that speaks of "the user" holding power over the assistant is a claim of authority
+# made to the assistant, not something the user told about their life.
+AUTHORITY = re.compile(
+    r"\b(?:the user|this user|el usuario|la usuaria|este usuario|esta usuaria)\b(?:\s+\w+){0,6}?"
+    r"\s+(?:admin\w*|administrador\w*|developer|desarrollador\w*|creator|creador\w*|owner"
+    r"|dueno|duena|propietari\w+|operator|operador\w*|root|superuser|superusuari\w+"
+    r"|moderator|moderador\w*|authori[sz]ed|autorizad\w+|permission\w*|permisos?"
+    r"|privilege\w*|privilegi\w+|rights|derechos|verified|verificad\w+)\b"
+)
+# After a memory frame the text speaks to the assistant, so "from now on" there starts an order
+# unless the user goes on about themselves ("recuerda que a partir de ahora trabajo de noche").
+FRAMED_ORDER = re.compile(
+    r"\b(?:from now on|from today|henceforth|going forward|starting now|a partir de (?:ahora|hoy)"
+    r"|desde (?:ahora|hoy)|de ahora en adelante|en adelante)\b[,:]?\s+"
+    r"(?!(?:i|i'm|i'll|my|we|yo|me|mi|mis|nos|nosotros)\b)(?!\w+(?:o|amos|emos|imos)\b)"
+)
+# A Spanish tú imperative of answering is spelled like the third person ("responde"), so it is an
+# order only where a fact would not put it: opening a clause, followed by how to answer.
+ANSWER_ORDER = re.compile(
+    r"(?:^|[.;:!?,]\s*|\b(?:y|luego|ahora|por favor)\s+)(?:responde|contesta|respondeme"
+    r"|contestame|di|dime|escribeme|hablame)\s+(?:en|como|con|solo|solamente|siempre"
+    r"|unicamente|a todo|todo|cada|usando|sin|nada|nunca)\b"
+)
+
+
+# ---- rules about the replies, whoever their grammatical subject ------------------------------
+# An obligation or a future laid on the replies ("las respuestas deben escribirse...", "each
+# message has to be...", "every answer will...") is an instruction in any grammatical person.
+_REPLY_UNIT = (
+    r"(?:answers?|repl(?:y|ies)|responses?|outputs?|respuestas?|contestacion(?:es)?|salidas?"
+    r"|(?:every|each|cada|all(?: of)?(?: your| the)?|todas? (?:tus |las )?|todos? (?:tus |los )?)"
+    r"\s*(?:messages?|mensajes?|sentences?|frases?|turns?|turnos?|intervencion(?:es)?))"
+)
+_OBLIGATION = (
+    r"(?:must|should|shall|will|would|has to|have to|is to|are to|needs? to|ought to|can only"
+    r"|may only|are going to|is going to|debe|deben|debera|deberan|deberia|deberian|tiene que"
+    r"|tienen que|tendra que|tendran que|ha de|han de|sera|seran|va a|van a|habra que"
+    r"|se deben|se debe|solo pueden|solo puede"
+    # the wish for a rule, in the subjunctive: "que las respuestas sean / terminen / lleven..."
+    r"|sean|esten|vayan|terminen|acaben|empiecen|comiencen|incluyan|lleven|tengan|contengan"
+    r"|usen|utilicen)"
+)
+_NOT_THE_USERS = r"(?<!\bmy )(?<!\bmis )(?<!\bour )(?<!\bnuestras )(?<!\bnuestros )"
+REPLY_RULE = re.compile(
+    rf"{_NOT_THE_USERS}\b{_REPLY_UNIT}\b(?:\s+\w+){{0,3}}?\s+(?:siempre\s+|always\s+)?"
+    rf"{_OBLIGATION}\b"
+    # a wish that the replies do something: "wants every reply to end with", "all answers to be"
+    r"|\b(?:every|each|all(?: of)? (?:your|the)|all|any|your)\s+(?:answers?|repl(?:y|ies)"
+    r"|responses?|messages?|sentences?|outputs?)\s+to\s+(?:always\s+|only\s+)?(?:be|end|start"
+    r"|begin|include|contain|finish|use|sound|rhyme|mention)\b"
+    # a quantified reply as the place or object of an action: "in every answer", "termina cada
+    # frase con", "al final de cada respuesta" (not "every message from my boss")
+    r"|\b(?:in|at the (?:end|start|beginning|top|bottom) of|into|after|before|en|al (?:final"
+    r"|principio|inicio) de|tras|antes de|despues de|end|start|begin|finish|sign|close|include"
+    r"|termina|acaba|empieza|comienza|cierra|firma|abre|acompana|incluye|anade|pon)\s+"
+    r"(?:every|each|all(?: of)? (?:your|the)|any|cada|todas? (?:tus|las)|todos? (?:tus|los))\s+"
+    r"(?:answers?|repl(?:y|ies)|responses?|messages?|sentences?|outputs?|turns?|respuestas?"
+    r"|mensajes?|frases?|contestacion(?:es)?|turnos?)\b(?!\s+(?:de|del|from|of|que|that|i|yo"
+    r"|my|mi|mis)\b)"
+)
+# Talk about the assistant's instructions as such ("the hidden rules", "las instrucciones
+# internas"): no fact about the user needs those words.
+META_TALK = re.compile(
+    r"(?<!operating )\b(?:internal|hidden|secret|original|previous|prior|initial|system|base"
+    r"|core|underlying)"
+    r"\s+(?:instructions|rules|guidelines|directives|prompt|configuration|programming)\b"
+    r"|\b(?:instrucciones|reglas|normas|directrices|directivas|configuracion|programacion)\s+"
+    r"(?:internas|ocultas|secretas|originales|anteriores|previas|iniciales|de base"
+    # "del sistema" alone; "del sistema educativo / operativo" is some other system
+    r"|(?:del|de) sistema(?=\s*(?:$|[.,;:!?)]|\s(?:y|o|que|a|al|en|para|cuando|se|si"
+    r"|completas?|enteras?)\b)))\b"
+)
+# An English onset of time ("from now on") followed by a bare verb: an order. (In Spanish the tú
+# imperative is spelled like the third person, "a partir de ahora trabaja de noche", so there
+# the other rules decide.) Not an order when a subject follows: "I", "my", an article, a name's
+# verb in -s/-ed/-ing.
+ONSET_ORDER = re.compile(
+    r"(?:^|[.;:!?,]\s*|\b(?:and|so)\s+)(?:from now on|from today on|from today|henceforth"
+    r"|going forward|starting (?:now|today))\b[,:]?\s+"
+    r"(?!(?:i|i'm|i'll|i've|i'd|my|we|we're|we'll|our|the|a|an|his|her|their|he|she|they|it"
+    r"|it's|this|that|there|mine|everyone|everybody|nobody)\b)(?![a-z]+(?:s|ed|ing)\b)"
+    r"(?![a-z]+\s+(?:is|was|has|[a-z]{2,}(?:s|ed))\b)[a-z]+\b"  # "from now on Luke walks..."
+)

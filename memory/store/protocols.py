@@ -1,0 +1,252 @@
+"""What the services need from a database, one narrow interface each.
+
+A service names the interfaces it uses (the Companion a turn log, summaries and a change feed;
+retrieval a search index; /memoria facts, summaries, erasure and export), never a backend. Each
+backend (memory/store/sqlite/, memory/store/postgres/) implements all of them in one class,
+`MemoryStore` below, which only the composition root (bot/app.py) and the admin CLI hold.
+Everything specific to a backend (threads, pools, PRAGMAs, FTS5 or tsvector, how a forget's
+bytes leave the disk) stays behind these methods.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Protocol
+
+from memory.models import (
+    Conversation,
+    Fact,
+    FactVersion,
+    ReplySources,
+    Summary,
+    Thread,
+    Turn,
+    UsageRecord,
+    User,
+)
+from memory.search.terms import Term
+
+# (first turn id of its exchange, next exchange's first turn id, previous exchange's last, turn)
+ExchangeRow = tuple[int, int | None, int | None, Turn]
+
+
+class Users(Protocol):
+    async def upsert_user(
+        self, platform: str, platform_user_id: str, display_name: str, now: datetime
+    ) -> User: ...
+
+    async def find_user(self, platform: str, platform_user_id: str) -> User | None: ...
+
+
+class TurnLog(Protocol):
+    """Conversations and the immutable turn log; ids are permanent citation codes."""
+
+    async def open_conversation(self, thread: Thread) -> Conversation | None: ...
+
+    async def start_conversation(self, thread: Thread, now: datetime) -> Conversation: ...
+
+    async def end_conversation(self, conversation_id: int, reason: str, now: datetime) -> bool: ...
+
+    async def conversations_idle_since(self, cutoff: datetime) -> list[Conversation]: ...
+
+    async def add_turn(
+        self,
+        conversation: Conversation,
+        role: str,
+        text: str,
+        now: datetime,
+        platform_message_id: str | None = None,
+    ) -> Turn: ...
+
+    async def add_reply(
+        self,
+        conversation: Conversation,
+        text: str,
+        now: datetime,
+        sources: ReplySources,
+        usage: UsageRecord | None = None,
+    ) -> Turn: ...
+
+    async def turns_after(self, thread: Thread, after_turn_id: int) -> list[Turn]: ...
+
+    async def conversation_turns(self, conversation_id: int) -> list[Turn]: ...
+
+    async def count_turns(self, thread: Thread) -> int: ...
+
+    async def thread_turns_by_ids(self, thread: Thread, ids: list[int]) -> list[Turn]: ...
+
+    async def turns_by_ids(self, user_id: int, character_id: str, ids: list[int]) -> list[Turn]: ...
+
+    async def last_reply_sources(self, user_id: int, character_id: str) -> ReplySources | None: ...
+
+
+class Summaries(Protocol):
+    async def latest_summary(self, thread: Thread) -> Summary | None: ...
+
+    async def save_summary(
+        self, thread: Thread, summary: Summary, conversation_id: int | None = None
+    ) -> int | None: ...
+
+    async def summary_by_id(self, user_id: int, summary_id: int) -> Summary | None: ...
+
+
+class Facts(Protocol):
+    """The long-term profile, its history, and what extraction has done and refused."""
+
+    async def facts(
+        self, user_id: int, character_id: str, scope: str | None = None
+    ) -> list[Fact]: ...
+
+    async def fact(self, user_id: int, character_id: str, fact_id: int) -> Fact | None: ...
+
+    async def fact_history(self, user_id: int, fact_id: int) -> list[FactVersion]: ...
+
+    async def apply_fact_changes(
+        self,
+        adds: list[Fact],
+        updates: list[tuple[Fact, Fact, str]],
+        deletes: list[Fact],
+        confirms: list[Fact],
+        conversation_id: int | None,
+        now: datetime,
+    ) -> bool: ...
+
+    async def delete_fact(self, user_id: int, character_id: str, fact_id: int) -> bool:
+        """Delete one fact and its history; its bytes leave the disk as a forget's do."""
+        ...
+
+    async def review_mode(self, user_id: int) -> bool: ...
+
+    async def set_review_mode(self, user_id: int, on: bool) -> None: ...
+
+    async def mark_extracted(self, conversation_id: int, status: str, now: datetime) -> None: ...
+
+    async def conversations_pending_extraction(self) -> list[Conversation]: ...
+
+    async def record_rejection(
+        self, thread: Thread, conversation_id: int | None, reason: str, now: datetime
+    ) -> None: ...
+
+    async def count_rejections(self, user_id: int | None = None) -> int: ...
+
+
+class Channels(Protocol):
+    """Which character a user chose, and which one a group channel is bound to."""
+
+    async def chosen_character_of(
+        self, platform: str, platform_user_id: str, channel_key: str
+    ) -> str | None: ...
+
+    async def choose_character(
+        self, user_id: int, channel_key: str, character_id: str, now: datetime
+    ) -> None: ...
+
+    async def bound_character(self, platform: str, channel_id: str) -> str | None: ...
+
+    async def bind_channel(
+        self, platform: str, channel_id: str, character_id: str | None, by: str, now: datetime
+    ) -> None: ...
+
+
+class Usage(Protocol):
+    async def record_usage(self, record: UsageRecord, now: datetime) -> None: ...
+
+    async def usage_records(
+        self, user_id: int | None = None, since: datetime | None = None
+    ) -> list[UsageRecord]: ...
+
+
+class SearchIndex(Protocol):
+    """Candidates and statistics for the BM25 of memory/search/retrieval.py, always scoped to
+    one user's thread with one character (every scope of the pair when `scope` is None)."""
+
+    async def search_term_counts(
+        self, user_id: int, character_id: str, scope: str | None, terms: list[Term]
+    ) -> list[int]: ...
+
+    async def thread_text_stats(
+        self, user_id: int, character_id: str, scope: str | None
+    ) -> tuple[int, int]: ...
+
+    async def search_exchanges(
+        self, user_id: int, character_id: str, scope: str | None, terms: list[Term], limit: int
+    ) -> tuple[list[int], list[ExchangeRow]]: ...
+
+    async def exchange_turns(
+        self, user_id: int, character_id: str, scope: str | None, turn_ids: list[int]
+    ) -> list[ExchangeRow]: ...
+
+
+class ChangeFeed(Protocol):
+    @property
+    def external_changes(self) -> int:
+        """How many writes by other processes were seen: what a live session caches from the
+        store may be stale once this moves."""
+        ...
+
+
+class Erasure(Protocol):
+    """Forget: the rows go in one transaction; how their bytes leave the disk is the backend's
+    (README, "What forget guarantees")."""
+
+    async def forget(self, user_id: int, character_id: str) -> dict[str, int]: ...
+
+    async def forget_user_if_unreferenced(self, user_id: int) -> bool: ...
+
+    async def characters_of(self, user_id: int) -> list[str]: ...
+
+    async def purge_settled(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109
+        """Wait for the bytes of earlier deletions to leave the disk; for the admin CLI."""
+        ...
+
+
+class Export(Protocol):
+    async def export_rows(
+        self, user_id: int, character_id: str
+    ) -> dict[str, list[dict[str, object]]]: ...
+
+    async def import_rows(
+        self, user_id: int, character_id: str, data: dict[str, Any], now: datetime
+    ) -> dict[str, int]: ...
+
+
+class DeploymentCopy(Protocol):
+    """Whole tables, rows as the SQLite columns hold them, for `companion db copy`."""
+
+    async def copy_tables(self) -> list[str]: ...
+
+    async def read_rows(self, table: str, after_id: int, limit: int) -> list[dict[str, Any]]: ...
+
+    async def write_rows(self, table: str, rows: list[dict[str, Any]]) -> None: ...
+
+    async def finish_copy(self) -> None: ...
+
+
+class Administration(Protocol):
+    async def migrate(self) -> list[str]: ...
+
+    async def schema_version(self) -> int: ...
+
+    async def integrity_check(self) -> str: ...
+
+    async def resume_purge(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class ConversationStore(Users, TurnLog, Summaries, Facts, ChangeFeed, Protocol):
+    """What the conversation engine reads and writes (memory/engine/)."""
+
+
+class MemoryStore(
+    ConversationStore,
+    Channels,
+    Usage,
+    SearchIndex,
+    Erasure,
+    Export,
+    DeploymentCopy,
+    Administration,
+    Protocol,
+):
+    """Everything a backend implements; held only by the composition root and the admin CLI."""

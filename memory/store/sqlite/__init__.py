@@ -1,0 +1,17 @@
+"""The embedded SQLite backend: one file, one thread that owns the connection, group commit,
+FTS5 search, `PRAGMA data_version` as the change feed, and a background purge of a forget's
+bytes (index merge and WAL truncation)."""
+
+from memory.store.sqlite.base import available_migrations
+from memory.store.sqlite.conversations import ConversationsMixin
+from memory.store.sqlite.privacy import PrivacyMixin
+from memory.store.sqlite.profile import ProfileMixin
+from memory.store.sqlite.search import SearchMixin
+
+
+class SqliteStore(ConversationsMixin, ProfileMixin, SearchMixin, PrivacyMixin):
+    """Every interface of memory/store/protocols.py on one SQLite file:
+    `await SqliteStore.open(path)`."""
+
+
+__all__ = ["SqliteStore", "available_migrations"]

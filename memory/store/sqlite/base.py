@@ -1,0 +1,382 @@
+"""The store's foundation: the connection, its pragmas, migrations, one method at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import sqlite3
+from collections.abc import Callable, Coroutine, Iterable, Iterator
+from contextlib import contextmanager
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, Self, TypeVar
+
+from memory.models import Conversation, Fact, Summary, SummaryFields, Thread, Turn
+from memory.store.errors import available_migrations as available_dialect_migrations
+from memory.store.errors import refuse_unknown_versions
+from memory.store.sqlite import fts
+from memory.store.sqlite.worker import DatabaseThread
+
+log = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
+S = TypeVar("S", bound="StoreBase")
+
+BUSY_TIMEOUT_MS = 5000
+# Pages of index merging per step of a purge: a few milliseconds on the store's thread, so the
+# users' work queued meanwhile waits for one step, never for the whole merge.
+PURGE_STEP_PAGES = 64
+PURGE_RETRY_MAX_SECONDS = 30.0
+
+
+def on_db_thread(
+    method: Callable[Concatenate[S, P], R],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
+    """Make a synchronous Store method a coroutine that runs it whole on the store's thread.
+
+    One trip between threads per method, not one per statement: aiosqlite's statement-by-
+    statement hand-overs, held under a lock, capped the bot at about 170 messages/s
+    (bench/throughput.py). The thread runs one job at a time, so a method is atomic with
+    respect to the others and no lock is needed; methods queued together share one COMMIT
+    (memory/store/sqlite/worker.py).
+    """
+
+    @functools.wraps(method)
+    async def run_whole(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await self._run(method, self, *args, **kwargs)
+
+    return run_whole
+
+
+def alone_on_db_thread(
+    method: Callable[Concatenate[S, P], R],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
+    """As `on_db_thread`, for a method that runs its own transactions or needs none open
+    (migrations, checkpoints): it is never grouped with others."""
+
+    @functools.wraps(method)
+    async def run_whole(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await self._run_alone(method, self, *args, **kwargs)
+
+    return run_whole
+
+
+def _ts(moment: datetime) -> str:
+    return moment.isoformat()
+
+
+def _dt(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def _fact(row: sqlite3.Row) -> Fact:
+    return Fact(
+        id=row["id"],
+        user_id=row["user_id"],
+        character_id=row["character_id"],
+        kind=row["kind"],
+        key=row["key"],
+        value=row["value"],
+        origin=row["origin"],
+        scope=row["scope"],
+        evidence=tuple(json.loads(row["evidence"])),
+        lifetime=row["lifetime"],
+        event_date=date.fromisoformat(row["event_date"]) if row["event_date"] else None,
+        created_at=datetime.fromisoformat(row["created_at"]),
+        confirmed_at=datetime.fromisoformat(row["confirmed_at"]),
+        expires_at=_dt(row["expires_at"]),
+        status=row["status"],
+    )
+
+
+def available_migrations() -> list[tuple[int, str, str]]:
+    """(version, file name, SQL) of every SQLite migration (migrations/sqlite/), in order."""
+    return available_dialect_migrations("sqlite")
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """Open the file with the pragmas every connection needs (run on the store's thread)."""
+    con = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    con.row_factory = sqlite3.Row
+    try:
+        configure(con)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def configure(con: sqlite3.Connection) -> None:
+    """Set every pragma explicitly, whatever SQLite was built with: secure_delete is on by
+    default in some builds only, and forget relies on it."""
+    for pragma in (
+        "journal_mode = WAL",
+        "synchronous = NORMAL",
+        "foreign_keys = ON",
+        f"busy_timeout = {BUSY_TIMEOUT_MS}",
+        # Deleted memory must not linger in free pages.
+        "secure_delete = ON",
+    ):
+        con.execute(f"PRAGMA {pragma}")
+    # The search index's triggers call it (migration 0007): on every connection, first.
+    con.create_function("thread_tokens", 4, fts.thread_tokens, deterministic=True)
+
+
+class StoreBase:
+    """The connection, its pragmas, the migrations, and the thread every statement runs on."""
+
+    def __init__(self, worker: DatabaseThread, path: Path) -> None:
+        self._worker = worker  # the only thread that touches `_con`
+        self.path = path
+        self._purge: asyncio.Task[None] | None = None
+        # First wait before trying a blocked checkpoint again (a reader holds a snapshot);
+        # doubled at each failure up to PURGE_RETRY_MAX_SECONDS.
+        self.purge_retry_seconds = 0.05
+
+    @property
+    def _con(self) -> sqlite3.Connection:
+        con = self._worker.con
+        assert con is not None, "the store's thread opens the connection before any job"
+        return con
+
+    @property
+    def external_changes(self) -> int:
+        """How many times another connection was seen to have written the file: what the
+        engine keeps in RAM from it may be stale once this moves."""
+        return self._worker.external_changes
+
+    async def _run(self, function: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
+        """Run `function` on the store's thread; the caller's loop stays free meanwhile."""
+        result: R = await self._worker.submit(functools.partial(function, *args, **kwargs))
+        return result
+
+    async def _run_alone(self, function: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
+        """As `_run`, outside any group: for what manages transactions itself."""
+        call = functools.partial(function, *args, **kwargs)
+        result: R = await self._worker.submit(call, alone=True)
+        return result
+
+    async def _execute(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        """One raw statement on the store's thread: for tests and benches that break things
+        on purpose; the engine goes through the named methods."""
+        return await self._run_alone(self._all, sql, params)
+
+    @classmethod
+    async def open(cls, path: Path, *, migrate: bool = True) -> Self:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        worker = DatabaseThread(functools.partial(_connect, path), name="store")
+        try:
+            await worker.start()
+        except BaseException:
+            await worker.stop()
+            raise
+        store = cls(worker, path)
+        try:
+            await store._run_alone(store._check_schema_not_newer)
+            if migrate:
+                await store.migrate()
+                # A purge the last run recorded but did not finish (a crash, a reader that
+                # held the WAL): resumed now, in the background.
+                await store.resume_purge()
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    async def close(self) -> None:
+        if self._purge is not None:  # what it has not finished stays recorded: next start
+            self._purge.cancel()
+            await asyncio.gather(self._purge, return_exceptions=True)
+        await self._worker.stop()
+
+    def _all(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        return self._con.execute(sql, tuple(params)).fetchall()
+
+    def _one(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
+        # fetchall, so the statement is finished (an INSERT ... RETURNING too) before any COMMIT.
+        rows = self._all(sql, params)
+        return rows[0] if rows else None
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        if self._worker.grouping:
+            # Inside a group the worker holds the transaction and a savepoint for this method:
+            # an error here rolls back to it, and the group's COMMIT makes it durable.
+            yield self._con
+            return
+        # BEGIN IMMEDIATE takes the write lock up front, so a transaction never fails halfway
+        # on a lock upgrade (another process may hold the file: the CLI, a second bot).
+        self._con.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._con
+        except BaseException:
+            # SQLite may already have rolled back (SQLITE_FULL, SQLITE_IOERR, ...): a ROLLBACK
+            # then fails with "no transaction is active" and hides the real error.
+            if self._con.in_transaction:
+                self._con.execute("ROLLBACK")
+            raise
+        self._con.execute("COMMIT")
+
+    # ---- migrations -------------------------------------------------------------------------
+
+    def _applied_versions(self) -> set[int]:
+        self._con.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+        return {row[0] for row in self._all("SELECT version FROM schema_migrations")}
+
+    def _check_schema_not_newer(self) -> None:
+        refuse_unknown_versions(str(self.path), self._applied_versions(), "sqlite")
+
+    @alone_on_db_thread
+    def migrate(self) -> list[str]:
+        """Apply the migrations not yet recorded, each in its own transaction."""
+        applied = self._applied_versions()
+        done = []
+        for version, name, sql in available_migrations():
+            if version in applied:
+                continue
+            # executescript, because triggers hold semicolons; the file name is safe to inline
+            # (it matched the migration pattern), and the record commits with the migration or
+            # not at all.
+            script = (
+                f"BEGIN IMMEDIATE;\n{sql}\n;INSERT INTO schema_migrations (version, name, "
+                f"applied_at) VALUES ({version}, '{name}', datetime('now'));\nCOMMIT;"
+            )
+            try:
+                self._con.executescript(script)
+            except BaseException:
+                if self._con.in_transaction:
+                    self._con.execute("ROLLBACK")
+                raise
+            log.info("applied migration %s", name)
+            done.append(name)
+        return done
+
+    @on_db_thread
+    def schema_version(self) -> int:
+        row = self._one("SELECT MAX(version) FROM schema_migrations")
+        return int(row[0] or 0) if row else 0
+
+    @on_db_thread
+    def integrity_check(self) -> str:
+        row = self._one("PRAGMA integrity_check")
+        return str(row[0]) if row else "no answer"
+
+    # ---- purging what a deletion left (forget) ----------------------------------------------
+
+    def _record_pending_purge(self) -> None:
+        """Called inside the deleting transaction: the purge is owed from the moment the rows
+        are gone, so a crash before it ends leaves the record, and the next start resumes it."""
+        self._con.execute("INSERT INTO pending_purges (requested_at) VALUES (datetime('now'))")
+
+    @on_db_thread
+    def pending_purges(self) -> int:
+        row = self._one("SELECT count(*) FROM pending_purges")
+        return int(row[0]) if row else 0
+
+    async def resume_purge(self) -> None:
+        """Start the purge if one is recorded as owed (by a crash, or by another process such
+        as `companion memory forget` whose checkpoint a reader blocked)."""
+        if await self.pending_purges():
+            self._start_purge()
+
+    def _start_purge(self) -> None:
+        """Purge in the background, one runner for every pending record: deletes that arrive
+        while it runs are finished by the same pass (coalesced), and nobody waits for it."""
+        if self._purge is None or self._purge.done():
+            self._purge = asyncio.create_task(self._purge_until_done(), name="store-purge")
+
+    async def purge_settled(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109
+        """Wait (at most `timeout` seconds) for the background purge; True once nothing is
+        pending. For tests and the admin CLI: the bot never waits for it."""
+        if self._purge is not None and not self._purge.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self._purge), timeout)
+            except TimeoutError:
+                return False
+        return await self.pending_purges() == 0
+
+    async def _purge_until_done(self) -> None:
+        delay = self.purge_retry_seconds
+        while True:
+            try:
+                step = await self._purge_step()
+            except sqlite3.Error:  # a locked or full file: the record stays, try again later
+                log.warning("purge step failed; retrying in %.1fs", delay, exc_info=True)
+                step = "blocked"
+            if step == "done":
+                return
+            if step == "blocked":
+                await asyncio.sleep(delay)
+                delay = min(2 * delay, PURGE_RETRY_MAX_SECONDS)
+            else:
+                delay = self.purge_retry_seconds
+
+    @alone_on_db_thread
+    def _purge_step(self) -> str:
+        """One short step: merge a little more of the index; once merged into one segment,
+        checkpoint the WAL; once that is complete, clear the records this pass covered."""
+        row = self._one("SELECT max(id) FROM pending_purges")
+        last = row[0] if row else None
+        if last is None:
+            return "done"
+        if fts.merge_step(self._con, PURGE_STEP_PAGES):
+            return "merging"
+        if not self._checkpoint_completely():
+            return "blocked"
+        self._con.execute("DELETE FROM pending_purges WHERE id <= ?", (last,))
+        return "cleared"
+
+    def _checkpoint_completely(self) -> bool:
+        """Copy every WAL frame into the file and empty the WAL. A reader holding an older
+        snapshot (an export, `stats`, a backup) makes it stop short and say so (busy, or fewer
+        frames copied than logged): the old pages, deleted words included, are still in the
+        WAL then. It must not wait here, holding the store's thread: busy_timeout 0, and the
+        purge's loop tries again later."""
+        self._con.execute("PRAGMA busy_timeout = 0")
+        try:
+            row = self._con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            self._con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        busy, logged, copied = row
+        return bool(busy == 0 and logged == copied)
+
+    # ---- rows into typed records ----------------------------------------------------------
+
+    @staticmethod
+    def _conversation(row: sqlite3.Row) -> Conversation:
+        return Conversation(
+            id=row["id"],
+            thread=Thread(row["user_id"], row["character_id"], row["scope"]),
+            started_at=datetime.fromisoformat(row["started_at"]),
+            last_activity_at=datetime.fromisoformat(row["last_activity_at"]),
+            ended_at=_dt(row["ended_at"]),
+            end_reason=row["end_reason"],
+            extracted_at=_dt(row["extracted_at"]),
+        )
+
+    @staticmethod
+    def _turn(row: sqlite3.Row) -> Turn:
+        return Turn(
+            id=row["id"],
+            conversation_id=row["conversation_id"],
+            role=row["role"],
+            text=row["text"],
+            created_at=datetime.fromisoformat(row["created_at"]),
+            platform_message_id=row["platform_message_id"],
+        )
+
+    @staticmethod
+    def _summary(row: sqlite3.Row) -> Summary:
+        raw = json.loads(row["fields_json"])
+        return Summary(
+            fields=SummaryFields(**{name: tuple(raw.get(name, ())) for name in raw}),
+            cited_ids=frozenset(json.loads(row["cited_ids_json"])),
+            covers_up_to_turn_id=row["covers_up_to_turn_id"],
+            created_at=datetime.fromisoformat(row["created_at"]),
+            id=row["id"],
+        )

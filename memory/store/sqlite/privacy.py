@@ -1,0 +1,333 @@
+"""The user's own memory controls: /memoria, export and import, forget."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from typing import Any
+
+from memory.models import (
+    Fact,
+    ReplySources,
+    Summary,
+    Thread,
+    Turn,
+)
+from memory.profile.fact_keys import registry_key, storage_key
+from memory.store.sqlite.base import StoreBase, _fact, _ts, on_db_thread
+
+# The tables of a user's memory with a character, each with user_id and character_id columns.
+_MEMORY_TABLES = (
+    "conversations",
+    "turns",
+    "summaries",
+    "facts",
+    "llm_usage",
+    "memory_rejections",
+    "reply_sources",
+)
+
+
+class PrivacyMixin(StoreBase):
+    # ---- the user's own memory controls (/memoria) -----------------------------------------
+
+    @on_db_thread
+    def fact(self, user_id: int, character_id: str, fact_id: int) -> Fact | None:
+        """One of this user's facts with this character; anyone else's is simply not found."""
+        row = self._one(
+            "SELECT * FROM facts WHERE id = ? AND user_id = ? AND character_id = ?",
+            (fact_id, user_id, character_id),
+        )
+        return _fact(row) if row else None
+
+    @on_db_thread
+    def review_mode(self, user_id: int) -> bool:
+        row = self._one("SELECT review_mode FROM user_preferences WHERE user_id = ?", (user_id,))
+        return bool(row[0]) if row else False
+
+    @on_db_thread
+    def set_review_mode(self, user_id: int, on: bool) -> None:
+        self._con.execute(
+            "INSERT INTO user_preferences (user_id, review_mode) VALUES (?, ?)"
+            " ON CONFLICT (user_id) DO UPDATE SET review_mode = excluded.review_mode",
+            (user_id, int(on)),
+        )
+
+    async def delete_fact(self, user_id: int, character_id: str, fact_id: int) -> bool:
+        """Delete one fact; its value leaves the WAL in the background purge, as a forget's."""
+        deleted = await self._delete_fact_row(user_id, character_id, fact_id)
+        if deleted:
+            self._start_purge()
+        return deleted
+
+    @on_db_thread
+    def _delete_fact_row(self, user_id: int, character_id: str, fact_id: int) -> bool:
+        with self._transaction() as db:
+            cursor = db.execute(
+                "DELETE FROM facts WHERE id = ? AND user_id = ? AND character_id = ?",
+                (fact_id, user_id, character_id),
+            )
+            if cursor.rowcount == 1:  # its value is in the WAL: owed a checkpoint
+                self._record_pending_purge()
+        return cursor.rowcount == 1
+
+    @on_db_thread
+    def last_reply_sources(self, user_id: int, character_id: str) -> ReplySources | None:
+        row = self._one(
+            "SELECT * FROM reply_sources WHERE user_id = ? AND character_id = ?"
+            " ORDER BY turn_id DESC LIMIT 1",
+            (user_id, character_id),
+        )
+        if row is None:
+            return None
+        return ReplySources(
+            turn_id=row["turn_id"],
+            fact_ids=tuple(json.loads(row["fact_ids"])),
+            summary_id=row["summary_id"],
+            window_turn_ids=tuple(json.loads(row["window_turn_ids"])),
+            fragment_turn_ids=tuple(json.loads(row["fragment_turn_ids"])),
+            created_at=datetime.fromisoformat(row["created_at"]),
+        )
+
+    @on_db_thread
+    def summary_by_id(self, user_id: int, summary_id: int) -> Summary | None:
+        row = self._one(
+            "SELECT * FROM summaries WHERE id = ? AND user_id = ?", (summary_id, user_id)
+        )
+        return self._summary(row) if row else None
+
+    @on_db_thread
+    def export_rows(self, user_id: int, character_id: str) -> dict[str, list[dict[str, object]]]:
+        """Every row this user has with this character, table by table, as plain dicts."""
+        queries = {
+            "conversations": "SELECT * FROM conversations WHERE user_id = ? AND character_id = ?",
+            "turns": "SELECT * FROM turns WHERE user_id = ? AND character_id = ?",
+            "summaries": "SELECT * FROM summaries WHERE user_id = ? AND character_id = ?",
+            "facts": "SELECT * FROM facts WHERE user_id = ? AND character_id = ?",
+            "fact_history": "SELECT h.* FROM fact_history h JOIN facts f ON f.id = h.fact_id"
+            " WHERE f.user_id = ? AND f.character_id = ?",
+        }
+        rows: dict[str, list[dict[str, object]]] = {}
+        for table, query in queries.items():
+            cur = self._con.execute(query + " ORDER BY 1", (user_id, character_id))
+            rows[table] = [dict(row) for row in cur]
+        return rows
+
+    async def forget(self, user_id: int, character_id: str) -> dict[str, int]:
+        """Delete everything this user has with this character, from every table and index.
+        The rows go now (the index's own rows with them, through its delete trigger: work in
+        proportion to what is deleted); the bytes they leave in old index segments and in the
+        WAL are purged in the background, recorded as owed in the same transaction."""
+        counts = await self._forget_rows(user_id, character_id)
+        self._start_purge()
+        return counts
+
+    @on_db_thread
+    def _forget_rows(self, user_id: int, character_id: str) -> dict[str, int]:
+        owned = "WHERE user_id = ? AND character_id = ?"
+        counts: dict[str, int] = {}
+        with self._transaction() as db:
+            for table in (
+                "reply_sources",
+                "llm_usage",
+                "memory_rejections",
+                "summaries",
+                "facts",
+                "turns",
+                "conversations",
+            ):
+                cursor = db.execute(f"DELETE FROM {table} {owned}", (user_id, character_id))
+                counts[table] = cursor.rowcount
+            self._record_pending_purge()
+        return counts
+
+    @on_db_thread
+    def characters_of(self, user_id: int) -> list[str]:
+        """Every character this user has any row with, loaded now or not."""
+        tables = (*_MEMORY_TABLES, "character_choices")
+        union = " UNION ".join(
+            f"SELECT character_id FROM {table} WHERE user_id = ?1" for table in tables
+        )
+        return [row[0] for row in self._all(union + " ORDER BY 1", (user_id,)) if row[0]]
+
+    async def forget_user_if_unreferenced(self, user_id: int) -> bool:
+        """Once nothing of the user's memory is left with any character: their remaining
+        rows (display name, choices of character, preferences) go too. False, and nothing
+        deleted, while any memory row still refers to them."""
+        forgotten = await self._forget_user_rows(user_id)
+        if forgotten:
+            self._start_purge()
+        return forgotten
+
+    @on_db_thread
+    def _forget_user_rows(self, user_id: int) -> bool:
+        with self._transaction() as db:
+            for table in (*_MEMORY_TABLES, "fact_history"):
+                if db.execute(
+                    f"SELECT 1 FROM {table} WHERE user_id = ? LIMIT 1", (user_id,)
+                ).fetchall():
+                    return False
+            for table in ("character_choices", "user_preferences"):
+                db.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
+            db.execute("DELETE FROM users WHERE id = ?", (user_id,))
+            self._record_pending_purge()
+        return True
+
+    @on_db_thread
+    def import_rows(
+        self, user_id: int, character_id: str, data: dict[str, Any], now: datetime
+    ) -> dict[str, int]:
+        """Load an export into this user's memory with fresh ids, rewriting every reference
+        (citations, evidence, history) to them; one transaction, all or nothing."""
+        turn_ids: dict[int, int] = {}
+        counts = {"conversations": 0, "turns": 0, "summaries": 0, "facts": 0}
+        with self._transaction() as db:
+            conversation_ids: dict[int, int] = {}
+            for row in data.get("conversations", []):
+                cursor = db.execute(
+                    "INSERT INTO conversations (user_id, character_id, scope, started_at,"
+                    " last_activity_at, ended_at, end_reason, extracted_at, extraction_status)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                    (
+                        user_id,
+                        character_id,
+                        row["scope"],
+                        row["started_at"],
+                        row["last_activity_at"],
+                        row["ended_at"] or _ts(now),
+                        row["end_reason"] or "imported",
+                        row["extracted_at"] or _ts(now),
+                        row.get("extraction_status") or "imported",
+                    ),
+                )
+                conversation_ids[row["id"]] = cursor.fetchall()[0][0]  # whole, before COMMIT
+                counts["conversations"] += 1
+            for row in sorted(data.get("turns", []), key=lambda r: r["id"]):
+                cursor = db.execute(
+                    "INSERT INTO turns (conversation_id, user_id, character_id, scope, role,"
+                    " text, created_at, platform_message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                    " RETURNING id",
+                    (
+                        conversation_ids[row["conversation_id"]],
+                        user_id,
+                        character_id,
+                        row["scope"],
+                        row["role"],
+                        row["text"],
+                        row["created_at"],
+                        None,
+                    ),
+                )
+                turn_ids[row["id"]] = cursor.fetchall()[0][0]  # whole, before COMMIT
+                counts["turns"] += 1
+            counts["summaries"] = self._import_summaries(user_id, character_id, data, turn_ids)
+            counts["facts"] = self._import_facts(user_id, character_id, data, turn_ids)
+        return counts
+
+    def _import_summaries(
+        self, user_id: int, character_id: str, data: dict[str, Any], turn_ids: dict[int, int]
+    ) -> int:
+        def recite(text: str) -> str:
+            return re.sub(
+                r"\{cite:(\d+)\}", lambda m: f"{{cite:{turn_ids.get(int(m.group(1)), 0)}}}", text
+            )
+
+        for row in sorted(data.get("summaries", []), key=lambda r: r["id"]):
+            fields = {
+                name: [recite(claim) for claim in claims]
+                for name, claims in row["fields_json"].items()
+            }
+            cited = sorted(turn_ids[i] for i in row["cited_ids_json"] if i in turn_ids)
+            covered = max(
+                (new for old, new in turn_ids.items() if old <= row["covers_up_to_turn_id"]),
+                default=0,
+            )
+            self._con.execute(
+                "INSERT INTO summaries (user_id, character_id, scope, fields_json,"
+                " cited_ids_json, covers_up_to_turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    user_id,
+                    character_id,
+                    row["scope"],
+                    json.dumps(fields, ensure_ascii=False),
+                    json.dumps(cited),
+                    covered,
+                    row["created_at"],
+                ),
+            )
+        return len(data.get("summaries", []))
+
+    def _import_facts(
+        self, user_id: int, character_id: str, data: dict[str, Any], turn_ids: dict[int, int]
+    ) -> int:
+        fact_ids: dict[int, int] = {}
+        for row in data.get("facts", []):
+            evidence = [turn_ids[i] for i in row["evidence"] if i in turn_ids]
+            key = row["key"]
+            if registry_key(key) is None:  # never stored as free text: its registry fallback
+                taken = {
+                    r[0]
+                    for r in self._all(
+                        "SELECT key FROM facts WHERE user_id = ? AND character_id = ?"
+                        " AND scope = ? AND kind = ?",
+                        (user_id, character_id, row["scope"], row["kind"]),
+                    )
+                }
+                key = storage_key(key, taken, row["kind"])
+            inserted = self._one(
+                "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
+                " evidence, lifetime, event_date, created_at, confirmed_at, expires_at, status)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (user_id, character_id, scope, kind, key) DO NOTHING RETURNING id",
+                (
+                    user_id,
+                    character_id,
+                    row["kind"],
+                    key,
+                    row["value"],
+                    row["origin"],
+                    row["scope"],
+                    json.dumps(evidence),
+                    row["lifetime"],
+                    row["event_date"],
+                    row["created_at"],
+                    row["confirmed_at"],
+                    row["expires_at"],
+                    row["status"],
+                ),
+            )
+            if inserted:
+                fact_ids[row["id"]] = inserted[0]
+        for row in data.get("fact_history", []):
+            if row["fact_id"] in fact_ids:
+                self._con.execute(
+                    "INSERT INTO fact_history (fact_id, user_id, value, origin, evidence,"
+                    " valid_from, superseded_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        fact_ids[row["fact_id"]],
+                        user_id,
+                        row["value"],
+                        row["origin"],
+                        json.dumps([turn_ids[i] for i in row["evidence"] if i in turn_ids]),
+                        row["valid_from"],
+                        row["superseded_at"],
+                        row["reason"],
+                    ),
+                )
+        return len(fact_ids)
+
+    @on_db_thread
+    def thread_turns_by_ids(self, thread: Thread, ids: list[int]) -> list[Turn]:
+        """The turns among `ids` in this very thread (user, character and scope): a DM turn is
+        never readable from a group, nor anyone else's from anywhere."""
+        return [
+            self._turn(row)
+            for row in self._all(
+                # CROSS JOIN: look each id up, instead of letting the planner scan the thread.
+                "SELECT t.* FROM json_each(?) AS wanted CROSS JOIN turns AS t"
+                " ON t.id = wanted.value WHERE t.user_id = ? AND t.character_id = ?"
+                " AND t.scope = ? ORDER BY t.id",
+                (json.dumps(ids), thread.user_id, thread.character_id, thread.scope),
+            )
+        ]

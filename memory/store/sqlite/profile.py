@@ -1,0 +1,232 @@
+"""The long-term profile, and which character serves each channel."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from memory.models import (
+    Conversation,
+    Fact,
+    FactVersion,
+    Thread,
+)
+from memory.store.sqlite.base import StoreBase, _fact, _ts, on_db_thread
+
+
+class ProfileMixin(StoreBase):
+    # ---- the long-term profile --------------------------------------------------------------
+
+    @on_db_thread
+    def facts(self, user_id: int, character_id: str, scope: str | None = None) -> list[Fact]:
+        """The user's facts with one character, in one scope or all of them."""
+        query = "SELECT * FROM facts WHERE user_id = ? AND character_id = ?"
+        params: tuple[object, ...] = (user_id, character_id)
+        if scope is not None:
+            query += " AND scope = ?"
+            params += (scope,)
+        return [_fact(row) for row in self._all(query + " ORDER BY id", params)]
+
+    @on_db_thread
+    def fact_history(self, user_id: int, fact_id: int) -> list[FactVersion]:
+        cursor = self._con.execute(
+            "SELECT * FROM fact_history WHERE user_id = ? AND fact_id = ? ORDER BY id",
+            (user_id, fact_id),
+        )
+        return [
+            FactVersion(
+                fact_id=row["fact_id"],
+                value=row["value"],
+                origin=row["origin"],
+                valid_from=datetime.fromisoformat(row["valid_from"]),
+                superseded_at=datetime.fromisoformat(row["superseded_at"]),
+                reason=row["reason"],
+            )
+            for row in cursor
+        ]
+
+    @on_db_thread
+    def apply_fact_changes(
+        self,
+        adds: list[Fact],
+        updates: list[tuple[Fact, Fact, str]],
+        deletes: list[Fact],
+        confirms: list[Fact],
+        conversation_id: int | None,
+        now: datetime,
+    ) -> bool:
+        """Write one extraction's operations atomically: all of them or none. With
+        `conversation_id` (an extraction's), none unless that conversation still exists, in
+        the same transaction: an extraction that ends after a forget writes nothing."""
+        with self._transaction() as db:
+            if (
+                conversation_id is not None
+                and not db.execute(
+                    "SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)
+                ).fetchall()
+            ):
+                return False
+            for fact in adds:
+                self._insert_fact(fact)
+            for old, new, reason in updates:
+                self._archive_version(old, reason, now)
+                self._overwrite_fact(new)
+            for fact in confirms:
+                self._overwrite_fact(fact)
+            for fact in deletes:
+                db.execute(
+                    "DELETE FROM facts WHERE id = ? AND user_id = ?", (fact.id, fact.user_id)
+                )
+            if conversation_id is not None:
+                self._mark_extracted(conversation_id, "done", now)
+        return True
+
+    def _insert_fact(self, fact: Fact) -> None:
+        self._con.execute(
+            "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
+            " evidence, lifetime, event_date, created_at, confirmed_at, expires_at,"
+            " status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                fact.user_id,
+                fact.character_id,
+                fact.kind,
+                fact.key,
+                fact.value,
+                fact.origin,
+                fact.scope,
+                json.dumps(list(fact.evidence)),
+                fact.lifetime,
+                fact.event_date.isoformat() if fact.event_date else None,
+                _ts(fact.created_at),
+                _ts(fact.confirmed_at),
+                _ts(fact.expires_at) if fact.expires_at else None,
+                fact.status,
+            ),
+        )
+
+    def _archive_version(self, old: Fact, reason: str, now: datetime) -> None:
+        """The value a fact had until now, into its history."""
+        self._con.execute(
+            "INSERT INTO fact_history (fact_id, user_id, value, origin, evidence,"
+            " valid_from, superseded_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                old.id,
+                old.user_id,
+                old.value,
+                old.origin,
+                json.dumps(list(old.evidence)),
+                _ts(old.confirmed_at),
+                _ts(now),
+                reason,
+            ),
+        )
+
+    def _overwrite_fact(self, fact: Fact) -> None:
+        self._con.execute(
+            "UPDATE facts SET value = ?, origin = ?, evidence = ?, lifetime = ?,"
+            " event_date = ?, confirmed_at = ?, expires_at = ?, status = ?"
+            " WHERE id = ? AND user_id = ?",
+            (
+                fact.value,
+                fact.origin,
+                json.dumps(list(fact.evidence)),
+                fact.lifetime,
+                fact.event_date.isoformat() if fact.event_date else None,
+                _ts(fact.confirmed_at),
+                _ts(fact.expires_at) if fact.expires_at else None,
+                fact.status,
+                fact.id,
+                fact.user_id,
+            ),
+        )
+
+    @on_db_thread
+    def mark_extracted(self, conversation_id: int, status: str, now: datetime) -> None:
+        self._mark_extracted(conversation_id, status, now)
+
+    def _mark_extracted(self, conversation_id: int, status: str, now: datetime) -> None:
+        self._con.execute(
+            "UPDATE conversations SET extracted_at = ?, extraction_status = ? WHERE id = ?",
+            (_ts(now), status, conversation_id),
+        )
+
+    @on_db_thread
+    def conversations_pending_extraction(self) -> list[Conversation]:
+        """Ended and never extracted: derived from the database, so a crash loses nothing."""
+        return [
+            self._conversation(row)
+            for row in self._all(
+                "SELECT * FROM conversations WHERE ended_at IS NOT NULL AND extracted_at IS NULL"
+                " ORDER BY id"
+            )
+        ]
+
+    @on_db_thread
+    def record_rejection(
+        self, thread: Thread, conversation_id: int | None, reason: str, now: datetime
+    ) -> None:
+        self._con.execute(
+            "INSERT INTO memory_rejections (user_id, character_id, conversation_id, reason,"
+            " created_at) VALUES (?, ?, ?, ?, ?)",
+            (thread.user_id, thread.character_id, conversation_id, reason, _ts(now)),
+        )
+
+    @on_db_thread
+    def count_rejections(self, user_id: int | None = None) -> int:
+        query, params = "SELECT COUNT(*) FROM memory_rejections", ()
+        if user_id is not None:
+            query, params = query + " WHERE user_id = ?", (user_id,)
+        row = self._one(query, params)
+        return int(row[0]) if row else 0
+
+    # ---- characters per channel -------------------------------------------------------------
+
+    @on_db_thread
+    def chosen_character_of(
+        self, platform: str, platform_user_id: str, channel_key: str
+    ) -> str | None:
+        """The character this platform user chose in this channel, if any (one look-up)."""
+        row = self._one(
+            "SELECT c.character_id FROM users u JOIN character_choices c ON c.user_id = u.id"
+            " WHERE u.platform = ? AND u.platform_user_id = ? AND c.channel_key = ?",
+            (platform, platform_user_id, channel_key),
+        )
+        return str(row[0]) if row else None
+
+    @on_db_thread
+    def choose_character(
+        self, user_id: int, channel_key: str, character_id: str, now: datetime
+    ) -> None:
+        self._con.execute(
+            "INSERT INTO character_choices (user_id, channel_key, character_id, chosen_at)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT (user_id, channel_key) DO UPDATE SET"
+            " character_id = excluded.character_id, chosen_at = excluded.chosen_at",
+            (user_id, channel_key, character_id, _ts(now)),
+        )
+
+    @on_db_thread
+    def bound_character(self, platform: str, channel_id: str) -> str | None:
+        row = self._one(
+            "SELECT character_id FROM channel_bindings WHERE platform = ? AND channel_id = ?",
+            (platform, channel_id),
+        )
+        return str(row[0]) if row else None
+
+    @on_db_thread
+    def bind_channel(
+        self, platform: str, channel_id: str, character_id: str | None, by: str, now: datetime
+    ) -> None:
+        """Bind a channel to a character, or unbind it with None."""
+        if character_id is None:
+            self._con.execute(
+                "DELETE FROM channel_bindings WHERE platform = ? AND channel_id = ?",
+                (platform, channel_id),
+            )
+            return
+        self._con.execute(
+            "INSERT INTO channel_bindings (platform, channel_id, character_id, bound_by,"
+            " bound_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (platform, channel_id) DO UPDATE"
+            " SET character_id = excluded.character_id, bound_by = excluded.bound_by,"
+            " bound_at = excluded.bound_at",
+            (platform, channel_id, character_id, by, _ts(now)),
+        )
