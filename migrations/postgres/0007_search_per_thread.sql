@@ -1,0 +1,9 @@
+-- The search index per thread (PostgreSQL dialect of migrations/0007_search_per_thread.sql,
+-- which made every SQLite token carry its owner): here one GIN index over (user_id,
+-- character_id, search) with btree_gin, so a query reads the posting lists of one user's turns
+-- with one character only, however large the turn log grows. Never edit this file once it has
+-- landed.
+
+CREATE EXTENSION IF NOT EXISTS btree_gin;
+DROP INDEX turns_search;
+CREATE INDEX turns_search ON turns USING gin (user_id, character_id, search);
