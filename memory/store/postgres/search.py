@@ -34,10 +34,10 @@ _TERM_COUNTS = (
 )
 
 _MATCHING = (
-    "WITH q AS (SELECT u.q::tsquery AS query, (SELECT count(*) FROM turns t WHERE "
+    "WITH q AS MATERIALIZED (SELECT u.q::tsquery AS query, (SELECT count(*) FROM turns t WHERE "
     + _IN_THREAD.format(t="t")
     + " AND t.search @@ u.q::tsquery) AS df FROM unnest($4::text[]) AS u(q)),"
-    " n AS (SELECT count(*) AS total FROM turns t WHERE "
+    " n AS MATERIALIZED (SELECT count(*) AS total FROM turns t WHERE "
     + _IN_THREAD.format(t="t")
     + ") SELECT t.id FROM turns t WHERE "
     + _IN_THREAD.format(t="t")
