@@ -10,7 +10,7 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install --quiet -e ".[dev]"
 	touch $@
 
-.PHONY: install chat run test lint bench mutants
+.PHONY: install chat run test test-postgres lint bench mutants
 install: $(VENV)/.installed
 
 chat: install
@@ -25,6 +25,11 @@ lint: install
 test: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pytest -q
+
+# The suite again, with a throwaway PostgreSQL server (tests/pg_server.py) and its URL in
+# COMPANION_TEST_DATABASE_URL.
+test-postgres: install
+	$(VENV)/bin/python -m tests.pg_server -- $(VENV)/bin/pytest -q
 
 # Curated breaks of the privacy and integrity rules (tests/mutants/*.toml): each must fail a test.
 mutants: install

@@ -1,0 +1,18 @@
+"""The store on PostgreSQL (asyncpg): the same public interface as the SQLite `Store`, one
+module per concern as there. Open it with `await PostgresStore.open("postgresql://...")`."""
+
+from memory.store.postgres.base import available_pg_migrations, normalise_url, redact_url
+from memory.store.postgres.conversations import PgConversationsMixin
+from memory.store.postgres.copy import PgCopyMixin
+from memory.store.postgres.privacy import PgPrivacyMixin
+from memory.store.postgres.profile import PgProfileMixin
+from memory.store.postgres.search import PgSearchMixin
+
+
+class PostgresStore(
+    PgConversationsMixin, PgProfileMixin, PgSearchMixin, PgPrivacyMixin, PgCopyMixin
+):
+    """Everything the engine keeps, on PostgreSQL 15 or later."""
+
+
+__all__ = ["PostgresStore", "available_pg_migrations", "normalise_url", "redact_url"]

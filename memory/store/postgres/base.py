@@ -1,0 +1,278 @@
+"""The PostgreSQL store's foundation: the pool, the migrations, the change feed and the purge.
+
+Every method is a coroutine over an asyncpg pool; one that writes more than one statement runs
+them in one transaction, so each method is atomic as the SQLite store's are on its thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+from importlib import resources
+from typing import Any, Self
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+
+from memory.store.base import SchemaTooNewError
+from memory.store.postgres.changes import ChangeFeed
+
+log = logging.getLogger(__name__)
+
+_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+# Serialises migrations of two processes starting together (any constant of our own).
+_MIGRATION_LOCK = 0x636F6D70
+POOL_MIN, POOL_MAX = 1, 10
+PURGE_RETRY_MAX_SECONDS = 30.0
+# Every table a deletion of memory touches: VACUUMed by a purge.
+PURGED_TABLES = (
+    "turns",
+    "conversations",
+    "summaries",
+    "facts",
+    "fact_history",
+    "llm_usage",
+    "memory_rejections",
+    "reply_sources",
+    "character_choices",
+    "user_preferences",
+    "users",
+)
+
+
+def _ts(moment: datetime) -> str:
+    return moment.isoformat()
+
+
+def _now_text() -> str:
+    return datetime.now().astimezone().isoformat()
+
+
+def available_pg_migrations() -> list[tuple[int, str, str]]:
+    """(version, file name, SQL) of every file in `migrations.postgres`, in order."""
+    found = []
+    for entry in resources.files("migrations.postgres").iterdir():
+        match = _MIGRATION_NAME.match(entry.name)
+        if match:
+            found.append((int(match.group(1)), entry.name, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def normalise_url(url: str) -> str:
+    """postgres:// is accepted as a spelling of postgresql://; anything else is refused."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise ValueError(f"not a PostgreSQL URL (postgresql://...): {redact_url(url)}")
+    return urlunsplit(parts._replace(scheme="postgresql"))
+
+
+def redact_url(url: str) -> str:
+    """The URL as it may be logged: never with its password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class PostgresStoreBase:
+    """The pool, the migrations, the change feed and the background purge."""
+
+    def __init__(self, pool: asyncpg.Pool, url: str, origin: str) -> None:
+        self._pool = pool
+        self.url = redact_url(url)
+        self._origin = origin
+        self._feed = ChangeFeed(url, origin)
+        self._purge: asyncio.Task[None] | None = None
+        # First wait before trying a failed purge again; doubled up to PURGE_RETRY_MAX_SECONDS.
+        self.purge_retry_seconds = 0.05
+
+    @classmethod
+    async def open(cls, url: str, *, migrate: bool = True) -> Self:
+        url = normalise_url(url)
+        origin = uuid.uuid4().hex
+        # A startup parameter, not a SET: the pool's RESET ALL on release returns to it.
+        pool = await asyncpg.create_pool(
+            url,
+            min_size=POOL_MIN,
+            max_size=POOL_MAX,
+            server_settings={"companion.origin": origin, "application_name": "companion"},
+        )
+        store = cls(pool, url, origin)
+        try:
+            await store._check_schema_not_newer()
+            if migrate:
+                await store.migrate()
+            await store._feed.start()
+            if migrate:
+                # A purge the last run recorded but did not finish: resumed in the background.
+                await store.resume_purge()
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    async def close(self) -> None:
+        if self._purge is not None:  # what it has not finished stays recorded: next start
+            self._purge.cancel()
+            await asyncio.gather(self._purge, return_exceptions=True)
+        await self._feed.stop()
+        await self._pool.close()
+
+    @property
+    def external_changes(self) -> int:
+        """How many writes of other processes to memory a session caches were announced on the
+        change feed (memory/store/postgres/changes.py, which says how late it may be)."""
+        return self._feed.count
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[asyncpg.Connection]:
+        async with self._pool.acquire() as con, con.transaction():
+            yield con
+
+    async def _execute(self, sql: str, *args: Any) -> list[asyncpg.Record]:
+        """One raw statement: for tests and benches that break things on purpose."""
+        return list(await self._pool.fetch(sql, *args))
+
+    # ---- migrations -------------------------------------------------------------------------
+
+    async def _applied_versions(self, con: asyncpg.Connection) -> set[int]:
+        await con.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version integer PRIMARY KEY, name text NOT NULL, applied_at text NOT NULL)"
+        )
+        return {row[0] for row in await con.fetch("SELECT version FROM schema_migrations")}
+
+    async def _check_schema_not_newer(self) -> None:
+        known = {version for version, _, _ in available_pg_migrations()}
+        async with self._pool.acquire() as con:
+            exists = await con.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL")
+            applied = await self._applied_versions(con) if exists else set()
+        unknown = sorted(applied - known)
+        if unknown:
+            raise SchemaTooNewError(
+                f"{self.url} has schema migration(s) {unknown} that this version of the bot "
+                f"does not know (it knows up to {max(known)}): upgrade the bot, or use a copy "
+                "of the database made before the upgrade"
+            )
+
+    async def migrate(self) -> list[str]:
+        """Apply the migrations not yet recorded, each in its own transaction with its record;
+        an advisory lock keeps two processes starting together from racing."""
+        done: list[str] = []
+        async with self._pool.acquire() as con:
+            await con.execute("SELECT pg_advisory_lock($1)", _MIGRATION_LOCK)
+            try:
+                applied = await self._applied_versions(con)
+                for version, name, sql in available_pg_migrations():
+                    if version in applied:
+                        continue
+                    async with con.transaction():
+                        await con.execute(sql)
+                        await con.execute(
+                            "INSERT INTO schema_migrations (version, name, applied_at)"
+                            " VALUES ($1, $2, $3)",
+                            version,
+                            name,
+                            _now_text(),
+                        )
+                    log.info("applied migration %s", name)
+                    done.append(name)
+            finally:
+                await con.execute("SELECT pg_advisory_unlock($1)", _MIGRATION_LOCK)
+        return done
+
+    async def schema_version(self) -> int:
+        return int(await self._pool.fetchval("SELECT max(version) FROM schema_migrations") or 0)
+
+    async def integrity_check(self) -> str:
+        """ "ok", or what is wrong: every spoken turn indexed for search, the schema complete."""
+        async with self._pool.acquire() as con:
+            unindexed = await con.fetchval(
+                "SELECT count(*) FROM turns WHERE role <> 'tool' AND search IS NULL"
+            )
+            version = await con.fetchval("SELECT max(version) FROM schema_migrations")
+        problems = []
+        if unindexed:
+            problems.append(f"{unindexed} turn(s) missing from the search index")
+        latest = max(v for v, _, _ in available_pg_migrations())
+        if version != latest:
+            problems.append(f"schema at version {version}, not {latest}")
+        return "; ".join(problems) or "ok"
+
+    # ---- purging what a deletion left (forget) ----------------------------------------------
+
+    @staticmethod
+    async def _record_pending_purge(con: asyncpg.Connection) -> None:
+        """Inside the deleting transaction: the purge is owed from the moment the rows are gone,
+        so a crash before it ends leaves the record, and the next start resumes it."""
+        await con.execute("INSERT INTO pending_purges (requested_at) VALUES ($1)", _now_text())
+
+    async def pending_purges(self) -> int:
+        return int(await self._pool.fetchval("SELECT count(*) FROM pending_purges"))
+
+    async def resume_purge(self) -> None:
+        """Start the purge if one is recorded as owed (by a crash, or by another process)."""
+        if await self.pending_purges():
+            self._start_purge()
+
+    def _start_purge(self) -> None:
+        """Purge in the background, one runner for every pending record (coalesced)."""
+        if self._purge is None or self._purge.done():
+            self._purge = asyncio.create_task(self._purge_until_done(), name="store-purge")
+
+    async def purge_settled(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109
+        """Wait (at most `timeout` seconds) for the background purge; True once nothing is
+        pending. For tests and the admin CLI: the bot never waits for it."""
+        if self._purge is not None and not self._purge.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self._purge), timeout)
+            except TimeoutError:
+                return False
+        return await self.pending_purges() == 0
+
+    async def _purge_until_done(self) -> None:
+        delay = self.purge_retry_seconds
+        while True:
+            try:
+                if await self._purge_step() == "done":
+                    return
+                delay = self.purge_retry_seconds
+            except (asyncpg.PostgresError, OSError):  # the record stays: try again later
+                log.warning("purge step failed; retrying in %.1fs", delay, exc_info=True)
+                await asyncio.sleep(delay)
+                delay = min(2 * delay, PURGE_RETRY_MAX_SECONDS)
+
+    async def _purge_step(self) -> str:
+        """VACUUM every table a deletion touches, then clear the records this pass covered.
+
+        What this guarantees about bytes on disk, and what it does not:
+        - VACUUM (plain, not FULL) removes the deleted rows' dead tuples from the tables and
+          their index entries (the GIN index's posting lists included, its pending list
+          flushed first) and marks the space free for reuse. It does not overwrite that space:
+          the old bytes stay in the data files until new rows reuse the pages, or until the
+          end of the file is truncated away (VACUUM truncates trailing empty pages).
+        - The WAL keeps the deleted rows (and their earlier inserts) until its segments are
+          recycled after later checkpoints; WAL archives, replicas and backups keep them for
+          as long as they are kept. Nothing here reaches them.
+        - VACUUM FULL would rewrite each table into new files and drop the old ones, but it
+          holds an ACCESS EXCLUSIVE lock on the table meanwhile: every user's turns would wait
+          for a forget. The purge runs plain VACUUM, which blocks no reader or writer, and does
+          not use FULL; the unlinked files of a FULL would not be overwritten either.
+        VACUUM cannot run inside a transaction block: it runs on a pooled connection outside
+        any, and a VACUUM already running elsewhere just makes this one wait.
+        """
+        last = await self._pool.fetchval("SELECT max(id) FROM pending_purges")
+        if last is None:
+            return "done"
+        async with self._pool.acquire() as con:
+            # The names are the module's constants, never input.
+            await con.execute(f"VACUUM (ANALYZE) {', '.join(PURGED_TABLES)}")
+        await self._pool.execute("DELETE FROM pending_purges WHERE id <= $1", last)
+        return "cleared"

@@ -1,0 +1,311 @@
+"""Users, conversations, the turn log (replies with their sources), summaries and usage rows."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import datetime
+
+import asyncpg
+
+from memory.models import Conversation, ReplySources, Summary, Thread, Turn, UsageRecord, User
+from memory.store.base import ConversationGone
+from memory.store.postgres import rows
+from memory.store.postgres.base import PostgresStoreBase
+from memory.store.postgres.rows import ts
+from memory.store.postgres.terms import search_vector
+
+_USER = "id, platform, platform_user_id, display_name"
+
+
+class PgConversationsMixin(PostgresStoreBase):
+    # ---- users and conversations ------------------------------------------------------------
+
+    async def upsert_user(
+        self, platform: str, platform_user_id: str, display_name: str, now: datetime
+    ) -> User:
+        row = await self._pool.fetchrow(
+            "INSERT INTO users (platform, platform_user_id, display_name, created_at)"
+            " VALUES ($1, $2, $3, $4) ON CONFLICT (platform, platform_user_id) DO UPDATE SET"
+            f" display_name = excluded.display_name RETURNING {_USER}",
+            platform,
+            platform_user_id,
+            display_name,
+            ts(now),
+        )
+        assert row is not None
+        return User(row["id"], row["platform"], row["platform_user_id"], row["display_name"])
+
+    async def find_user(self, platform: str, platform_user_id: str) -> User | None:
+        row = await self._pool.fetchrow(
+            f"SELECT {_USER} FROM users WHERE platform = $1 AND platform_user_id = $2",
+            platform,
+            platform_user_id,
+        )
+        if row is None:
+            return None
+        return User(row["id"], row["platform"], row["platform_user_id"], row["display_name"])
+
+    async def open_conversation(self, thread: Thread) -> Conversation | None:
+        row = await self._pool.fetchrow(
+            "SELECT * FROM conversations WHERE user_id = $1 AND character_id = $2"
+            " AND scope = $3 AND ended_at IS NULL ORDER BY id DESC LIMIT 1",
+            thread.user_id,
+            thread.character_id,
+            thread.scope,
+        )
+        return rows.conversation(row) if row else None
+
+    async def start_conversation(self, thread: Thread, now: datetime) -> Conversation:
+        row = await self._pool.fetchrow(
+            "INSERT INTO conversations (user_id, character_id, scope, started_at,"
+            " last_activity_at) VALUES ($1, $2, $3, $4, $4) RETURNING *",
+            thread.user_id,
+            thread.character_id,
+            thread.scope,
+            ts(now),
+        )
+        assert row is not None
+        return rows.conversation(row)
+
+    async def end_conversation(self, conversation_id: int, reason: str, now: datetime) -> bool:
+        """End it if still open; False when someone else ended it first."""
+        status = await self._pool.execute(
+            "UPDATE conversations SET ended_at = $1, end_reason = $2"
+            " WHERE id = $3 AND ended_at IS NULL",
+            ts(now),
+            reason,
+            conversation_id,
+        )
+        return status == "UPDATE 1"
+
+    async def conversations_idle_since(self, cutoff: datetime) -> list[Conversation]:
+        # Compared as instants (the texts carry the clock's offset), open conversations only.
+        found = await self._pool.fetch(
+            "SELECT * FROM conversations WHERE ended_at IS NULL"
+            " AND last_activity_at::timestamptz < $1::text::timestamptz ORDER BY id",
+            ts(cutoff),
+        )
+        return [rows.conversation(row) for row in found]
+
+    # ---- the turn log -----------------------------------------------------------------------
+
+    async def add_turn(
+        self,
+        conversation: Conversation,
+        role: str,
+        text: str,
+        now: datetime,
+        platform_message_id: str | None = None,
+    ) -> Turn:
+        async with self._transaction() as con:
+            return await self._insert_turn(con, conversation, role, text, now, platform_message_id)
+
+    async def add_reply(
+        self,
+        conversation: Conversation,
+        text: str,
+        now: datetime,
+        sources: ReplySources,
+        usage: UsageRecord | None = None,
+    ) -> Turn:
+        """The character's reply, what it was built from and what it cost, in one transaction:
+        the reply's new id replaces `sources.turn_id`."""
+        async with self._transaction() as con:
+            turn = await self._insert_turn(con, conversation, "assistant", text, now, None)
+            await self._insert_reply_sources(
+                con, conversation.thread, replace(sources, turn_id=turn.id, created_at=now)
+            )
+            if usage is not None:
+                await self._insert_usage(con, usage, now)
+        return turn
+
+    @staticmethod
+    async def _insert_reply_sources(
+        con: asyncpg.Connection, thread: Thread, sources: ReplySources
+    ) -> None:
+        await con.execute(
+            "INSERT INTO reply_sources (turn_id, user_id, character_id, fact_ids, summary_id,"
+            " window_turn_ids, fragment_turn_ids, created_at)"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (turn_id) DO UPDATE SET"
+            " user_id = excluded.user_id, character_id = excluded.character_id,"
+            " fact_ids = excluded.fact_ids, summary_id = excluded.summary_id,"
+            " window_turn_ids = excluded.window_turn_ids,"
+            " fragment_turn_ids = excluded.fragment_turn_ids, created_at = excluded.created_at",
+            sources.turn_id,
+            thread.user_id,
+            thread.character_id,
+            json.dumps(list(sources.fact_ids)),
+            sources.summary_id or None,
+            json.dumps(list(sources.window_turn_ids)),
+            json.dumps(list(sources.fragment_turn_ids)),
+            ts(sources.created_at),
+        )
+
+    @staticmethod
+    async def _insert_turn(
+        con: asyncpg.Connection,
+        conversation: Conversation,
+        role: str,
+        text: str,
+        now: datetime,
+        platform_message_id: str | None,
+    ) -> Turn:
+        """One turn, indexed for search unless a tool's; ConversationGone once its conversation
+        was deleted (a forget in another process)."""
+        thread = conversation.thread
+        # The conversation's row is locked first: a forget deleting it waits, or has finished
+        # and nothing is found (and nothing is written).
+        found = await con.fetchval(
+            "UPDATE conversations SET last_activity_at = $1 WHERE id = $2 RETURNING id",
+            ts(now),
+            conversation.id,
+        )
+        if found is None:
+            raise ConversationGone(conversation.id)
+        turn_id = await con.fetchval(
+            "INSERT INTO turns (conversation_id, user_id, character_id, scope, role, text,"
+            " created_at, platform_message_id, search) VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
+            " $9::tsvector) RETURNING id",
+            conversation.id,
+            thread.user_id,
+            thread.character_id,
+            thread.scope,
+            role,
+            text,
+            ts(now),
+            platform_message_id,
+            None if role == "tool" else search_vector(text),
+        )
+        return Turn(turn_id, conversation.id, role, text, now, platform_message_id)  # type: ignore[arg-type]
+
+    async def turns_after(self, thread: Thread, after_turn_id: int) -> list[Turn]:
+        """The thread's turns with an id above `after_turn_id`, oldest first."""
+        found = await self._pool.fetch(
+            f"SELECT {rows.TURN_COLUMNS} FROM turns WHERE user_id = $1 AND character_id = $2"
+            " AND scope = $3 AND id > $4 ORDER BY id",
+            thread.user_id,
+            thread.character_id,
+            thread.scope,
+            after_turn_id,
+        )
+        return [rows.turn(row) for row in found]
+
+    async def conversation_turns(self, conversation_id: int) -> list[Turn]:
+        found = await self._pool.fetch(
+            f"SELECT {rows.TURN_COLUMNS} FROM turns WHERE conversation_id = $1 ORDER BY id",
+            conversation_id,
+        )
+        return [rows.turn(row) for row in found]
+
+    async def count_turns(self, thread: Thread) -> int:
+        return int(
+            await self._pool.fetchval(
+                "SELECT count(*) FROM turns WHERE user_id = $1 AND character_id = $2"
+                " AND scope = $3",
+                thread.user_id,
+                thread.character_id,
+                thread.scope,
+            )
+        )
+
+    # ---- summaries --------------------------------------------------------------------------
+
+    async def latest_summary(self, thread: Thread) -> Summary | None:
+        row = await self._pool.fetchrow(
+            "SELECT * FROM summaries WHERE user_id = $1 AND character_id = $2 AND scope = $3"
+            " ORDER BY id DESC LIMIT 1",
+            thread.user_id,
+            thread.character_id,
+            thread.scope,
+        )
+        return rows.summary(row) if row else None
+
+    async def save_summary(
+        self, thread: Thread, summary: Summary, conversation_id: int | None = None
+    ) -> int | None:
+        """Store a new version; returns its id. With `conversation_id` (the compaction's), only
+        while that conversation still exists, tested by the INSERT itself: a summary computed
+        before a forget writes nothing after it (None)."""
+        found = await self._pool.fetchval(
+            "INSERT INTO summaries (user_id, character_id, scope, fields_json, cited_ids_json,"
+            " covers_up_to_turn_id, created_at) SELECT $1, $2, $3, $4, $5, $6, $7"
+            " WHERE $8::bigint IS NULL OR EXISTS (SELECT 1 FROM conversations WHERE id = $8"
+            " AND user_id = $1 AND character_id = $2) RETURNING id",
+            thread.user_id,
+            thread.character_id,
+            thread.scope,
+            json.dumps(dict(summary.fields.items()), ensure_ascii=False),
+            json.dumps(sorted(summary.cited_ids)),
+            summary.covers_up_to_turn_id,
+            ts(summary.created_at),
+            conversation_id,
+        )
+        return int(found) if found is not None else None
+
+    # ---- usage ------------------------------------------------------------------------------
+
+    async def record_usage(self, record: UsageRecord, now: datetime) -> None:
+        async with self._pool.acquire() as con:
+            await self._insert_usage(con, record, now)
+
+    @staticmethod
+    async def _insert_usage(con: asyncpg.Connection, record: UsageRecord, now: datetime) -> None:
+        # A row of a conversation is written only while it exists: a background call that
+        # ends after a forget leaves no row (nor a foreign-key error) behind.
+        await con.execute(
+            "INSERT INTO llm_usage (user_id, character_id, conversation_id, turn_id, kind,"
+            " model, ok, error, input_tokens, cache_read_tokens, cache_write_tokens,"
+            " output_tokens, latency_ms, created_at, tool_round, fragments, tools_called)"
+            " SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17"
+            " WHERE $3::bigint IS NULL OR EXISTS (SELECT 1 FROM conversations WHERE id = $3)",
+            record.user_id,
+            record.character_id,
+            record.conversation_id,
+            record.turn_id,
+            record.kind,
+            record.model,
+            int(record.ok),
+            record.error,
+            record.input_tokens,
+            record.cache_read_tokens,
+            record.cache_write_tokens,
+            record.output_tokens,
+            float(record.latency_ms),
+            ts(now),
+            record.tool_round,
+            record.fragments,
+            record.tools_called,
+        )
+
+    async def usage_records(
+        self, user_id: int | None = None, since: datetime | None = None
+    ) -> list[UsageRecord]:
+        found = await self._pool.fetch(
+            "SELECT * FROM llm_usage WHERE ($1::bigint IS NULL OR user_id = $1)"
+            " AND ($2::text IS NULL OR created_at::timestamptz >= $2::text::timestamptz)"
+            " ORDER BY id",
+            user_id,
+            ts(since) if since is not None else None,
+        )
+        return [
+            UsageRecord(
+                kind=row["kind"],
+                model=row["model"],
+                ok=bool(row["ok"]),
+                user_id=row["user_id"],
+                character_id=row["character_id"],
+                conversation_id=row["conversation_id"],
+                turn_id=row["turn_id"],
+                error=row["error"],
+                input_tokens=row["input_tokens"],
+                cache_read_tokens=row["cache_read_tokens"],
+                cache_write_tokens=row["cache_write_tokens"],
+                output_tokens=row["output_tokens"],
+                latency_ms=row["latency_ms"],
+                tool_round=row["tool_round"],
+                fragments=row["fragments"],
+                tools_called=row["tools_called"],
+            )
+            for row in found
+        ]

@@ -1,0 +1,336 @@
+"""The user's own memory controls: /memoria, export and import, forget."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from memory.fact_keys import registry_key, storage_key
+from memory.models import Fact, ReplySources, Summary, Thread, Turn
+from memory.store.postgres import rows
+from memory.store.postgres.base import PostgresStoreBase
+from memory.store.postgres.copy import COPY_TABLES
+from memory.store.postgres.rows import ts
+from memory.store.postgres.terms import search_vector
+
+# The tables of a user's memory with a character, each with user_id and character_id columns.
+_MEMORY_TABLES = (
+    "conversations",
+    "turns",
+    "summaries",
+    "facts",
+    "llm_usage",
+    "memory_rejections",
+    "reply_sources",
+)
+# Children before parents: what forget deletes, in this order.
+_FORGET_ORDER = (
+    "reply_sources",
+    "llm_usage",
+    "memory_rejections",
+    "summaries",
+    "facts",
+    "turns",
+    "conversations",
+)
+_EXPORTED = ("conversations", "turns", "summaries", "facts")
+
+
+def _count(status: str) -> int:
+    """The row count of a command tag ("DELETE 3")."""
+    return int(status.rsplit(" ", 1)[-1])
+
+
+class PgPrivacyMixin(PostgresStoreBase):
+    async def fact(self, user_id: int, character_id: str, fact_id: int) -> Fact | None:
+        """One of this user's facts with this character; anyone else's is simply not found."""
+        row = await self._pool.fetchrow(
+            "SELECT * FROM facts WHERE id = $1 AND user_id = $2 AND character_id = $3",
+            fact_id,
+            user_id,
+            character_id,
+        )
+        return rows.fact(row) if row else None
+
+    async def review_mode(self, user_id: int) -> bool:
+        found = await self._pool.fetchval(
+            "SELECT review_mode FROM user_preferences WHERE user_id = $1", user_id
+        )
+        return bool(found)
+
+    async def set_review_mode(self, user_id: int, on: bool) -> None:
+        await self._pool.execute(
+            "INSERT INTO user_preferences (user_id, review_mode) VALUES ($1, $2)"
+            " ON CONFLICT (user_id) DO UPDATE SET review_mode = excluded.review_mode",
+            user_id,
+            int(on),
+        )
+
+    async def delete_fact(self, user_id: int, character_id: str, fact_id: int) -> bool:
+        async with self._transaction() as con:
+            status = await con.execute(
+                "DELETE FROM facts WHERE id = $1 AND user_id = $2 AND character_id = $3",
+                fact_id,
+                user_id,
+                character_id,
+            )
+            deleted = _count(status) == 1
+            if deleted:  # its dead tuple is owed a VACUUM
+                await self._record_pending_purge(con)
+        return deleted
+
+    async def last_reply_sources(self, user_id: int, character_id: str) -> ReplySources | None:
+        row = await self._pool.fetchrow(
+            "SELECT * FROM reply_sources WHERE user_id = $1 AND character_id = $2"
+            " ORDER BY turn_id DESC LIMIT 1",
+            user_id,
+            character_id,
+        )
+        if row is None:
+            return None
+        return ReplySources(
+            turn_id=row["turn_id"],
+            fact_ids=tuple(json.loads(row["fact_ids"])),
+            summary_id=row["summary_id"],
+            window_turn_ids=tuple(json.loads(row["window_turn_ids"])),
+            fragment_turn_ids=tuple(json.loads(row["fragment_turn_ids"])),
+            created_at=datetime.fromisoformat(row["created_at"]),
+        )
+
+    async def summary_by_id(self, user_id: int, summary_id: int) -> Summary | None:
+        row = await self._pool.fetchrow(
+            "SELECT * FROM summaries WHERE id = $1 AND user_id = $2", summary_id, user_id
+        )
+        return rows.summary(row) if row else None
+
+    async def export_rows(
+        self, user_id: int, character_id: str
+    ) -> dict[str, list[dict[str, object]]]:
+        """Every row this user has with this character, table by table, as plain dicts with
+        the SQLite store's columns (the search vector is not part of an export)."""
+        exported: dict[str, list[dict[str, object]]] = {}
+        async with self._pool.acquire() as con, con.transaction(readonly=True):
+            for table in _EXPORTED:
+                columns = ", ".join(COPY_TABLES[table][0])
+                found = await con.fetch(
+                    f"SELECT {columns} FROM {table} WHERE user_id = $1 AND character_id = $2"
+                    " ORDER BY 1",
+                    user_id,
+                    character_id,
+                )
+                exported[table] = [dict(row) for row in found]
+            columns = ", ".join(f"h.{name}" for name in COPY_TABLES["fact_history"][0])
+            found = await con.fetch(
+                f"SELECT {columns} FROM fact_history h JOIN facts f ON f.id = h.fact_id"
+                " WHERE f.user_id = $1 AND f.character_id = $2 ORDER BY 1",
+                user_id,
+                character_id,
+            )
+            exported["fact_history"] = [dict(row) for row in found]
+        return exported
+
+    async def forget(self, user_id: int, character_id: str) -> dict[str, int]:
+        """Delete everything this user has with this character, from every table, in one
+        transaction that also records the purge as owed; the VACUUM that follows runs in the
+        background (base.py's `_purge_step` says what it does and does not do to the bytes)."""
+        counts: dict[str, int] = {}
+        async with self._transaction() as con:
+            for table in _FORGET_ORDER:
+                status = await con.execute(
+                    f"DELETE FROM {table} WHERE user_id = $1 AND character_id = $2",
+                    user_id,
+                    character_id,
+                )
+                counts[table] = _count(status)
+            await self._record_pending_purge(con)
+        self._start_purge()
+        return counts
+
+    async def characters_of(self, user_id: int) -> list[str]:
+        """Every character this user has any row with, loaded now or not."""
+        union = " UNION ".join(
+            f"SELECT character_id FROM {table} WHERE user_id = $1"
+            for table in (*_MEMORY_TABLES, "character_choices")
+        )
+        found = await self._pool.fetch(
+            f'SELECT character_id FROM ({union}) AS c ORDER BY character_id COLLATE "C"',
+            user_id,
+        )
+        return [row[0] for row in found if row[0]]
+
+    async def forget_user_if_unreferenced(self, user_id: int) -> bool:
+        """Once nothing of the user's memory is left with any character: their remaining
+        rows (display name, choices of character, preferences) go too. False, and nothing
+        deleted, while any memory row still refers to them."""
+        async with self._transaction() as con:
+            # Locked first: a memory row written meanwhile for this user waits for the decision.
+            await con.execute("SELECT 1 FROM users WHERE id = $1 FOR UPDATE", user_id)
+            for table in (*_MEMORY_TABLES, "fact_history"):
+                if await con.fetchval(f"SELECT 1 FROM {table} WHERE user_id = $1 LIMIT 1", user_id):
+                    return False
+            for table in ("character_choices", "user_preferences"):
+                await con.execute(f"DELETE FROM {table} WHERE user_id = $1", user_id)
+            await con.execute("DELETE FROM users WHERE id = $1", user_id)
+            await self._record_pending_purge(con)
+        self._start_purge()
+        return True
+
+    async def import_rows(
+        self, user_id: int, character_id: str, data: dict[str, Any], now: datetime
+    ) -> dict[str, int]:
+        """Load an export into this user's memory with fresh ids, rewriting every reference
+        (citations, evidence, history) to them; one transaction, all or nothing."""
+        counts = {"conversations": 0, "turns": 0, "summaries": 0, "facts": 0}
+        async with self._transaction() as con:
+            conversation_ids: dict[int, int] = {}
+            for row in data.get("conversations", []):
+                conversation_ids[row["id"]] = await con.fetchval(
+                    "INSERT INTO conversations (user_id, character_id, scope, started_at,"
+                    " last_activity_at, ended_at, end_reason, extracted_at, extraction_status)"
+                    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+                    user_id,
+                    character_id,
+                    row["scope"],
+                    row["started_at"],
+                    row["last_activity_at"],
+                    row["ended_at"] or ts(now),
+                    row["end_reason"] or "imported",
+                    row["extracted_at"] or ts(now),
+                    row.get("extraction_status") or "imported",
+                )
+                counts["conversations"] += 1
+            turn_ids = await self._import_turns(con, user_id, character_id, data, conversation_ids)
+            counts["turns"] = len(turn_ids)
+            counts["summaries"] = await self._import_summaries(
+                con, user_id, character_id, data, turn_ids
+            )
+            counts["facts"] = await self._import_facts(con, user_id, character_id, data, turn_ids)
+        return counts
+
+    @staticmethod
+    async def _import_turns(
+        con: asyncpg.Connection,
+        user_id: int,
+        character_id: str,
+        data: dict[str, Any],
+        conversation_ids: dict[int, int],
+    ) -> dict[int, int]:
+        turn_ids: dict[int, int] = {}
+        for row in sorted(data.get("turns", []), key=lambda r: r["id"]):
+            turn_ids[row["id"]] = await con.fetchval(
+                "INSERT INTO turns (conversation_id, user_id, character_id, scope, role, text,"
+                " created_at, platform_message_id, search)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8::tsvector) RETURNING id",
+                conversation_ids[row["conversation_id"]],
+                user_id,
+                character_id,
+                row["scope"],
+                row["role"],
+                row["text"],
+                row["created_at"],
+                None if row["role"] == "tool" else search_vector(row["text"]),
+            )
+        return turn_ids
+
+    @staticmethod
+    async def _import_summaries(
+        con: asyncpg.Connection,
+        user_id: int,
+        character_id: str,
+        data: dict[str, Any],
+        turn_ids: dict[int, int],
+    ) -> int:
+        def recite(text: str) -> str:
+            return re.sub(
+                r"\{cite:(\d+)\}", lambda m: f"{{cite:{turn_ids.get(int(m.group(1)), 0)}}}", text
+            )
+
+        for row in sorted(data.get("summaries", []), key=lambda r: r["id"]):
+            fields = {
+                name: [recite(claim) for claim in claims]
+                for name, claims in row["fields_json"].items()
+            }
+            cited = sorted(turn_ids[i] for i in row["cited_ids_json"] if i in turn_ids)
+            covered = max(
+                (new for old, new in turn_ids.items() if old <= row["covers_up_to_turn_id"]),
+                default=0,
+            )
+            await con.execute(
+                "INSERT INTO summaries (user_id, character_id, scope, fields_json,"
+                " cited_ids_json, covers_up_to_turn_id, created_at)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                user_id,
+                character_id,
+                row["scope"],
+                json.dumps(fields, ensure_ascii=False),
+                json.dumps(cited),
+                covered,
+                row["created_at"],
+            )
+        return len(data.get("summaries", []))
+
+    @staticmethod
+    async def _import_facts(
+        con: asyncpg.Connection,
+        user_id: int,
+        character_id: str,
+        data: dict[str, Any],
+        turn_ids: dict[int, int],
+    ) -> int:
+        fact_ids: dict[int, int] = {}
+        for row in data.get("facts", []):
+            evidence = [turn_ids[i] for i in row["evidence"] if i in turn_ids]
+            key = row["key"]
+            if registry_key(key) is None:  # never stored as free text: its registry fallback
+                taken = {
+                    r[0]
+                    for r in await con.fetch(
+                        "SELECT key FROM facts WHERE user_id = $1 AND character_id = $2"
+                        " AND scope = $3 AND kind = $4",
+                        user_id,
+                        character_id,
+                        row["scope"],
+                        row["kind"],
+                    )
+                }
+                key = storage_key(key, taken, row["kind"])
+            inserted = await con.fetchval(
+                "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
+                " evidence, lifetime, event_date, created_at, confirmed_at, expires_at, status)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+                " ON CONFLICT (user_id, character_id, scope, kind, key) DO NOTHING RETURNING id",
+                user_id, character_id, row["kind"], key, row["value"], row["origin"],
+                row["scope"], json.dumps(evidence), row["lifetime"], row["event_date"],
+                row["created_at"], row["confirmed_at"], row["expires_at"], row["status"],
+            )  # fmt: skip
+            if inserted is not None:
+                fact_ids[row["id"]] = inserted
+        for row in data.get("fact_history", []):
+            if row["fact_id"] in fact_ids:
+                await con.execute(
+                    "INSERT INTO fact_history (fact_id, user_id, value, origin, evidence,"
+                    " valid_from, superseded_at, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                    fact_ids[row["fact_id"]], user_id, row["value"], row["origin"],
+                    json.dumps([turn_ids[i] for i in row["evidence"] if i in turn_ids]),
+                    row["valid_from"], row["superseded_at"], row["reason"],
+                )  # fmt: skip
+        return len(fact_ids)
+
+    async def thread_turns_by_ids(self, thread: Thread, ids: list[int]) -> list[Turn]:
+        """The turns among `ids` in this very thread (user, character and scope): a DM turn is
+        never readable from a group, nor anyone else's from anywhere."""
+        found = await self._pool.fetch(
+            "SELECT t.id, t.conversation_id, t.role, t.text, t.created_at,"
+            " t.platform_message_id FROM unnest($1::bigint[]) AS wanted(id)"
+            " JOIN turns t ON t.id = wanted.id WHERE t.user_id = $2 AND t.character_id = $3"
+            " AND t.scope = $4 ORDER BY t.id",
+            ids,
+            thread.user_id,
+            thread.character_id,
+            thread.scope,
+        )
+        return [rows.turn(row) for row in found]
