@@ -11,9 +11,16 @@ import pytest
 
 from bot.app import App, open_app
 from bot.config import Settings
-from tests.backends import PostgresDatabases, postgres_server
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.telegram_api import FakeTelegram
+from tests.pg_fixtures import (  # noqa: F401  (fixtures, for every test module)
+    any_store,
+    fresh_database,
+    pg_base,
+    pg_url,
+    run_aside,
+    suite_server,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 # The tests' own characters: copies of the shipped ones, so that an admin's additions to the
@@ -34,38 +41,28 @@ class FakeClock:
         self.now += timedelta(**delta)
 
 
-@pytest.fixture(scope="session")
-def postgres_databases() -> PostgresDatabases | None:
-    server = postgres_server()
-    return PostgresDatabases(server) if server else None
-
-
 @pytest.fixture
 def database_target(
-    tmp_path: Path,
-    postgres_databases: PostgresDatabases | None,
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> Path | str:
     """Where this test's store lives: a SQLite file, or (make test-postgres) a fresh database
     on the throwaway PostgreSQL server, which every Settings of the test then uses."""
-    if postgres_databases is None:
+    if suite_server() is None:
         return tmp_path / "companion.db"
-    url = postgres_databases.fresh()
+    url = run_aside(fresh_database(request.getfixturevalue("pg_base")))
     monkeypatch.setenv("DATABASE_URL", url)
     return url
 
 
 @pytest.fixture(autouse=True)
-def _on_the_chosen_backend(
-    request: pytest.FixtureRequest, postgres_databases: PostgresDatabases | None
-) -> None:
+def _on_the_chosen_backend(request: pytest.FixtureRequest) -> None:
     """Under make test-postgres, every test gets its database, whether it asks or not."""
-    if postgres_databases is not None and not request.node.get_closest_marker("sqlite_only"):
+    if suite_server() is not None and not request.node.get_closest_marker("sqlite_only"):
         request.getfixturevalue("database_target")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not postgres_server():
+    if suite_server() is None:
         return
     skip = pytest.mark.skip(reason="reads or breaks the SQLite file itself")
     for item in items:
@@ -88,7 +85,7 @@ def make_settings(tmp_path: Path, fake: FakeAnthropic, **overrides: Any) -> Sett
     values: dict[str, Any] = {
         "database_path": tmp_path / "companion.db",
         # Under make test-postgres, the test's own database (the database_target fixture).
-        "database_url": os.environ.get("DATABASE_URL") if postgres_server() else None,
+        "database_url": os.environ.get("DATABASE_URL") if suite_server() else None,
         "characters_dir": CHARACTERS,
         "anthropic_api_key": fake.api_key,
         "anthropic_base_url": fake.url,

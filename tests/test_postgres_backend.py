@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 import asyncpg
 import pytest
 
-from memory.fts import query_terms
 from memory.models import Thread
+from memory.search.terms import query_terms
 from memory.store import SchemaTooNewError
 from memory.store.postgres import PostgresStore, available_pg_migrations, redact_url
 from memory.store.postgres.base import normalise_url
@@ -23,8 +23,6 @@ from tests.conftest import REPO
 from tests.test_postgres_store import DETECTIVE, fact, talk
 
 pytestmark = pg_fixtures.needs_postgres
-pg_base = pg_fixtures.pg_base
-pg_url = pg_fixtures.pg_url
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
 

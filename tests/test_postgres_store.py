@@ -11,16 +11,14 @@ from typing import Any
 
 import pytest
 
-from memory.fts import query_terms
 from memory.models import Fact, ReplySources, Summary, SummaryFields, Thread, UsageRecord
-from memory.retrieval import Retriever
+from memory.search.retrieval import Retriever
+from memory.search.terms import query_terms
 from memory.store import ConversationGone
 from tests import pg_fixtures
 
 pytestmark = pg_fixtures.needs_postgres
 # The fixtures, by name: the SQLite and PostgreSQL stores, and the server behind the latter.
-any_store = pg_fixtures.any_store
-pg_base = pg_fixtures.pg_base
 
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=timezone(timedelta(hours=2)))
 DETECTIVE, KEEPER = "detective_bilbao", "lighthouse_keeper"

@@ -2,10 +2,10 @@
 -- PostgreSQL's own machinery: a tsvector per turn, a GIN index, tsquery matching with prefixes
 -- and ts_rank. Never edit this file once it has landed.
 --
--- The lexemes are the project's own folded words (memory/fts.py: words(), lower case without
+-- The lexemes are the project's own folded words (memory/search/terms.py: words(), lower case without
 -- diacritics, letters and digits), written by the store as a tsvector literal with positions
 -- (memory/store/postgres/search.py), not parsed by a language configuration: the Python BM25
--- of memory/retrieval.py scores the candidates with patterns over the same folded words, so
+-- of memory/search/retrieval.py scores the candidates with patterns over the same folded words, so
 -- candidate selection and scoring agree token for token, in Spanish as in English, and the
 -- tokens do not depend on the server's locale (the default parser counts every non-ASCII
 -- character as a letter under the C locale: "¿dónde" would be one word). Query terms are the

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
-from memory.store.base import SchemaTooNewError
+from memory.store.errors import SchemaTooNewError
 from memory.store.postgres.changes import ChangeFeed
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from datetime import datetime
 import asyncpg
 
 from memory.models import Conversation, ReplySources, Summary, Thread, Turn, UsageRecord, User
-from memory.store.base import ConversationGone
+from memory.store.errors import ConversationGone
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
 from memory.store.postgres.rows import ts

@@ -9,8 +9,8 @@ from typing import Any
 
 import asyncpg
 
-from memory.fact_keys import registry_key, storage_key
 from memory.models import Fact, ReplySources, Summary, Thread, Turn
+from memory.profile.fact_keys import registry_key, storage_key
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
 from memory.store.postgres.copy import COPY_TABLES

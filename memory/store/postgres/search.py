@@ -4,15 +4,15 @@ Each spoken turn carries a tsvector of the project's folded words (memory/store/
 terms.py) in a GIN index over (user_id, character_id, search): every query names the user and
 the character, so it reads that thread's posting lists only, and returns nobody else's turns.
 The candidates come back best first by an IDF-weighted ts_rank, the stand-in for FTS5's bm25;
-memory/retrieval.py then scores them with the same Python BM25 as on SQLite.
+memory/search/retrieval.py then scores them with the same Python BM25 as on SQLite.
 """
 
 from __future__ import annotations
 
 import asyncpg
 
-from memory.fts import Term
 from memory.models import Turn
+from memory.search.terms import Term
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
 from memory.store.postgres.terms import any_query, term_query

@@ -1,15 +1,15 @@
 """The project's words as PostgreSQL text-search values: a turn's tsvector, a term's tsquery.
 
 Both are written as literals of the types, never parsed by a text-search configuration: the
-lexemes are exactly memory/fts.py's folded words, the ones the Python BM25 of
-memory/retrieval.py scores with, whatever the server's locale (migrations/postgres/0003).
+lexemes are exactly memory/search/terms.py's folded words, the ones the Python BM25 of
+memory/search/retrieval.py scores with, whatever the server's locale (migrations/postgres/0003).
 A word holds letters and digits only ([^\\W_]+), so it needs no escaping inside the quotes;
 quotes and backslashes are escaped all the same, should that ever change.
 """
 
 from __future__ import annotations
 
-from memory.fts import Term, words
+from memory.search.terms import Term, words
 
 # tsvector limits: a lexeme under 2 KiB, at most 256 positions each, positions up to 16383.
 _MAX_LEXEME_BYTES = 2046
