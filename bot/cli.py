@@ -19,6 +19,8 @@ from pydantic import ValidationError
 from bot.app import open_app
 from bot.cli_admin import register as register_admin
 from bot.cli_admin import run_admin
+from bot.cli_db import register as register_db
+from bot.cli_db import run_db
 from bot.cli_memory import register as register_memory
 from bot.cli_memory import run_memory
 from bot.config import Settings, describe_settings_error, unknown_env_keys
@@ -63,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     characters_commands.add_parser("lint", help="warn where a sheet breaks the writing rules")
     register_admin(commands, characters_commands)
     register_memory(commands)
+    register_db(commands)
     register_eval(commands)
     return parser
 
@@ -171,6 +174,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings, log_file: Path | Non
         return asyncio.run(_chat(settings, args.character, args.user, log_file))
     if args.command == "run":
         return asyncio.run(run_bot(settings))
+    if args.command == "db":
+        return asyncio.run(run_db(args))
     if args.command == "memory":
         return asyncio.run(run_memory(args, settings))
     if args.command == "eval":

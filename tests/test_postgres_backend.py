@@ -15,9 +15,9 @@ import pytest
 from memory.models import Thread
 from memory.search.terms import query_terms
 from memory.store import SchemaTooNewError
+from memory.store.copy import copy_key
 from memory.store.postgres import PostgresStore, available_pg_migrations, redact_url
 from memory.store.postgres.base import normalise_url
-from memory.store.postgres.copy import copy_key
 from tests import pg_fixtures
 from tests.conftest import REPO
 from tests.test_postgres_store import DETECTIVE, fact, talk

@@ -1,0 +1,90 @@
+"""`companion db copy`: move a deployment between SQLite and PostgreSQL (either way)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import TextIO
+
+from memory.errors import UserFacingError
+from memory.store import is_postgres, open_store
+from memory.store.copy import CopyRefused, copy_deployment
+
+BAR_WIDTH = 30
+
+
+def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    database = commands.add_parser("db", help="move the database between SQLite and PostgreSQL")
+    actions = database.add_subparsers(dest="db_action", required=True, metavar="ACTION")
+    copy = actions.add_parser(
+        "copy",
+        help="copy every row (ids, citations and fact history intact) into an empty database, "
+        "then verify row counts and checksums",
+    )
+    copy.add_argument(
+        "--from", dest="source", required=True, help="postgresql://... URL or SQLite file path"
+    )
+    copy.add_argument(
+        "--to",
+        dest="target",
+        required=True,
+        help="an empty PostgreSQL database (URL) or a SQLite file that does not exist yet",
+    )
+
+
+class ProgressBar:
+    """One line per table, redrawn in place on a terminal; a line per table elsewhere."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._live = out.isatty()
+        self._drawn = 0.0
+
+    def __call__(self, table: str, done: int, total: int) -> None:
+        finished = done >= total
+        if not self._live and not finished:
+            return
+        now = time.monotonic()
+        if self._live and not finished and now - self._drawn < 0.1:
+            return
+        self._drawn = now
+        filled = BAR_WIDTH if total == 0 else BAR_WIDTH * done // total
+        line = f"{table:<18} [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done:,}/{total:,}"
+        self._out.write(("\r" if self._live else "") + line + ("\n" if finished else ""))
+        self._out.flush()
+
+
+def _check_paths(source: str, target: str) -> None:
+    """A SQLite source must exist (opening it would create it), a SQLite target must not."""
+    if not is_postgres(source) and not Path(source.removeprefix("sqlite:///")).is_file():
+        raise UserFacingError(f"no SQLite database at {source}: give the path of the file")
+    if not is_postgres(target) and Path(target.removeprefix("sqlite:///")).exists():
+        raise UserFacingError(
+            f"{target} already exists: copy into a new SQLite file (a path that does not exist)"
+        )
+
+
+async def run_db(args: argparse.Namespace) -> int:
+    """Copy, verify, and say what moved; a refusal is one line and exit code 2."""
+    _check_paths(args.source, args.target)
+    source = await open_store(args.source, migrate=False)
+    try:
+        target = await open_store(args.target)
+        try:
+            if await source.schema_version() != await target.schema_version():
+                raise UserFacingError(
+                    "the source's schema is older than this bot's: run `companion migrate` "
+                    "with DATABASE_URL or DATABASE_PATH pointing at the source first"
+                )
+            report = await copy_deployment(source, target, ProgressBar(sys.stderr))
+        finally:
+            await target.close()
+    except CopyRefused as refused:
+        raise UserFacingError(str(refused)) from refused
+    finally:
+        await source.close()
+    tables = len(report.tables)
+    print(f"copied {report.rows:,} row(s) in {tables} tables; counts and checksums verified")
+    return 0

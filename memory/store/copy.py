@@ -1,0 +1,198 @@
+"""`companion db copy`: a whole deployment from one database to another (SQLite <-> PostgreSQL).
+
+Table by table in foreign-key order, page by page, ids kept (they are the citation codes of
+summaries and reply sources, and fact history points at fact ids), so everything that refers to
+a row still refers to it after the move. Rows travel as the SQLite columns hold them (ISO text
+for times, JSON text for lists), which both backends read and write unchanged. The copy is then
+verified: the row count and a checksum of every table, read back from the target, must equal the
+source's. The target must be empty; the source is only read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory.store.protocols import DeploymentCopy
+
+PAGE_ROWS = 2000
+
+# Every data table in foreign-key order, with its columns (those of the SQLite schema, in
+# its order) and the integer key rows are paged by (None: read in one page).
+COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "users": (("id", "platform", "platform_user_id", "display_name", "created_at"), "id"),
+    "conversations": (
+        ("id", "user_id", "character_id", "scope", "started_at", "last_activity_at",
+         "ended_at", "end_reason", "extracted_at", "extraction_status"),
+        "id",
+    ),
+    "turns": (
+        ("id", "conversation_id", "user_id", "character_id", "scope", "role", "text",
+         "created_at", "platform_message_id"),
+        "id",
+    ),
+    "summaries": (
+        ("id", "user_id", "character_id", "scope", "fields_json", "cited_ids_json",
+         "covers_up_to_turn_id", "created_at"),
+        "id",
+    ),
+    "llm_usage": (
+        ("id", "user_id", "character_id", "conversation_id", "turn_id", "kind", "model", "ok",
+         "error", "input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens",
+         "latency_ms", "created_at", "tool_round", "fragments", "tools_called"),
+        "id",
+    ),
+    "facts": (
+        ("id", "user_id", "character_id", "kind", "key", "value", "origin", "scope",
+         "evidence", "lifetime", "event_date", "created_at", "confirmed_at", "expires_at",
+         "status"),
+        "id",
+    ),
+    "fact_history": (
+        ("id", "fact_id", "user_id", "value", "origin", "evidence", "valid_from",
+         "superseded_at", "reason"),
+        "id",
+    ),
+    "memory_rejections": (
+        ("id", "user_id", "character_id", "conversation_id", "reason", "created_at"),
+        "id",
+    ),
+    "character_choices": (("user_id", "channel_key", "character_id", "chosen_at"), "user_id"),
+    "channel_bindings": (
+        ("platform", "channel_id", "character_id", "bound_by", "bound_at"),
+        None,
+    ),
+    "user_preferences": (("user_id", "review_mode"), "user_id"),
+    "reply_sources": (
+        ("turn_id", "user_id", "character_id", "fact_ids", "summary_id", "window_turn_ids",
+         "fragment_turn_ids", "created_at"),
+        "turn_id",
+    ),
+}  # fmt: skip
+PRIMARY_KEYS = {
+    "character_choices": "user_id, channel_key",
+    "channel_bindings": "platform, channel_id",
+}
+IDENTITY_TABLES = ("users", "conversations", "turns", "summaries", "llm_usage", "facts",
+                    "fact_history", "memory_rejections")  # fmt: skip
+
+
+def copy_key(table: str) -> str | None:
+    """The column whose last value read is the next `after_id` (None: one page holds all)."""
+    return checked_table(table)[1]
+
+
+def checked_table(table: str) -> tuple[tuple[str, ...], str | None]:
+    if table not in COPY_TABLES:
+        raise ValueError(f"not a table of the copy: {table!r}")
+    return COPY_TABLES[table]
+
+
+class CopyRefused(RuntimeError):
+    """The copy cannot start or did not verify; the message says what to do."""
+
+
+@dataclass
+class TableCopy:
+    table: str
+    rows: int = 0
+    checksum: str = ""
+
+
+@dataclass
+class CopyReport:
+    tables: list[TableCopy] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        return sum(table.rows for table in self.tables)
+
+
+# (table, rows copied so far, rows in the table)
+Progress = Callable[[str, int, int], None]
+
+
+class _Digest:
+    """Order-sensitive checksum of rows as canonical JSON: the same rows in the same key order
+    give the same digest on either backend (a REAL that SQLite returns as an integer counts as
+    the same number)."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            canonical = {
+                k: float(v)
+                if isinstance(v, int | float) and not isinstance(v, bool) and k == "latency_ms"
+                else v
+                for k, v in row.items()
+            }
+            self._hash.update(json.dumps(canonical, sort_keys=True, default=str).encode())
+            self._hash.update(b"\n")
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
+
+
+async def _pages(store: DeploymentCopy, table: str) -> Any:
+    """Every row of `table`, a page at a time, in key order."""
+    key = copy_key(table)
+    after = 0
+    while True:
+        rows = await store.read_rows(table, after, PAGE_ROWS)
+        if not rows:
+            return
+        yield rows
+        if key is None:
+            return
+        after = int(rows[-1][key])
+
+
+async def _refuse_unless_empty(target: DeploymentCopy) -> None:
+    for table in await target.copy_tables():
+        if await target.count_rows(table):
+            raise CopyRefused(
+                f"the target already holds rows in {table}: copy into an empty database "
+                "(a new PostgreSQL database, or a SQLite path that does not exist yet)"
+            )
+
+
+async def copy_deployment(
+    source: DeploymentCopy, target: DeploymentCopy, progress: Progress | None = None
+) -> CopyReport:
+    """Copy every table from `source` into the empty `target`, then verify both sides."""
+    await _refuse_unless_empty(target)
+    report = CopyReport()
+    for table in await source.copy_tables():
+        total = await source.count_rows(table)
+        digest, copied = _Digest(), 0
+        async for rows in _pages(source, table):
+            await target.write_rows(table, rows)
+            digest.add(rows)
+            copied += len(rows)
+            if progress is not None:
+                progress(table, copied, total)
+        report.tables.append(TableCopy(table, copied, digest.hexdigest()))
+    await target.finish_copy()
+    await verify(report, target)
+    return report
+
+
+async def verify(report: CopyReport, target: DeploymentCopy) -> None:
+    """Read every table back from the target: same row count and checksum as the source's."""
+    for copied in report.tables:
+        digest, rows = _Digest(), 0
+        async for page in _pages(target, copied.table):
+            digest.add(page)
+            rows += len(page)
+        if rows != copied.rows or digest.hexdigest() != copied.checksum:
+            raise CopyRefused(
+                f"verification failed for {copied.table}: {copied.rows} row(s) read from the "
+                f"source, {rows} in the target, checksums "
+                f"{'equal' if digest.hexdigest() == copied.checksum else 'different'}; "
+                "the target is incomplete: drop it and copy again"
+            )
