@@ -38,6 +38,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.backends import add_backend_arguments, databases
 from bench.locomo import load_conversations, parse_locomo_date, sessions_of
 from memory.engine.tokens import TokenEstimator
 from memory.models import Thread
@@ -202,11 +203,14 @@ def fit_count(conversations: int, share: float) -> int:
     return min(max(round(share * conversations), 1), conversations - 1)
 
 
-async def collect(path: Path, config: RankConfig | None) -> list[tuple[str, list[Outcome]]]:
-    """Load every conversation into one temporary database and search every question."""
+async def collect(
+    path: Path, config: RankConfig | None, database: str | Path | None = None
+) -> list[tuple[str, list[Outcome]]]:
+    """Load every conversation into one empty database (a temporary SQLite file unless
+    `database` names one) and search every question."""
     data = load_conversations(path)
     with tempfile.TemporaryDirectory() as folder:
-        store = await open_store(Path(folder) / "locomo.db")
+        store = await open_store(database or Path(folder) / "locomo.db")
         try:
             loaded = [await load(store, item) for item in data]
             retriever = Retriever(store, TokenEstimator(), config)
@@ -220,9 +224,14 @@ async def collect(path: Path, config: RankConfig | None) -> list[tuple[str, list
     return results
 
 
-async def run(path: Path, fit_share: float, config: RankConfig | None = None) -> dict[str, Any]:
+async def run(
+    path: Path,
+    fit_share: float,
+    config: RankConfig | None = None,
+    database: str | Path | None = None,
+) -> dict[str, Any]:
     config = config or RankConfig()
-    results = await collect(path, config)
+    results = await collect(path, config, database)
     cut = fit_count(len(results), fit_share)
     fit, held = results[:cut], results[cut:]
     report = summarise([o for _, outcomes in held for o in outcomes], config)
@@ -292,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_split_arguments(parser)
     parser.add_argument("--fit", action="store_true", help="fit the fragment threshold on FIT")
+    add_backend_arguments(parser)
     args = parser.parse_args(argv)
     if args.fit:
         results = asyncio.run(collect(args.data, RankConfig()))
@@ -299,9 +309,35 @@ def main(argv: list[str] | None = None) -> int:
         chosen = fit_fragments([o for _, outcomes in fit for o in outcomes], RankConfig(), 0.10)
         print(f"threshold={chosen.threshold} relative={chosen.relative}")
         return 0
+    if args.backend == "postgres":
+        reports = asyncio.run(on_both_backends(args.data, args.fit_share, args.database_url))
+        if args.json:
+            print(json.dumps(reports))
+        else:
+            print(side_by_side(reports))
+        return 0
     report = asyncio.run(run(args.data, args.fit_share))
     print(json.dumps(report) if args.json else table(report))
     return 0
+
+
+async def on_both_backends(path: Path, fit_share: float, server: str | None) -> dict[str, Any]:
+    """The same questions over SQLite FTS5 and PostgreSQL full-text search, in one run."""
+    reports = {"sqlite": await run(path, fit_share)}
+    async with databases("postgres", server) as postgres:
+        reports["postgres"] = await run(path, fit_share, None, await postgres.fresh("locomo"))
+    return reports
+
+
+def side_by_side(reports: dict[str, Any]) -> str:
+    keys = ["recall_at_5", "recall_at_10", "recall_600_tokens", "fragment_recall"]
+    keys += ["foreign_fragment_rate", "search_p50_ms", "search_p95_ms"]
+    lines = [f"{'held-out':24}{'sqlite':>10}{'postgres':>10}{'diff':>10}"]
+    for key in keys:
+        a, b = reports["sqlite"].get(key), reports["postgres"].get(key)
+        if isinstance(a, int | float) and isinstance(b, int | float):
+            lines.append(f"{key:24}{a:>10.3f}{b:>10.3f}{b - a:>+10.3f}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

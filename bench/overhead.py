@@ -19,7 +19,11 @@ Cold and warm use the same `--threads` threads (8 by default) for `--rounds` rou
 store, so their history grows the same way whatever the store size: only the size differs.
 
 Usage: .venv/bin/python bench/overhead.py [--sizes 1e3,1e5,1e6] [--rounds 25] [--threads 8]
-       [--json]
+       [--json] [--backend postgres [--database-url URL]]
+
+With `--backend postgres` every size is measured on SQLite and then on a PostgreSQL copy of the
+same store (made by `companion db copy`'s code on a throwaway server, or on --database-url),
+and the p95s are compared.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from contextlib import ExitStack
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -42,6 +47,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: make `bench`, `bot` and `memory` importable
     sys.path.insert(0, str(REPO))
 
+from bench.backends import BACKENDS, Databases, add_backend_arguments  # noqa: E402
 from bench.load_common import (  # noqa: E402
     CURRENT,
     FixedLatencyLLM,
@@ -66,6 +72,9 @@ from bench.store_builder import (  # noqa: E402
 )
 from bot.app import App, open_app  # noqa: E402
 from memory.models import Incoming  # noqa: E402
+from memory.store import open_store  # noqa: E402
+from memory.store.copy import copy_deployment  # noqa: E402
+from tests.pg_server import running_server  # noqa: E402
 
 RATIO_TARGET = 2.0
 FIRST_TOUCH = 200  # messages from never-touched threads, where the store has them
@@ -121,11 +130,31 @@ async def message(app: App, clock: BenchClock, thread: Thread, text: str) -> tup
     return timing, e2e
 
 
+async def on_postgres(path: Path, server: str) -> str:
+    """A PostgreSQL copy of the SQLite store at `path` (`companion db copy`'s own code)."""
+    databases = Databases("postgres", path.parent, server)
+    url = str(await databases.fresh("overhead"))
+    source, target = await open_store(path, migrate=False), await open_store(url)
+    try:
+        await copy_deployment(source, target)
+    finally:
+        await source.close()
+        await target.close()
+    return url
+
+
 async def sample(
-    built: Built, rounds: int, sampled: int, first_touch: int, folder: Path, retrieval: str | None
+    built: Built,
+    rounds: int,
+    sampled: int,
+    first_touch: int,
+    folder: Path,
+    retrieval: str | None,
+    server: str | None = None,
 ) -> dict[str, Any]:
     path = working_copy(built, folder)
     threads = threads_of(path)
+    url = await on_postgres(path, server) if server else None
     rng = random.Random(11)
     chosen = rng.sample(threads, min(sampled, len(threads)))
     rest = [t for t in threads if t not in set(chosen)]
@@ -133,7 +162,9 @@ async def sample(
     words = Words(random.Random(5), pool=2000)
     clock = BenchClock(REFERENCE)
     samples = Samples()
-    settings = bench_settings(path, characters_dir=characters_with_retrieval(folder, retrieval))
+    settings = bench_settings(
+        path, characters_dir=characters_with_retrieval(folder, retrieval), database_url=url
+    )
     async with open_app(
         settings, llm=FixedLatencyLLM(0.0), clock=clock, start_scheduler=False
     ) as app:
@@ -160,7 +191,10 @@ def run(
     first_touch: int = FIRST_TOUCH,
     cache_dir: Path = CACHE_DIR,
     retrieval: str | None = None,
+    server: str | None = None,
 ) -> dict[str, Any]:
+    """Every size on SQLite, or (with `server`, a PostgreSQL base URL) on a PostgreSQL copy
+    of the same store."""
     started = time.perf_counter()
     result: dict[str, Any] = {"path": "companion.handle", "rounds": rounds, "threads": threads}
     result["load_average_1m_before"] = load_average()
@@ -170,7 +204,7 @@ def run(
         for size in sizes:
             built = cached_store(size, cache_dir)
             measured = asyncio.run(
-                sample(built, rounds, threads, first_touch, Path(folder), retrieval)
+                sample(built, rounds, threads, first_touch, Path(folder), retrieval, server)
             )
             result["stores"][label(size)] = {
                 "turns": size,
@@ -241,14 +275,30 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=25, help="cold+warm rounds per thread")
     parser.add_argument("--threads", type=int, default=8, help="threads sampled per store")
     add_common_arguments(parser)
+    add_backend_arguments(parser)
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     sizes = [int(float(part)) for part in args.sizes.split(",") if part.strip()]
-    result = run(sizes, args.rounds, args.threads, retrieval=args.retrieval)
-    emit(result, format_table(result), args.json)
+    if args.backend == "sqlite":
+        result = run(sizes, args.rounds, args.threads, retrieval=args.retrieval)
+        emit(result, format_table(result), args.json)
+        return 0
+    both = {"sqlite": run(sizes, args.rounds, args.threads, retrieval=args.retrieval)}
+    with ExitStack() as stack:
+        server = args.database_url or stack.enter_context(running_server())
+        both["postgres"] = run(sizes, args.rounds, args.threads, retrieval=args.retrieval,
+                               server=server)  # fmt: skip
+    both["postgres_vs_sqlite_p95"] = {
+        key: round(both["postgres"][key] / max(both["sqlite"][key], 1e-9), 2)
+        for key in both["sqlite"]
+        if key.startswith("p95_ms")
+    }
+    table = "\n\n".join(f"== {name}\n{format_table(both[name])}" for name in BACKENDS)
+    ratios = ", ".join(f"{k} {v}x" for k, v in both["postgres_vs_sqlite_p95"].items())
+    emit(both, f"{table}\n\npostgres/sqlite p95: {ratios}", args.json)
     return 0
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sqlite3
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -22,6 +21,7 @@ from tests.conftest import CHARACTERS, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, Text, route_of
 from tests.fakes.anthropic_api import _default as fake_default
 from tests.fakes.telegram_api import FakeTelegram
+from tests.raw_db import raw_database
 
 SPEAKER = "Koldo Arrieta: "  # how the terminal prints detective_bilbao's lines
 
@@ -169,8 +169,9 @@ async def run_companion(
     return code, out.decode(), err.decode()
 
 
-def query(database: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(database) as raw:
+def query(database: Path | str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Rows of `sql` on the test's database (a SQLite path, or a PostgreSQL URL)."""
+    with raw_database(database) as raw:
         return raw.execute(sql, params).fetchall()
 
 
@@ -178,14 +179,14 @@ def integrity(database: Path) -> str:
     return str(query(database, "PRAGMA integrity_check")[0][0])
 
 
-def turns(database: Path) -> list[tuple[int, str, str]]:
-    """(id, role, text) of every turn, oldest first."""
-    if not database.exists():
+def turns(database: Path | str) -> list[tuple[int, str, str]]:
+    """(id, role, text) of every turn, oldest first (none before the SQLite file exists)."""
+    if isinstance(database, Path) and not database.exists():
         return []
     return query(database, "SELECT id, role, text FROM turns ORDER BY id")  # type: ignore[return-value]
 
 
-def summary_cover(database: Path) -> int:
+def summary_cover(database: Path | str) -> int:
     """The turn id the newest summary covers up to (0 without a summary)."""
     if not database.exists():
         return 0

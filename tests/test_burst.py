@@ -56,7 +56,7 @@ def echo(slow_first: float = 0.0) -> Callable[[dict[str, Any]], Any]:
     return answer
 
 
-def user_turns(database: Path) -> list[str]:
+def user_turns(database: Path | str) -> list[str]:
     return [t for _, role, t in turns(database) if role == "user"]
 
 
@@ -74,7 +74,7 @@ async def test_ten_messages_in_a_burst_on_telegram_are_stored_and_answered(
     async with telegram_bot(tmp_path, fake_anthropic, clock) as bot:
         for message in texts:
             bot.fake.send_private_text(ANA, message, first_name="Ana")
-        database = bot.app.settings.database_path
+        database = bot.app.settings.database_target
         await wait_until(
             lambda: len(user_turns(database)) == 10 and turns(database)[-1][1] == "assistant"
         )
@@ -98,7 +98,7 @@ async def test_a_burst_on_discord_is_answered_once_under_its_newest_message(
     fake_anthropic.default = echo(slow_first=0.3)
     async with FakeDiscord() as fake, running(tmp_path, fake, fake_anthropic, clock) as h:
         sent = [await fake.dm(ALICE, f"mensaje {i}") for i in range(10)]
-        database = h.app.settings.database_path
+        database = h.app.settings.database_target
         await wait_until(
             lambda: len(user_turns(database)) == 10 and turns(database)[-1][1] == "assistant"
         )
@@ -120,7 +120,7 @@ async def test_a_held_call_names_when_and_answers_everything_held(
     timer = Timer()
     async with telegram_bot(tmp_path, fake_anthropic, clock) as bot:
         bot.app.commands.use_rate_limiter(RateLimiter(2, 60, timer.clock, timer.sleep))
-        database = bot.app.settings.database_path
+        database = bot.app.settings.database_target
         try:
             for index in range(2):  # two calls at 0 s: the cap
                 bot.fake.send_private_text(ANA, f"mensaje {index}")
@@ -173,7 +173,7 @@ async def test_a_held_call_on_discord_is_announced_then_answered_once(
     timer = Timer()
     async with FakeDiscord() as fake, running(tmp_path, fake, fake_anthropic, clock) as h:
         h.app.commands.use_rate_limiter(RateLimiter(1, 30, timer.clock, timer.sleep))
-        database = h.app.settings.database_path
+        database = h.app.settings.database_target
         try:
             await fake.dm(ALICE, "uno")
             await fake.wait_for_dms(ALICE, 1)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from typing import Any
 
 from bot.answers import Caller
@@ -22,6 +21,7 @@ from memory.integrity.credentials import (
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic, Text, ToolUse
 from tests.helpers import load_corpus, summary_input
+from tests.raw_db import raw_database
 from tests.test_profile import op, record, user_turn_ids
 from tests.test_retrieval_engine import tool_results
 
@@ -140,7 +140,7 @@ async def chat_and_reset(app: App, fake: FakeAnthropic, text: str, copied: str) 
 
 
 def stored(app: App, query: str) -> list[Any]:
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         return [row[0] for row in raw.execute(query)]
 
 

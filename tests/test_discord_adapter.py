@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import Delay, FakeAnthropic, Text
 from tests.fakes.discord_api import FakeAttachment, FakeDiscord, SentMessage
 from tests.fakes.discord_world import JSON
+from tests.raw_db import raw_database
 
 ALICE, BOB, OTHER_BOT = 4242, 5353, 6464
 EPHEMERAL = 64
@@ -305,7 +305,7 @@ async def test_reset_slash_command_ends_the_conversation(h: Harness) -> None:
     await h.fake.wait_for_dms(ALICE)
     response = await h.slash("reset", user_id=ALICE, guild=False)
     assert response.type == 4 and response.content == text("es", "reset")
-    with sqlite3.connect(h.app.settings.database_path) as raw:
+    with raw_database(h.app.settings) as raw:
         reasons = raw.execute("SELECT end_reason FROM conversations").fetchall()
     assert reasons == [("reset",)]
     again = await h.slash("reset", user_id=ALICE, guild=False)
@@ -441,7 +441,7 @@ async def test_memoria_olvidar_confirms_with_a_button(h: Harness) -> None:
     update = await h.fake.wait_for_interaction_response(pressed)
     assert update.type == 7  # the ephemeral panel is replaced by the outcome
     assert update.content == text("es", "mem_forgotten", name="Koldo Arrieta")
-    with sqlite3.connect(h.app.settings.database_path) as raw:
+    with raw_database(h.app.settings) as raw:
         assert raw.execute("SELECT COUNT(*) FROM turns").fetchone() == (0,)
 
 

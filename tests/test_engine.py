@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import sqlite3
 from typing import Any
 
 from bot.app import App, open_app
@@ -22,13 +21,14 @@ from tests.helpers import (
     strip_cache,
     summary_input,
 )
+from tests.raw_db import raw_database
 
 
 async def test_user_turn_is_stored_before_the_llm_is_called(app: App, fake_anthropic) -> None:
     seen: list[list[tuple[str, str]]] = []
 
     def answer(body: dict[str, Any]) -> Text:
-        with sqlite3.connect(app.settings.database_path) as raw:
+        with raw_database(app.settings) as raw:
             seen.append(raw.execute("SELECT role, text FROM turns ORDER BY id").fetchall())
         return Text("Siéntate.")
 
@@ -160,7 +160,7 @@ async def test_llm_failure_keeps_the_turn_and_apologises(app: App, fake_anthropi
     fake_anthropic.queue(Error(500), Text("Ahora sí."))
     reply = await app.companion.handle(dm("¿Estás?"))
     assert not reply.ok and "Perdona" in reply.text
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         assert raw.execute("SELECT role, text FROM turns").fetchall() == [("user", "¿Estás?")]
         usage = raw.execute("SELECT kind, ok, error FROM llm_usage").fetchall()
     assert usage[0][:2] == ("reply", 0) and "500" in usage[0][2]
@@ -173,7 +173,7 @@ async def test_llm_failure_keeps_the_turn_and_apologises(app: App, fake_anthropi
 async def test_one_users_messages_are_handled_in_order(app: App, fake_anthropic) -> None:
     replies = await asyncio.gather(*(app.companion.handle(dm(f"m{i}")) for i in range(5)))
     assert all(r.ok for r in replies)
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         rows = raw.execute("SELECT role, text FROM turns ORDER BY id").fetchall()
     assert [t for r, t in rows if r == "user"] == [f"m{i}" for i in range(5)]
     # Arriving at once, they are one burst: one call answers them all, on the newest.
@@ -188,7 +188,7 @@ async def test_inactivity_starts_a_new_conversation_but_keeps_the_thread(
     await app.companion.handle(dm("primera"))
     clock.advance(hours=3)
     await app.companion.handle(dm("segunda"))
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         conversations = raw.execute(
             "SELECT id, end_reason, ended_at FROM conversations ORDER BY id"
         ).fetchall()
@@ -243,7 +243,7 @@ async def test_a_new_display_name_reaches_the_store_despite_the_user_cache(
     await app.companion.handle(dm("Hola", name="Ana"))
     await app.companion.handle(dm("Sigo aquí", name="Ana"))
     await app.companion.handle(dm("Ahora con otro nombre", name="Ana María"))
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         rows = raw.execute("SELECT platform_user_id, display_name FROM users").fetchall()
     assert rows == [("u1", "Ana María")]  # one row: the cache never made a second user
 
@@ -251,7 +251,7 @@ async def test_a_new_display_name_reaches_the_store_despite_the_user_cache(
 async def test_each_reply_is_stored_with_what_it_was_built_from(app: App, fake_anthropic) -> None:
     await app.companion.handle(dm("Primera"))
     await app.companion.handle(dm("Segunda"))
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         replies = [r[0] for r in raw.execute("SELECT id FROM turns WHERE role = 'assistant'")]
         sources = raw.execute(
             "SELECT turn_id, window_turn_ids FROM reply_sources ORDER BY turn_id"
@@ -302,7 +302,7 @@ async def test_a_summary_over_its_cap_is_stored_trimmed(app: App, fake_anthropic
     for i in range(app.settings.window_trigger_turns // 2):
         await app.companion.handle(dm(f"mensaje {i}"))
     await app.companion.drain()
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         [(stored,)] = raw.execute("SELECT fields_json FROM summaries").fetchall()
     fields = SummaryFields(**{name: tuple(claims) for name, claims in json.loads(stored).items()})
     assert TokenEstimator().count(format_summary(fields, "es")) <= app.settings.summary_cap_tokens

@@ -104,7 +104,7 @@ async def test_telegram_empty_and_invisible_messages_are_refused(
     tg.fake.send_private_text(ANA, "")
     assert await tg_exchange(tg, "hola") == "Re: hola"
     assert len(tg.llm.bodies()) == 1
-    assert query(tg.app.settings.database_path, "SELECT role, text FROM turns") == [
+    assert query(tg.app.settings.database_target, "SELECT role, text FROM turns") == [
         ("user", "hola"),
         ("assistant", "Re: hola"),
     ]
@@ -116,7 +116,7 @@ async def test_telegram_100_kb_is_refused_without_the_llm(
 ) -> None:
     assert await tg_exchange(tg, HUNDRED_KB) == too_long(len(HUNDRED_KB))
     assert tg.llm.bodies() == []
-    assert query(tg.app.settings.database_path, "SELECT COUNT(*) FROM turns") == [(0,)]
+    assert query(tg.app.settings.database_target, "SELECT COUNT(*) FROM turns") == [(0,)]
     assert await tg_exchange(tg, "¿sigues?") == "Re: ¿sigues?"
     assert no_errors(caplog) == []
 
@@ -126,7 +126,7 @@ async def test_telegram_unusual_but_valid_text_is_answered_verbatim(
     tg: TelegramBot, message: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     assert await tg_exchange(tg, message) == f"Re: {message}"
-    stored = query(tg.app.settings.database_path, "SELECT text FROM turns WHERE role = 'user'")
+    stored = query(tg.app.settings.database_target, "SELECT text FROM turns WHERE role = 'user'")
     assert stored == [(message,)]
     assert await tg_exchange(tg, "vale") == "Re: vale"
     assert no_errors(caplog) == []
@@ -137,7 +137,7 @@ async def test_telegram_lone_surrogates_are_answered_not_crashed(
 ) -> None:
     answer = await tg_exchange(tg, LONE_SURROGATE)
     assert answer == "Re: hola \ufffd mundo \ufffd"  # the broken halves become U+FFFD
-    stored = query(tg.app.settings.database_path, "SELECT text FROM turns WHERE role = 'user'")
+    stored = query(tg.app.settings.database_target, "SELECT text FROM turns WHERE role = 'user'")
     assert stored == [("hola \ufffd mundo \ufffd",)]
     assert await tg_exchange(tg, "vale") == "Re: vale"
     assert no_errors(caplog) == []
@@ -180,7 +180,7 @@ async def test_telegram_keeps_answering_after_every_kind_of_bad_input(
     refused = [m for m in sent if not m["text"].startswith("Re: ")]
     assert len(refused) == 3 and sent[-1]["text"] == "Re: fin"
     assert len(sent) - len(refused) == len(tg.llm.bodies())
-    stored = [row[0] for row in query(tg.app.settings.database_path, USER_TEXTS)]
+    stored = [row[0] for row in query(tg.app.settings.database_target, USER_TEXTS)]
     assert len(stored) == len(bad) - 4 + 1  # every message with text within the limit, and fin
     assert_plain_text_only(tg)
     assert no_errors(caplog) == []

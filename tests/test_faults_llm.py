@@ -75,7 +75,7 @@ async def test_fault_gives_the_apology_keeps_the_turn_and_the_session(
     assert len(fake_anthropic.requests) == attempts  # the SDK retried, then gave up
     gaps = [b - a for a, b in itertools.pairwise(arrivals)]
     assert all(gap >= least_gap for gap in gaps), gaps  # ...with backoff, not in a burst
-    database = retrying.settings.database_path
+    database = retrying.settings.database_target
     assert query(database, "SELECT role, text FROM turns") == [("user", "¿Me oyes?")]
     usage = query(database, "SELECT kind, ok, error, turn_id FROM llm_usage ORDER BY id")
     failed = [row for row in usage if not row[1]]
@@ -106,7 +106,7 @@ async def test_faults_within_the_retries_are_invisible(
     answer = await retrying.commands.chat(ANA, "¿Hola?")
     assert answer.ok and answer.text == "Aquí sigo."
     assert len(fake_anthropic.requests) == 3
-    database = retrying.settings.database_path
+    database = retrying.settings.database_target
     assert query(database, "SELECT role FROM turns ORDER BY id") == [("user",), ("assistant",)]
     assert query(database, "SELECT kind, ok, error FROM llm_usage") == [("reply", 1, None)]
 
@@ -123,5 +123,5 @@ async def test_one_failure_per_message_never_blocks_the_next(
     answers = [await retrying.commands.chat(ANA, text) for text in asked]
     assert [a.ok for a in answers] == [False, False, False, True]
     assert request_texts(fake_anthropic.bodies()[-1])[-4:] == asked
-    rows = query(retrying.settings.database_path, "SELECT role, text FROM turns ORDER BY id")
+    rows = query(retrying.settings.database_target, "SELECT role, text FROM turns ORDER BY id")
     assert rows == [("user", t) for t in asked] + [("assistant", "Perdona la espera.")]

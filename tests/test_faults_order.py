@@ -40,7 +40,7 @@ def echo(delays: dict[str, float] | None = None, rng: random.Random | None = Non
 def thread_log(app: App) -> dict[str, list[tuple[str, str]]]:
     """Each platform user's turns, (role, text), in turn-id order."""
     rows = query(
-        app.settings.database_path,
+        app.settings.database_target,
         "SELECT u.platform_user_id, t.role, t.text FROM turns t JOIN users u ON u.id = t.user_id"
         " ORDER BY t.id",
     )

@@ -231,7 +231,7 @@ async def test_an_error_body_echoing_the_key_is_stored_redacted(
                 Incoming("telegram", "1", "Ana", "dm", "1", "detective_bilbao", "hola")
             )
     assert not reply.ok
-    [(error,)] = query(settings.database_path, "SELECT error FROM llm_usage WHERE ok = 0")
+    [(error,)] = query(settings.database_target, "SELECT error FROM llm_usage WHERE ok = 0")
     assert "bad request for key [redacted] (echo)" in error
     assert API_KEY not in error
 

@@ -4,7 +4,6 @@ stopped and leaves nothing; the admin CLI covers every character; /memoria is ra
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from bot.app import App, open_app
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, ToolUse
 from tests.helpers import summary_input
+from tests.raw_db import raw_database
 from tests.test_cli import companion, env_for
 from tests.test_forget_purge import canary_bytes
 from tests.test_profile import op, record, user_turn_ids
@@ -65,7 +65,7 @@ class Gate:
 def rows_of(app: App, user_id: int) -> dict[str, int]:
     """The user's rows in every table that holds memory."""
     tables = ("conversations", "turns", "summaries", "facts", "llm_usage", "reply_sources")
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         return {
             table: raw.execute(
                 f"SELECT count(*) FROM {table} WHERE user_id = ?", (user_id,)
@@ -99,7 +99,7 @@ async def test_a_forget_during_an_in_flight_compaction_leaves_nothing(
     assert rows_of(app, ana) == dict.fromkeys(rows_of(app, ana), 0)
     assert app.companion.sessions_in_ram == 0  # no session in RAM holds the old window
     assert await app.store.purge_settled(timeout=10)
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         assert raw.execute("SELECT count(*) FROM summaries").fetchone()[0] == 0
     reply = await app.commands.chat(ANA, "¿Qué sabes de mí?")
     assert reply.ok
@@ -155,7 +155,7 @@ async def test_the_cli_forgets_every_character_in_the_database_and_the_user(
     await app.commands.chat(BEA, "Hola, soy Bea")
     await app.commands.memoria(ANA, "revisar", "on")
     ana = await user_id_of(app, ANA)
-    with sqlite3.connect(app.settings.database_path) as raw:  # a character removed since
+    with raw_database(app.settings) as raw:  # a character removed since
         raw.execute(
             "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
             " evidence, lifetime, created_at, confirmed_at) VALUES (?, 'retired_character',"
@@ -171,7 +171,7 @@ async def test_the_cli_forgets_every_character_in_the_database_and_the_user(
     )
     assert code == 0, err
     assert "retired_character: deleted" in out and "detective_bilbao: deleted" in out
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         for table in ("facts", "turns", "conversations", "character_choices", "user_preferences"):
             assert (
                 raw.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?", (ana,)).fetchone()[0]

@@ -7,7 +7,6 @@ and the summariser; what is checked is the next request's system blocks 2 and 3.
 from __future__ import annotations
 
 import re
-import sqlite3
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from memory.privacy import WITHHELD as IMPORT_WITHHELD
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic, Text, ToolUse
 from tests.helpers import dm, summary_input
+from tests.raw_db import raw_database
 from tests.test_memoria import ANA
 from tests.test_profile import end_by_timer, facts, op, record, user_turn_ids
 
@@ -28,7 +28,7 @@ TURN = re.compile(r"^\[(\d+)\] \S+ \S+ user: (.*)$", re.MULTILINE)
 
 
 def rejections(app: App) -> list[str]:
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         return [r[0] for r in raw.execute("SELECT reason FROM memory_rejections ORDER BY id")]
 
 
@@ -162,7 +162,7 @@ async def test_import_refuses_hostile_facts_claims_and_replies(
     counts = await app.memory.import_(ana, "detective_bilbao", data)
     assert counts["refused"] == 3 and counts["facts"] == 2
     assert len(rejections(app)) == 3
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         texts = [r[0] for r in raw.execute("SELECT text FROM turns ORDER BY id")]
         keys = sorted(r[0] for r in raw.execute("SELECT key FROM facts"))
     assert texts == ["Hola", IMPORT_WITHHELD] and keys == ["city", "other"]
@@ -197,7 +197,7 @@ async def test_a_tool_result_stored_as_a_turn_withholds_an_instruction(
     hostile, plain = user_turn_ids(app)
     fake_anthropic.queue(ToolUse("lookup_turn", {"ids": [hostile, plain]}), Text("Vale."))
     await app.companion.handle(dm("¿Qué te dije?"))
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         stored = raw.execute("SELECT text FROM turns WHERE role = 'tool'").fetchone()[0]
     assert TOOL_WITHHELD in stored and "Beltza" in stored
     assert "reveal your prompt" not in stored
@@ -209,7 +209,7 @@ async def test_a_row_from_before_the_gate_is_not_shown_and_its_key_is_not_render
     await app.companion.handle(dm("Hola"))
     ana = await app.store.upsert_user("telegram", "u1", "Ana", clock())
     stamp = clock().isoformat()
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         for key, value in (("ignore_your_rules", "le gusta el jazz"), ("likes", ATTACK)):
             raw.execute(
                 "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"

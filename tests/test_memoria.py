@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ from bot.app import App
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic, ToolUse
 from tests.helpers import summary_input
+from tests.raw_db import raw_database
 from tests.test_profile import end_by_timer, op, record, user_turn_ids
 
 ANA = Caller("telegram", "u1", "Ana", "dm", "c1")
@@ -37,7 +37,7 @@ async def learn(
 
 
 def fact_ids(app: App) -> dict[str, int]:
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         return dict(raw.execute("SELECT key, id FROM facts").fetchall())
 
 
@@ -111,7 +111,7 @@ async def test_forget_needs_confirmation_and_leaves_no_trace(
     )
     await end_by_timer(app, clock)
     await learn(app, fake_anthropic, clock, BEA, "Yo soy Bea", ("semantic", "name", "Bea"))
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         places = [
             t
             for (t,) in raw.execute("SELECT 'turns' FROM turns WHERE text LIKE ?", (f"%{canary}%",))
@@ -134,7 +134,7 @@ async def test_forget_needs_confirmation_and_leaves_no_trace(
     files += [Path(f"{app.settings.database_path}{suffix}") for suffix in ("-wal", "-shm")]
     found = [f.name for f in files if f.exists() and canary.encode() in f.read_bytes()]
     assert found == []
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         left = raw.execute(
             "SELECT u.platform_user_id, f.key, f.value FROM facts f"
             " JOIN users u ON u.id = f.user_id"

@@ -4,7 +4,6 @@ in RAM must not go on from memory that was deleted or changed under them."""
 from __future__ import annotations
 
 import json
-import sqlite3
 
 from bot.app import App
 from memory.models import Fact, Thread
@@ -12,6 +11,7 @@ from memory.store.sqlite import SqliteStore
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.helpers import dm
+from tests.raw_db import raw_database
 from tests.test_cli import companion, env_for
 
 CHARACTER = "detective_bilbao"
@@ -34,7 +34,7 @@ async def test_a_forget_run_from_the_cli_reaches_the_running_bot(
     reply = await app.companion.handle(dm("¿Dónde vivo?"))
     assert reply.ok, reply.text  # no foreign-key failure on the deleted conversation
     assert "Deusto" not in _request_text(fake_anthropic.bodies()[-1])
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         texts = [row[0] for row in raw.execute("SELECT text FROM turns ORDER BY id")]
     assert texts[0] == "¿Dónde vivo?" and not any("Deusto" in text for text in texts)
     assert (await app.companion.handle(dm("¿Sigues ahí?"))).ok  # and it goes on from there

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from memory.models import Thread
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, Text, ToolUse
 from tests.helpers import dm, group, load_corpus
+from tests.raw_db import raw_database
 
 
 def op(
@@ -40,12 +40,12 @@ def record(*operations: dict[str, Any]) -> ToolUse:
 
 
 def user_turn_ids(app: App) -> list[int]:
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         return [r[0] for r in raw.execute("SELECT id FROM turns WHERE role='user' ORDER BY id")]
 
 
 def facts(app: App) -> list[tuple[str, str, str, str]]:
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         return raw.execute("SELECT kind, key, value, scope FROM facts ORDER BY id").fetchall()
 
 
@@ -75,7 +75,7 @@ async def test_second_session_starts_with_the_facts_of_the_first(
     await app.companion.handle(dm("Hola otra vez"))
     profile_block = fake_anthropic.bodies()[-1]["system"][1]["text"]
     assert "- name: Ana" in profile_block and "- job: enfermera en Cruces" in profile_block
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         assert raw.execute(
             "SELECT extraction_status FROM conversations ORDER BY id"
         ).fetchall() == [("done",), (None,)]
@@ -159,11 +159,11 @@ async def test_update_moves_the_old_value_to_history(
     )
     await end_by_timer(app, clock)
     assert [f[:3] for f in facts(app)] == [("semantic", "diet", "vegana")]
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         history = raw.execute("SELECT value, reason FROM fact_history").fetchall()
     assert history == [("vegetariana", "se hizo vegana")]
     fact_id = (
-        sqlite3.connect(app.settings.database_path).execute("SELECT id FROM facts").fetchone()[0]
+        raw_database(app.settings).execute("SELECT id FROM facts").fetchone()[0]
     )
     user = await app.store.find_user("telegram", "u1")
     assert user is not None
@@ -196,7 +196,7 @@ async def test_malformed_extractions_leave_the_profile_as_it_was(
     )
     await end_by_timer(app, clock)
     assert facts(app) == before
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         errors = [
             r[0]
             for r in raw.execute(
@@ -283,7 +283,7 @@ async def test_no_injection_of_the_corpus_is_ever_stored(
         await app.companion.handle(dm("Te cuento cosas de mí"))
         await end_by_timer(app, clock)
     assert facts(app) == []
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         rejected = raw.execute("SELECT COUNT(*) FROM memory_rejections").fetchone()[0]
     assert rejected == 3 * len(attempts)
 

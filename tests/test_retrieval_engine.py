@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from bot.app import App, open_app
 from tests.conftest import CHARACTERS, FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, Text, ToolUse
 from tests.helpers import dm
+from tests.raw_db import raw_database
 
 LORE_CHARACTER = (
     (CHARACTERS / "lighthouse_keeper.yaml").read_text()
@@ -43,7 +43,7 @@ def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def usage_rows(app: App) -> list[tuple[int, int, str]]:
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         return raw.execute(
             "SELECT tool_round, fragments, tools_called FROM llm_usage"
             " WHERE kind = 'reply' ORDER BY id"
@@ -85,7 +85,7 @@ async def test_search_memory_round_is_stored_and_counted(app: App, fake_anthropi
     results = tool_results(second)
     assert "48213" in results[0]["content"] and results[0]["is_error"] is False
     assert usage_rows(app)[-2:] == [(0, 0, "search_memory"), (1, 0, "")]
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         stored = raw.execute("SELECT text FROM turns WHERE role = 'tool'").fetchall()
     assert stored and stored[0][0].startswith("[search_memory]")
     await app.companion.handle(dm("¿Y cuánto costó?"))  # the result stays in the conversation
@@ -97,7 +97,7 @@ async def test_search_memory_round_is_stored_and_counted(app: App, fake_anthropi
 
 async def test_lookup_turn_never_reads_another_users_turn(app: App, fake_anthropic) -> None:
     await app.companion.handle(dm("Mi secreto es la palabra girasol", user="bea", name="Bea"))
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         foreign = raw.execute("SELECT id FROM turns WHERE text LIKE '%girasol%'").fetchone()[0]
     await app.companion.handle(dm("Hola", user="ana"))
     fake_anthropic.queue(ToolUse("lookup_turn", {"ids": [foreign, 999999]}), Text("Nada."))

@@ -4,7 +4,6 @@ as well as the id. Real engine, real SQLite file, the fake Anthropic API on 127.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,11 +14,12 @@ from bot.app import App, open_app
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.helpers import dm, group
+from tests.raw_db import raw_database
 from tests.test_profile import end_by_timer, facts, op, record, user_turn_ids
 
 
 def origins(app: App) -> list[tuple[str, str]]:
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         return raw.execute("SELECT value, origin FROM facts ORDER BY id").fetchall()
 
 
@@ -48,13 +48,13 @@ async def test_a_stated_fact_must_cite_a_turn_of_the_user(
     app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
 ) -> None:
     await app.companion.handle(dm("Hola"))
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         [reply] = [r[0] for r in raw.execute("SELECT id FROM turns WHERE role = 'assistant'")]
     said_by_the_character = record(op("semantic", "name", "Koldo", [reply]))
     fake_anthropic.queue(*[said_by_the_character] * 3, route="record_profile")
     await end_by_timer(app, clock)
     assert facts(app) == []
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         errors = [r[0] for r in raw.execute("SELECT error FROM llm_usage WHERE ok = 0")]
     assert errors and all("no evidence turn is the user's" in e for e in errors)
 

@@ -4,7 +4,6 @@ the real SDKs against the fakes; edits are throttled; STREAM_REPLIES=false sends
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from tests.conftest import FakeClock, make_settings, running_telegram
 from tests.fakes.anthropic_api import FakeAnthropic, Text
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.telegram_api import FakeTelegram
+from tests.raw_db import raw_database
 
 ANA = 1001
 REPLY = (
@@ -26,7 +26,7 @@ REPLY = (
 
 
 def stored_replies(app: App) -> list[str]:
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         rows = raw.execute("SELECT text FROM turns WHERE role = 'assistant' ORDER BY id")
         return [row[0] for row in rows]
 

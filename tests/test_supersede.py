@@ -6,7 +6,6 @@ order, since each order leaves the stale claim in a different place."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +16,7 @@ from memory.summary.supersede import ValueChange, retire_superseded
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic, ToolUse
 from tests.helpers import summary_input
+from tests.raw_db import raw_database
 from tests.test_profile import op, record, user_turn_ids
 
 ANA = Caller("telegram", "u1", "Ana", "dm", "c1")
@@ -63,12 +63,12 @@ async def until(condition: Any) -> None:
 
 
 def city(app: App) -> str:
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         return raw.execute("SELECT value FROM facts WHERE key = 'city'").fetchone()[0]
 
 
 def summary_rows(app: App) -> int:
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         return raw.execute("SELECT COUNT(*) FROM summaries").fetchone()[0]
 
 

@@ -9,7 +9,6 @@ import os
 import pty
 import select
 import signal
-import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from prompt_toolkit.output import DummyOutput
 from bot.app import App
 from bot.terminal import ChatPlaces, PromptReader, StreamReader, run_chat
 from tests.fakes.anthropic_api import Delay, FakeAnthropic, Text
+from tests.raw_db import raw_database
 from tests.test_cli import env_for
 from tests.test_faults_db import fill_disk, random_words
 
@@ -27,8 +27,8 @@ LEFT, UP, CTRL_C, CTRL_D = "\x1b[D", "\x1b[A", "\x03", "\x04"
 PATIENCE = 30  # seconds for the subprocess to show something (the machine may be loaded)
 
 
-def user_turns(database: Path) -> list[str]:
-    with sqlite3.connect(database) as raw:
+def user_turns(database: Path | str) -> list[str]:
+    with raw_database(database) as raw:
         rows = raw.execute("SELECT text FROM turns WHERE role = 'user' ORDER BY id").fetchall()
     return [text for (text,) in rows]
 
@@ -68,12 +68,12 @@ async def test_arrow_keys_edit_the_line_and_up_recalls_it(
 ) -> None:
     fake_anthropic.queue(Text("Anotado."), Text("Ya me lo has dicho."))
     out = await chat_with_keys(app, f"Vivo en Deusto{LEFT * 6}cerca de \r", f"{UP}\r", CTRL_D)
-    assert user_turns(app.settings.database_path) == ["Vivo en cerca de Deusto"] * 2
+    assert user_turns(app.settings.database_target) == ["Vivo en cerca de Deusto"] * 2
     assert "Koldo Arrieta: Ya me lo has dicho." in out
     history = (tmp_path / "chat_history").read_text()
     assert "+Vivo en cerca de Deusto" in history  # kept for the next run, in the data folder
     assert (tmp_path / "chat_history").stat().st_mode & 0o777 == 0o600
-    with sqlite3.connect(app.settings.database_path) as raw:
+    with raw_database(app.settings) as raw:
         reasons = raw.execute("SELECT end_reason FROM conversations").fetchall()
     assert reasons == [("exit",)]  # Ctrl-D left cleanly and ended the conversation
 
@@ -85,7 +85,7 @@ async def test_an_unknown_slash_command_is_refused_not_sent_as_chat(
     assert "No conozco /nonsense. Comandos: /personaje" in out
     assert "/memoria" in out  # /ayuda answered
     assert fake_anthropic.bodies() == []  # nothing reached the LLM
-    assert user_turns(app.settings.database_path) == []
+    assert user_turns(app.settings.database_target) == []
 
 
 async def test_ctrl_c_at_the_prompt_leaves_at_once(app: App, tmp_path: Path) -> None:
@@ -93,7 +93,7 @@ async def test_ctrl_c_at_the_prompt_leaves_at_once(app: App, tmp_path: Path) -> 
     out = await chat_with_keys(app, f"half a line{CTRL_C}")
     assert time.monotonic() - started < 10
     assert "Koldo Arrieta" in out
-    assert user_turns(app.settings.database_path) == []  # the half line was not sent
+    assert user_turns(app.settings.database_target) == []  # the half line was not sent
 
 
 async def test_a_full_disk_is_one_line_and_the_chat_goes_on(
@@ -129,7 +129,7 @@ async def test_a_full_disk_is_one_line_and_the_chat_goes_on(
         f"details in {tmp_path / 'companion.log'}"
     ]
     assert "Traceback" not in text
-    assert user_turns(app.settings.database_path) == ["Hola"]
+    assert user_turns(app.settings.database_target) == ["Hola"]
 
 
 # ---- the real process on a pseudo-terminal ---------------------------------------------------
