@@ -16,6 +16,7 @@ WORKDIR /app
 # The code first and the characters last, so that editing a character rebuilds one layer only.
 COPY pyproject.toml README.md ./
 COPY bot ./bot
+COPY cards ./cards
 COPY memory ./memory
 COPY migrations ./migrations
 RUN pip install .

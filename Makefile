@@ -28,7 +28,12 @@ test: install
 
 # The suite again, with a throwaway PostgreSQL server (tests/pg_server.py) and its URL in
 # COMPANION_TEST_DATABASE_URL.
+# The whole suite on a throwaway PostgreSQL 15 server (started and stopped by tests/pg_server.py).
+# A machine without the server binaries gets them from Debian's packages when run as root.
+PG_BIN ?= /usr/lib/postgresql/15/bin
 test-postgres: install
+	@test -x $(PG_BIN)/initdb || [ "$$(id -u)" != 0 ] || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15)
 	$(VENV)/bin/python -m tests.pg_server -- $(VENV)/bin/pytest -q
 
 # Curated breaks of the privacy and integrity rules (tests/mutants/*.toml): each must fail a test.

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import asyncpg
 
 from memory.store import is_postgres
+from memory.store.copy import COPY_TABLES
 from tests.pg_fixtures import run_aside
 
 _PLACEHOLDER = re.compile(r"\?")
@@ -77,3 +78,35 @@ def raw_database(where: HasDatabase | str | Path) -> sqlite3.Connection | Postgr
     if is_postgres(target):
         return PostgresRaw(str(target))
     return sqlite3.connect(target)
+
+
+def traces_of(where: HasDatabase, canary: str) -> list[str]:
+    """Where `canary` is still stored. On SQLite, byte for byte: the file and its WAL (a forget
+    guarantees both). On PostgreSQL, every row of every table read as text (the README says
+    why the bytes of dead rows are not a guarantee there: VACUUM frees their space, it does not
+    overwrite it)."""
+    target = where.database_target
+    if not is_postgres(target):
+        files = [Path(target), Path(f"{target}-wal")]
+        needle = canary.encode()
+        return [f.name for f in files if f.exists() and needle.lower() in f.read_bytes().lower()]
+    with raw_database(target) as raw:
+        return [
+            table
+            for table in COPY_TABLES
+            if raw.execute(f"SELECT 1 FROM {table} t WHERE t::text ILIKE ?", (f"%{canary}%",))
+            .fetchall()
+        ]
+
+
+class HasDatabaseSettings(HasDatabase, Protocol):
+    @property
+    def database_path(self) -> Path: ...
+
+
+def database_env(settings: HasDatabaseSettings) -> dict[str, str]:
+    """The variables that point a `companion` subprocess at the test's database."""
+    env = {"DATABASE_PATH": str(settings.database_path)}
+    if is_postgres(settings.database_target):
+        env["DATABASE_URL"] = str(settings.database_target)
+    return env

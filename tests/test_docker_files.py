@@ -34,3 +34,12 @@ def test_every_copied_path_exists_and_secrets_stay_out_of_the_image() -> None:
     for secret in (".env", "data/", "*.db"):
         assert secret in ignored, secret
     assert "Running in Docker" in (REPO / "README.md").read_text()
+
+
+def test_every_package_of_the_distribution_is_in_the_image() -> None:
+    """A package added to pyproject.toml (cards/, say) and not copied would fail at start-up."""
+    include = re.search(r"^include = \[(.+)\]$", (REPO / "pyproject.toml").read_text(), re.M)
+    assert include is not None
+    packages = {name.strip(' "*') for name in include.group(1).split(",")}
+    copied = {line.split()[0] for line in instructions("COPY")}
+    assert packages <= copied, packages - copied

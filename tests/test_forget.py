@@ -15,9 +15,8 @@ from bot.app import App, open_app
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, ToolUse
 from tests.helpers import summary_input
-from tests.raw_db import raw_database
+from tests.raw_db import database_env, raw_database, traces_of
 from tests.test_cli import companion, env_for
-from tests.test_forget_purge import canary_bytes
 from tests.test_profile import op, record, user_turn_ids
 
 ANA = Caller("telegram", "u1", "Ana", "dm", "c1")
@@ -165,7 +164,7 @@ async def test_the_cli_forgets_every_character_in_the_database_and_the_user(
         raw.execute(
             "INSERT INTO character_choices VALUES (?, 'c1', 'retired_character', 'x')", (ana,)
         )
-    env = env_for(tmp_path, None, DATABASE_PATH=str(app.settings.database_path))
+    env = env_for(tmp_path, None, **database_env(app.settings))
     code, out, err = await companion(
         "memory", "forget", "--platform", "telegram", "--user", "u1", "--yes", env=env
     )
@@ -178,7 +177,7 @@ async def test_the_cli_forgets_every_character_in_the_database_and_the_user(
                 == 0
             ), table
         assert raw.execute("SELECT platform_user_id FROM users").fetchall() == [("u2",)]
-    assert canary_bytes(Path(app.settings.database_path), CANARY) == 0
+    assert traces_of(app.settings, CANARY) == []
     # The running bot goes on with Ana as a new user, on a new conversation.
     assert (await app.commands.chat(ANA, "¿Me recuerdas?")).ok
     assert rows_of(app, await user_id_of(app, ANA))["turns"] == 2

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from bot.answers import Caller
@@ -11,7 +10,7 @@ from bot.app import App
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic, ToolUse
 from tests.helpers import summary_input
-from tests.raw_db import raw_database
+from tests.raw_db import raw_database, traces_of
 from tests.test_profile import end_by_timer, op, record, user_turn_ids
 
 ANA = Caller("telegram", "u1", "Ana", "dm", "c1")
@@ -130,10 +129,7 @@ async def test_forget_needs_confirmation_and_leaves_no_trace(
     done = await app.commands.button(ANA, "mem:forget:detective_bilbao")
     assert "olvidado" in done.text
     assert await app.store.purge_settled(timeout=10)  # in the background; nobody waits for it
-    files = [Path(app.settings.database_path)]
-    files += [Path(f"{app.settings.database_path}{suffix}") for suffix in ("-wal", "-shm")]
-    found = [f.name for f in files if f.exists() and canary.encode() in f.read_bytes()]
-    assert found == []
+    assert traces_of(app.settings, canary) == []
     with raw_database(app.settings) as raw:
         left = raw.execute(
             "SELECT u.platform_user_id, f.key, f.value FROM facts f"
@@ -253,6 +249,4 @@ async def test_a_deleted_fact_leaves_the_file_and_the_ongoing_prompt(
     assert "Borrado" in deleted.text
     await app.commands.chat(ANA, "¿Sigues ahí?")
     assert canary not in fake_anthropic.bodies()[-1]["system"][1]["text"]
-    files = [Path(app.settings.database_path)]
-    files += [Path(f"{app.settings.database_path}{suffix}") for suffix in ("-wal", "-shm")]
-    assert [f.name for f in files if f.exists() and canary.encode() in f.read_bytes()] == []
+    assert traces_of(app.settings, canary) == []

@@ -7,11 +7,11 @@ import json
 
 from bot.app import App
 from memory.models import Fact, Thread
-from memory.store.sqlite import SqliteStore
+from memory.store import open_store
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.helpers import dm
-from tests.raw_db import raw_database
+from tests.raw_db import database_env, raw_database
 from tests.test_cli import companion, env_for
 
 CHARACTER = "detective_bilbao"
@@ -25,7 +25,7 @@ async def test_a_forget_run_from_the_cli_reaches_the_running_bot(
     tmp_path, app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
 ) -> None:
     assert (await app.companion.handle(dm("Me llamo Ana y vivo en Deusto"))).ok
-    env = env_for(tmp_path, None, DATABASE_PATH=str(app.settings.database_path))
+    env = env_for(tmp_path, None, **database_env(app.settings))
     code, out, err = await companion(
         "memory", "forget", "--platform", "telegram", "--user", "u1", "--yes", env=env
     )
@@ -45,7 +45,7 @@ async def test_facts_written_by_another_process_reach_the_next_reply(
 ) -> None:
     assert (await app.companion.handle(dm("Hola, soy Ana"))).ok
     assert "velero" not in _request_text(fake_anthropic.bodies()[-1])
-    other = await SqliteStore.open(app.settings.database_path)  # as `companion memory import` does
+    other = await open_store(app.settings.database_target)  # as `companion memory import` does
     try:
         user = await other.find_user("telegram", "u1")
         assert user is not None
@@ -63,7 +63,7 @@ async def test_facts_written_by_another_process_reach_the_next_reply(
 
 
 async def test_the_bots_own_writes_rebuild_nothing(app: App, fake_anthropic: FakeAnthropic) -> None:
-    """data_version moves only for other connections: the bot's own turns and facts never
+    """The change feed moves only for other connections: the bot's own turns and facts never
     make it read its sessions again."""
     for text in ("Uno", "Dos", "Tres"):
         assert (await app.companion.handle(dm(text))).ok
