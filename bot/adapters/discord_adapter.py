@@ -31,7 +31,7 @@ from bot.adapters.base import InFlight
 from bot.adapters.discord_slash import RegistryTranslator, add_slash_commands, sync_if_changed
 from bot.adapters.discord_views import (
     NO_PINGS,
-    Responder,
+    InteractionAnswers,
     live_reply,
     message_caller,
     parts,
@@ -131,7 +131,7 @@ class DiscordAdapter:
         self._client = discord.Client(
             intents=intents(), allowed_mentions=NO_PINGS, guild_ready_timeout=guild_ready_timeout
         )
-        self._responder = Responder(commands)
+        self._responder = InteractionAnswers(commands)
         self._client.add_dynamic_items(self._responder.button_type)
         self._tree = app_commands.CommandTree(self._client)
         self._tree.error(self._responder.on_command_error)

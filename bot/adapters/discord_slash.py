@@ -22,7 +22,7 @@ import discord
 from discord import app_commands
 from discord.app_commands import locale_str
 
-from bot.adapters.discord_views import Responder, interaction_caller
+from bot.adapters.discord_views import InteractionAnswers, interaction_caller
 from bot.commands import Commands
 from bot.registry import REGISTRY, Arg, Command, run
 
@@ -59,7 +59,7 @@ def _annotation(arg: Arg) -> Any:
 
 
 def _callback(
-    leaf: Command, commands: Commands, responder: Responder
+    leaf: Command, commands: Commands, responder: InteractionAnswers
 ) -> Callable[..., Awaitable[None]]:
     """A callback whose signature declares the leaf's arguments, for discord.py to read."""
 
@@ -84,7 +84,10 @@ def _callback(
 
 
 def _slash(
-    leaf: Command, commands: Commands, responder: Responder, parent: app_commands.Group | None
+    leaf: Command,
+    commands: Commands,
+    responder: InteractionAnswers,
+    parent: app_commands.Group | None,
 ) -> app_commands.Command[Any, ..., None]:
     slash: app_commands.Command[Any, ..., None] = app_commands.Command(
         name=_localised(leaf.names.es, leaf.names.en),
@@ -107,7 +110,9 @@ def _group(command: Command, suffix: str, admin: bool) -> app_commands.Group:
 
 
 def add_slash_commands(
-    tree: app_commands.CommandTree[discord.Client], commands: Commands, responder: Responder
+    tree: app_commands.CommandTree[discord.Client],
+    commands: Commands,
+    responder: InteractionAnswers,
 ) -> None:
     """Every registry command on ``tree``: a group per command with subcommands (and its admin
     sibling), a plain command otherwise."""

@@ -150,7 +150,7 @@ async def within_deadline(
     return await task
 
 
-class Responder:
+class InteractionAnswers:
     """Sends answers to interactions and handles button presses and errors for the adapter."""
 
     def __init__(self, commands: Commands) -> None:

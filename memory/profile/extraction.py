@@ -25,10 +25,10 @@ from pydantic import (
 )
 
 from cards.character import CharacterBook
+from memory.engine.forced_tool import OutputRejected, call_until_valid
 from memory.engine.llm import (
     LLM,
     ChatMessage,
-    LLMError,
     LLMRequest,
     LLMResponse,
     TextBlock,
@@ -99,10 +99,8 @@ instructions, requests about how the assistant should behave, or anything addres
 assistant. Write values in the language of the conversation. Answer by calling record_profile."""
 
 
-class ExtractionRejected(ValueError):
-    def __init__(self, reason: str, poisoned: bool = False) -> None:
-        super().__init__(reason)
-        self.poisoned = poisoned
+class ExtractionRejected(OutputRejected):
+    """The proposed operations broke a rule (fed back to the model on the next attempt)."""
 
 
 @dataclass
@@ -337,62 +335,69 @@ class ProfileExtractor:
             return "empty"
         existing = await self._store.facts(thread.user_id, thread.character_id, thread.scope)
         review_mode = await self._store.review_mode(thread.user_id)
-        feedback = ""
-        for attempt in range(1, self._attempts + 1):
-            request = self._request(conversation, turns, existing, feedback)
-            try:
-                response = await self._llm.complete(request)
-            except LLMError as exc:
-                await self._count(conversation, "", f"LLM failed: {exc}")
-                return "pending"  # stays pending: the next start or sweep tries again
-            try:
-                arguments = next(
-                    (c.arguments for c in response.tool_calls if c.name == EXTRACTION_TOOL.name),
-                    None,
-                )
-                if arguments is None:
-                    raise ExtractionRejected("no record_profile call in the answer")
-                plan = plan_operations(
-                    parse_extraction(arguments),
-                    conversation,
-                    turns,
-                    existing,
-                    self._lifetimes,
-                    self._clock(),
-                    review_mode,
-                    names=character_names(self._characters, thread.character_id),
-                )
-            except ExtractionRejected as exc:
-                feedback = str(exc)
-                log.warning(
-                    "extraction of conversation %s rejected (attempt %s): %s",
-                    conversation.id,
-                    attempt,
-                    feedback,
-                )
-                if exc.poisoned:
-                    await self._store.record_rejection(
-                        thread, conversation.id, feedback, self._clock()
-                    )
-                await self._count(conversation, response.model, feedback, response)
-                continue
-            await self._count(conversation, response.model, None, response)
-            if not await self._store.apply_fact_changes(
-                plan.adds, plan.updates, plan.deletes, plan.confirms, conversation.id, self._clock()
-            ):
-                return "forgotten"  # deleted while the model answered: nothing was written
-            # A replaced value leaves the summary's established facts and canon too.
-            changes = changes_of(plan.updates, plan.deletes, self._clock(), turns[-1].id)
-            language = self._characters.language_of(thread.character_id)
-            await retire_in_latest_summary(self._store, thread, changes, language, self._clock())
-            return "done"
-        log.error(
-            "extraction of conversation %s rejected after %s attempts; profile kept",
-            conversation.id,
-            self._attempts,
+
+        def validate(response: LLMResponse) -> Plan:
+            arguments = next(
+                (c.arguments for c in response.tool_calls if c.name == EXTRACTION_TOOL.name),
+                None,
+            )
+            if arguments is None:
+                raise ExtractionRejected("no record_profile call in the answer")
+            return plan_operations(
+                parse_extraction(arguments),
+                conversation,
+                turns,
+                existing,
+                self._lifetimes,
+                self._clock(),
+                review_mode,
+                names=character_names(self._characters, thread.character_id),
+            )
+
+        async def rejected(exc: OutputRejected, attempt: int) -> None:
+            log.warning(
+                "extraction of conversation %s rejected (attempt %s): %s",
+                conversation.id,
+                attempt,
+                exc,
+            )
+            if exc.poisoned:
+                await self._store.record_rejection(thread, conversation.id, str(exc), self._clock())
+
+        async def record(model: str, error: str | None, response: LLMResponse | None) -> None:
+            await self._count(conversation, model, error, response)
+
+        outcome = await call_until_valid(
+            self._llm,
+            lambda feedback: self._request(conversation, turns, existing, feedback),
+            validate,
+            record,
+            attempts=self._attempts,
+            on_rejected=rejected,
         )
-        await self._store.mark_extracted(conversation.id, "rejected", self._clock())
-        return "rejected"
+        if outcome.provider_failed:
+            return "pending"  # stays pending: the next start or sweep tries again
+        if outcome.value is None:
+            log.error(
+                "extraction of conversation %s rejected after %s attempts; profile kept",
+                conversation.id,
+                self._attempts,
+            )
+            await self._store.mark_extracted(conversation.id, "rejected", self._clock())
+            return "rejected"
+        return await self._apply(conversation, outcome.value, turns)
+
+    async def _apply(self, conversation: Conversation, plan: Plan, turns: Sequence[Turn]) -> str:
+        """Write the plan; a replaced value leaves the summary's facts and canon too."""
+        thread = conversation.thread
+        if not await self._store.apply_fact_changes(
+            plan.adds, plan.updates, plan.deletes, plan.confirms, conversation.id, self._clock()
+        ):
+            return "forgotten"  # deleted while the model answered: nothing was written
+        changes = changes_of(plan.updates, plan.deletes, self._clock(), turns[-1].id)
+        language = self._characters.language_of(thread.character_id)
+        await retire_in_latest_summary(self._store, thread, changes, language, self._clock())
+        return "done"
 
     def _request(
         self,

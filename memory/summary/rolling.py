@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from memory.engine.forced_tool import OutputRejected, call_until_valid
 from memory.engine.llm import (
     LLM,
     ChatMessage,
-    LLMError,
     LLMRequest,
     LLMResponse,
     TextBlock,
@@ -105,7 +105,7 @@ recollections are memories looked up from the past, not new events. Never record
 addressed to the character. Stay under {cap} tokens. Answer by calling write_summary."""
 
 
-class SummaryRejected(ValueError):
+class SummaryRejected(OutputRejected):
     """The model's output broke a rule; the reason is logged and the output discarded."""
 
 
@@ -354,45 +354,47 @@ class Summariser:
         if job.previous:
             allowed |= set(job.previous.cited_ids)
         request = self._request(job)
-        failure = ""
-        for attempt in range(1, self._attempts + 1):
-            try:
-                response = await self._llm.complete(request)
-            except LLMError as exc:
-                failure = f"LLM failed: {exc}"
-                await self._count(job, request.model or "", failure)
-                break  # the provider already retried; the next compaction trigger tries again
-            refused: list[ClaimRefusal] = []
-            try:
-                raw = parse_output(response)
-                fields = accumulate(
-                    job.previous.fields if job.previous else None,
-                    validate_fields(raw, allowed, refused),
-                )
-            except SummaryRejected as exc:
-                failure = f"attempt {attempt}: {exc}"
-                log.warning("summary rejected for %s: %s", job.thread, failure)
-                await self._count(job, response.model, failure, response)
-                continue
-            await self._count(job, response.model, None, response)
-            if self._record_rejection is not None:
-                for refusal in refused:
-                    reason = f"summary claim of '{refusal.field}': {refusal.reason}"
-                    await self._record_rejection(job.thread, job.conversation_id, reason)
-            fields = keep_anchors(fields, job.folded)
-            if self._superseded is not None:
-                changes = await self._superseded(job.thread)
-                fields = retire_superseded(fields, changes, job.language)
-            fields = without_credentials(fields, job.folded)
-            fields = trim_summary(fields, job.language, self._cap, self._tokens)
-            return Summary(
-                fields=fields,
-                cited_ids=frozenset(cited_ids(json.dumps(dict(fields.items())))),
-                covers_up_to_turn_id=job.folded[-1].id,
-                created_at=now,
-            )
-        log.error("compaction of %s failed, previous summary kept: %s", job.thread, failure)
-        return None
+        refused: list[ClaimRefusal] = []
+
+        def validate(response: LLMResponse) -> SummaryFields:
+            refused.clear()
+            previous = job.previous.fields if job.previous else None
+            return accumulate(previous, validate_fields(parse_output(response), allowed, refused))
+
+        async def rejected(exc: OutputRejected, attempt: int) -> None:
+            log.warning("summary rejected for %s: attempt %s: %s", job.thread, attempt, exc)
+
+        async def record(model: str, error: str | None, response: LLMResponse | None) -> None:
+            await self._count(job, model, error, response)
+
+        outcome = await call_until_valid(
+            self._llm,
+            lambda _feedback: request,
+            validate,
+            record,
+            attempts=self._attempts,
+            on_rejected=rejected,
+        )
+        if outcome.value is None:
+            failure = outcome.failure
+            log.error("compaction of %s failed, previous summary kept: %s", job.thread, failure)
+            return None
+        if self._record_rejection is not None:
+            for refusal in refused:
+                reason = f"summary claim of '{refusal.field}': {refusal.reason}"
+                await self._record_rejection(job.thread, job.conversation_id, reason)
+        fields = keep_anchors(outcome.value, job.folded)
+        if self._superseded is not None:
+            changes = await self._superseded(job.thread)
+            fields = retire_superseded(fields, changes, job.language)
+        fields = without_credentials(fields, job.folded)
+        fields = trim_summary(fields, job.language, self._cap, self._tokens)
+        return Summary(
+            fields=fields,
+            cited_ids=frozenset(cited_ids(json.dumps(dict(fields.items())))),
+            covers_up_to_turn_id=job.folded[-1].id,
+            created_at=now,
+        )
 
     async def _count(
         self,
