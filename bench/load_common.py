@@ -242,6 +242,7 @@ def bench_settings(database: Path, **overrides: Any) -> Settings:
     limit no bench user can reach (the bench measures the engine, not the limiter)."""
     values: dict[str, Any] = {
         "database_path": database,
+        "database_url": None,  # never a DATABASE_URL of the environment: the bench picks
         "characters_dir": REPO / "characters",
         "llm_model": BENCH_MODEL,
         "rate_limit_messages": 1_000_000,

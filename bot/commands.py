@@ -367,7 +367,7 @@ class Commands:
             if refused := self._memoria_refusal(caller, language):
                 return refused
             return await self._memoria.forget(user, character.id, character.name, language)
-        if action in ("accept", "reject") and target.isdigit():
+        if action in ("accept", "reject") and target.isdecimal() and len(target) <= 18:
             return await self._memoria.review(
                 user, character.id, language, int(target), accept=action == "accept"
             )

@@ -37,9 +37,11 @@ def is_heavy(action: str, args: str) -> bool:
 
 
 def _number(args: list[str], lang: str) -> int:
-    if not args or not args[0].lstrip("#").isdigit():
+    digits = args[0].lstrip("#") if args else ""
+    # isdecimal: "²" is a digit int() refuses; past 18 digits no id exists (ids are bigints).
+    if not digits.isdecimal() or not digits.isascii() or len(digits) > 18:
         raise _usage(lang)
-    return int(args[0].lstrip("#"))
+    return int(digits)
 
 
 def plain_summary(fields: SummaryFields, lang: str) -> list[str]:

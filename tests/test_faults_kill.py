@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.fakes.anthropic_api import Delay, FakeAnthropic, Text, ToolUse, route_of
 from tests.fault_helpers import (
     BotProcess,
@@ -206,6 +208,9 @@ async def run_lane(lane: Lane, fake: FakeAnthropic, tmp_path: Path) -> None:
         assert lane.hold_summary is False or kind != "compaction"
 
 
+# The SQLite file's own durability (integrity_check after each kill); on PostgreSQL the
+# workers' kill test of tests/test_workers*.py covers it.
+@pytest.mark.sqlite_only
 async def test_sigkill_at_random_points_loses_and_doubles_nothing(tmp_path: Path) -> None:
     rng = random.Random(SEED)
     lanes = [

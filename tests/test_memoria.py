@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from bot.answers import Caller
 from bot.app import App
+from memory.errors import UserFacingError
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic, ToolUse
 from tests.helpers import summary_input
@@ -250,3 +253,12 @@ async def test_a_deleted_fact_leaves_the_file_and_the_ongoing_prompt(
     await app.commands.chat(ANA, "¿Sigues ahí?")
     assert canary not in fake_anthropic.bodies()[-1]["system"][1]["text"]
     assert traces_of(app.settings, canary) == []
+
+
+@pytest.mark.parametrize("number", ["99999999999999999999999", "²", "#-3", "٣"])
+async def test_a_number_no_fact_can_have_is_a_usage_answer(app: App, number: str) -> None:
+    """Past a bigint, a superscript or another script's digit: the usage line, never a crash
+    of the store (SQLite and PostgreSQL both refuse such integers)."""
+    with pytest.raises(UserFacingError, match=r"^Uso: /memoria"):
+        await app.commands.memoria(ANA, "borrar", number)
+    assert (await app.commands.chat(ANA, "Hola")).ok

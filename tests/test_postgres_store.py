@@ -327,3 +327,21 @@ async def test_turn_ids_are_never_reused(any_store: Any) -> None:
     await store.forget(ana.user_id, DETECTIVE)
     again = await talk(store, "ana2", ["dos"])
     assert min(t.id for t in await store.turns_after(again, 0)) > before
+
+
+async def test_ids_and_words_no_backend_can_hold_find_nothing(any_store: Any) -> None:
+    """A model's invented citation (past bigint) and a 3,000-letter word find nothing and
+    break nothing, on either backend."""
+    store = any_store
+    thread = await talk(store, "ana", ["Mi barco se llama Itsaso", "x" * 3000])
+    first = (await store.turns_after(thread, 0))[0]
+    huge = [first.id, 2**70, -(2**70), 2**63]
+    assert [t.id for t in await store.turns_by_ids(thread.user_id, DETECTIVE, huge)] == [first.id]
+    assert [t.id for t in await store.thread_turns_by_ids(thread, huge)] == [first.id]
+    rows = await store.exchange_turns(thread.user_id, DETECTIVE, "dm", huge)
+    assert {row[3].id for row in rows} >= {first.id}
+    terms = query_terms("y" * 3000 + " barco")
+    counts = await store.search_term_counts(thread.user_id, DETECTIVE, "dm", terms)
+    assert counts == [0, 2]  # the turn and its echo
+    ids, _ = await store.search_exchanges(thread.user_id, DETECTIVE, "dm", terms[:1], 10)
+    assert ids == []

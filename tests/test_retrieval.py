@@ -274,6 +274,7 @@ def raw_bytes(path: Path) -> bytes:
     return (path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")).lower()
 
 
+@pytest.mark.sqlite_only  # reads the FTS5 index and the file's bytes
 async def test_deleted_turns_leave_search_and_every_table(store: MemoryStore) -> None:
     ana = await new_thread(store, "ana")
     stored = await talk(
@@ -298,6 +299,7 @@ async def test_deleted_turns_leave_search_and_every_table(store: MemoryStore) ->
     assert b"zumalakarregi" not in raw_bytes(store.path)
 
 
+@pytest.mark.sqlite_only  # reads the FTS5 index and the file's bytes
 async def test_an_edited_turn_is_reindexed(store: MemoryStore) -> None:
     """Turns are never edited, but if one ever is, the index must follow, not keep the old words."""
     ana = await new_thread(store, "ana")
@@ -312,6 +314,7 @@ async def test_an_edited_turn_is_reindexed(store: MemoryStore) -> None:
     assert "txuri" not in index_terms(store.path)
 
 
+@pytest.mark.sqlite_only  # reads the FTS5 index and the file's bytes
 async def test_forgetting_a_character_empties_its_index(store: MemoryStore) -> None:
     ana = await new_thread(store, "ana")
     bea = await new_thread(store, "bea")

@@ -117,7 +117,8 @@ async def test_the_stats_command_prints_the_table(
 ) -> None:
     parser = argparse.ArgumentParser(prog="companion")
     register(parser.add_subparsers(dest="command", required=True))
-    settings = Settings(_env_file=None, database_path=store.path)  # type: ignore[call-arg]
+    # The store's own database: this file, or DATABASE_URL under make test-postgres.
+    settings = Settings(_env_file=None, database_path=tmp_path / "companion.db")  # type: ignore[call-arg]
     args = parser.parse_args(["stats", "--price-input", "1", "--price-output", "2"])
     assert await run_admin(args, settings) == 0
     out = capsys.readouterr().out
@@ -127,6 +128,6 @@ async def test_the_stats_command_prints_the_table(
     assert maggie.split()[:4] == ["maggie", "reply", "3", "1"]
     assert "45.0%" in maggie
     assert lines[-1].startswith("ALL") and " all " in lines[-1]
-    missing = Settings(_env_file=None, database_path=tmp_path / "none.db")  # type: ignore[call-arg]
+    missing = Settings(_env_file=None, database_path=tmp_path / "none.db", database_url=None)  # type: ignore[call-arg]
     assert await run_admin(parser.parse_args(["stats"]), missing) == 0
     assert "no usage recorded yet" in capsys.readouterr().out

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
@@ -96,6 +97,7 @@ async def test_ctrl_c_at_the_prompt_leaves_at_once(app: App, tmp_path: Path) -> 
     assert user_turns(app.settings.database_target) == []  # the half line was not sent
 
 
+@pytest.mark.sqlite_only  # fills the SQLite file's disk
 async def test_a_full_disk_is_one_line_and_the_chat_goes_on(
     app: App, fake_anthropic: FakeAnthropic, tmp_path: Path
 ) -> None:

@@ -14,7 +14,7 @@ from memory.profile.fact_keys import registry_key, storage_key
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
 from memory.store.postgres.copy import COPY_TABLES
-from memory.store.postgres.rows import ts
+from memory.store.postgres.rows import ids_param, ts
 from memory.store.postgres.terms import search_vector
 
 # The tables of a user's memory with a character, each with user_id and character_id columns.
@@ -328,7 +328,7 @@ class PgPrivacyMixin(PostgresStoreBase):
             " t.platform_message_id FROM unnest($1::bigint[]) AS wanted(id)"
             " JOIN turns t ON t.id = wanted.id WHERE t.user_id = $2 AND t.character_id = $3"
             " AND t.scope = $4 ORDER BY t.id",
-            ids,
+            ids_param(ids),
             thread.user_id,
             thread.character_id,
             thread.scope,

@@ -78,3 +78,13 @@ def summary(row: asyncpg.Record) -> Summary:
 
 # The columns of a turn the store reads (never the search vector).
 TURN_COLUMNS = "id, conversation_id, role, text, created_at, platform_message_id"
+
+
+_BIGINT = range(-(2**63), 2**63)
+
+
+def ids_param(ids: list[int]) -> list[int]:
+    """Ids as a bigint[] parameter: an id no bigint can hold (a model's invention) names no
+    row, so it is left out instead of failing the whole query, as SQLite simply finds nothing."""
+    return [i for i in ids if i in _BIGINT]
+

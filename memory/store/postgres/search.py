@@ -15,6 +15,7 @@ from memory.models import Turn
 from memory.search.terms import Term
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
+from memory.store.postgres.rows import ids_param
 from memory.store.postgres.terms import any_query, term_query
 
 # (first turn id of its exchange, next exchange's first turn id, previous exchange's last, turn)
@@ -127,7 +128,9 @@ class PgSearchMixin(PostgresStoreBase):
         for every turn of the exchanges that hold `turn_ids`. An exchange runs from a user turn
         to the next user turn of the same conversation; turns before a conversation's first
         user turn form one of their own."""
-        found = await self._pool.fetch(_EXCHANGES, user_id, character_id, scope, turn_ids)
+        found = await self._pool.fetch(
+            _EXCHANGES, user_id, character_id, scope, ids_param(turn_ids)
+        )
         return [_exchange_row(row) for row in found]
 
     async def turns_by_ids(self, user_id: int, character_id: str, ids: list[int]) -> list[Turn]:
@@ -138,7 +141,7 @@ class PgSearchMixin(PostgresStoreBase):
             " t.platform_message_id FROM unnest($1::bigint[]) WITH ORDINALITY AS hit(id, i)"
             " JOIN turns t ON t.id = hit.id WHERE t.user_id = $2 AND t.character_id = $3"
             " ORDER BY hit.i",
-            ids,
+            ids_param(ids),
             user_id,
             character_id,
         )

@@ -37,8 +37,10 @@ def search_vector(text: str) -> str:
 
 
 def term_query(term: Term) -> str:
-    """The tsquery literal of one term: its stem as a prefix, or the word itself."""
-    return _quoted(term.stem) + (":*" if term.prefix else "")
+    """The tsquery literal of one term: its stem as a prefix, or the word itself. A stem over
+    the lexeme limit is cut to it: the index holds no such word, so it still finds nothing."""
+    stem = term.stem.encode("utf-8")[:_MAX_LEXEME_BYTES].decode("utf-8", errors="ignore")
+    return _quoted(stem) + (":*" if term.prefix else "")
 
 
 def any_query(terms: list[Term]) -> str:
