@@ -5,12 +5,20 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sqlite3
 import sys
 from pathlib import Path
 
+from memory.store.errors import available_migrations
 from tests.conftest import CHARACTERS
 from tests.fakes.anthropic_api import FakeAnthropic, Text
+from tests.pg_fixtures import suite_server
+from tests.raw_db import raw_database
+
+
+def cli_database(tmp_path: Path) -> Path | str:
+    """The database the `companion` subprocesses of env_for() use."""
+    url = os.environ.get("DATABASE_URL")
+    return url if suite_server() and url else tmp_path / "c.db"
 
 
 def env_for(tmp_path: Path, fake: FakeAnthropic | None, **extra: str) -> dict[str, str]:
@@ -28,6 +36,8 @@ def env_for(tmp_path: Path, fake: FakeAnthropic | None, **extra: str) -> dict[st
     )
     if fake is not None:
         env.update({"ANTHROPIC_API_KEY": fake.api_key, "ANTHROPIC_BASE_URL": fake.url})
+    if suite_server() and os.environ.get("DATABASE_URL"):  # make test-postgres: this test's db
+        env["DATABASE_URL"] = os.environ["DATABASE_URL"]
     env.update(extra)
     return env
 
@@ -79,7 +89,7 @@ async def test_chat_continues_across_runs(tmp_path: Path, fake_anthropic: FakeAn
     assert "La silla cojea" not in out
     texts = [b["text"] for m in fake_anthropic.bodies()[-1]["messages"] for b in m["content"]]
     assert "Mi hermano se llama Iñaki" in texts and "Iñaki. Lo apunto." in texts
-    with sqlite3.connect(tmp_path / "c.db") as raw:
+    with raw_database(cli_database(tmp_path)) as raw:
         reasons = raw.execute("SELECT end_reason FROM conversations ORDER BY id").fetchall()
     assert reasons == [("exit",), ("exit",)]
 
@@ -101,8 +111,12 @@ async def test_no_provider_names_the_setting_to_add(tmp_path: Path) -> None:
 
 async def test_migrate_and_characters_commands(tmp_path: Path) -> None:
     env = env_for(tmp_path, None)
+    latest = available_migrations("sqlite")[-1][0]
     code, out, _ = await companion("migrate", env=env)
-    assert code == 0 and "0001_initial.sql" in out
+    # A test's PostgreSQL database is a copy of a migrated template: nothing left to apply.
+    fresh = isinstance(cli_database(tmp_path), Path)
+    assert code == 0 and ("0001_initial.sql" in out or not fresh), out
+    assert f"schema version {latest}" in out
     code, out, _ = await companion("migrate", env=env)
     assert code == 0 and "applied 0 migration(s)" in out
     code, out, _ = await companion("characters", "list", env=env)
@@ -139,5 +153,5 @@ async def test_memoria_in_the_terminal(tmp_path: Path, fake_anthropic: FakeAnthr
     assert "/press mem:forget:detective_bilbao" in out  # the confirmation button, in text
     assert "Koldo Arrieta te ha olvidado por completo" in out
     assert out.rstrip().split("\n\n")[-2].endswith("No recuerdo nada de ti todavía.")
-    with sqlite3.connect(tmp_path / "c.db") as raw:
+    with raw_database(cli_database(tmp_path)) as raw:
         assert raw.execute("SELECT COUNT(*) FROM turns").fetchone()[0] == 0

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 from tests.fakes.anthropic_api import FakeAnthropic
-from tests.test_cli import chat_as_ana, companion, env_for
+from tests.raw_db import raw_database
+from tests.test_cli import chat_as_ana, cli_database, companion, env_for
 
 
 async def test_show_export_import_forget(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
@@ -48,7 +48,7 @@ async def test_show_export_import_forget(tmp_path: Path, fake_anthropic: FakeAnt
         "memory", "forget", "--platform", "terminal", "--user", "ana", env=admin, stdin="ana\n"
     )
     assert code == 0 and "detective_bilbao: deleted" in out
-    with sqlite3.connect(tmp_path / "c.db") as raw:
+    with raw_database(cli_database(tmp_path)) as raw:
         owners = raw.execute(
             "SELECT DISTINCT u.platform FROM turns t JOIN users u ON u.id = t.user_id"
         ).fetchall()
@@ -124,7 +124,7 @@ async def test_an_export_imported_twice_is_refused(
     # Into ana herself, who still has them: refused as well.
     code, _, err = await companion(*memory_args("import", str(export)), env=admin)
     assert code == 2 and "already in the memory of terminal user ana" in err
-    with sqlite3.connect(tmp_path / "c.db") as raw:
+    with raw_database(cli_database(tmp_path)) as raw:
         counts = raw.execute(
             "SELECT u.platform_user_id, COUNT(*) FROM turns t JOIN users u ON u.id = t.user_id"
             " GROUP BY u.platform_user_id ORDER BY 1"

@@ -1,0 +1,101 @@
+"""Rows into the typed records of memory/models.py, for every backend.
+
+Both backends keep the same column values (ISO text for times, with the clock's offset; JSON
+text for lists), so one mapping serves a `sqlite3.Row` and an `asyncpg.Record` alike, and the
+records read back are the very ones written.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime
+from typing import Any, Protocol
+
+from memory.models import Conversation, Fact, Summary, SummaryFields, Thread, Turn, UsageRecord
+
+
+class Row(Protocol):
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+def ts(moment: datetime) -> str:
+    return moment.isoformat()
+
+
+def dt(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def fact(row: Row) -> Fact:
+    return Fact(
+        id=row["id"],
+        user_id=row["user_id"],
+        character_id=row["character_id"],
+        kind=row["kind"],
+        key=row["key"],
+        value=row["value"],
+        origin=row["origin"],
+        scope=row["scope"],
+        evidence=tuple(json.loads(row["evidence"])),
+        lifetime=row["lifetime"],
+        event_date=date.fromisoformat(row["event_date"]) if row["event_date"] else None,
+        created_at=datetime.fromisoformat(row["created_at"]),
+        confirmed_at=datetime.fromisoformat(row["confirmed_at"]),
+        expires_at=dt(row["expires_at"]),
+        status=row["status"],
+    )
+
+
+def conversation(row: Row) -> Conversation:
+    return Conversation(
+        id=row["id"],
+        thread=Thread(row["user_id"], row["character_id"], row["scope"]),
+        started_at=datetime.fromisoformat(row["started_at"]),
+        last_activity_at=datetime.fromisoformat(row["last_activity_at"]),
+        ended_at=dt(row["ended_at"]),
+        end_reason=row["end_reason"],
+        extracted_at=dt(row["extracted_at"]),
+    )
+
+
+def turn(row: Row) -> Turn:
+    return Turn(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        role=row["role"],
+        text=row["text"],
+        created_at=datetime.fromisoformat(row["created_at"]),
+        platform_message_id=row["platform_message_id"],
+    )
+
+
+def summary(row: Row) -> Summary:
+    raw = json.loads(row["fields_json"])
+    return Summary(
+        fields=SummaryFields(**{name: tuple(raw.get(name, ())) for name in raw}),
+        cited_ids=frozenset(json.loads(row["cited_ids_json"])),
+        covers_up_to_turn_id=row["covers_up_to_turn_id"],
+        created_at=datetime.fromisoformat(row["created_at"]),
+        id=row["id"],
+    )
+
+
+def usage_record(row: Row) -> UsageRecord:
+    return UsageRecord(
+        kind=row["kind"],
+        model=row["model"],
+        ok=bool(row["ok"]),
+        user_id=row["user_id"],
+        character_id=row["character_id"],
+        conversation_id=row["conversation_id"],
+        turn_id=row["turn_id"],
+        error=row["error"],
+        input_tokens=row["input_tokens"],
+        cache_read_tokens=row["cache_read_tokens"],
+        cache_write_tokens=row["cache_write_tokens"],
+        output_tokens=row["output_tokens"],
+        latency_ms=row["latency_ms"],
+        tool_round=row["tool_round"],
+        fragments=row["fragments"],
+        tools_called=row["tools_called"],
+    )

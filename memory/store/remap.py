@@ -1,0 +1,34 @@
+"""An export loaded into a user's memory gets fresh ids: every reference is rewritten to them
+(summary citations, the turn a summary covers up to, fact evidence and history). The rules,
+once for every backend; each backend only inserts what these functions give."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_CITE = re.compile(r"\{cite:(\d+)\}")
+
+
+def recited(text: str, turn_ids: dict[int, int]) -> str:
+    """`{cite:OLD}` as `{cite:NEW}`; a citation of a turn the export lacks cites 0 (nothing)."""
+    return _CITE.sub(lambda m: f"{{cite:{turn_ids.get(int(m.group(1)), 0)}}}", text)
+
+
+def evidence(ids: list[int], turn_ids: dict[int, int]) -> str:
+    """The JSON list of the new ids of the turns in `ids` that the export holds."""
+    return json.dumps([turn_ids[i] for i in ids if i in turn_ids])
+
+
+def summary_values(row: dict[str, Any], turn_ids: dict[int, int]) -> tuple[str, str, int]:
+    """(fields_json, cited_ids_json, covers_up_to_turn_id) of an exported summary, rewritten."""
+    fields = {
+        name: [recited(claim, turn_ids) for claim in claims]
+        for name, claims in row["fields_json"].items()
+    }
+    cited = sorted(turn_ids[i] for i in row["cited_ids_json"] if i in turn_ids)
+    covered = max(
+        (new for old, new in turn_ids.items() if old <= row["covers_up_to_turn_id"]), default=0
+    )
+    return json.dumps(fields, ensure_ascii=False), json.dumps(cited), covered
