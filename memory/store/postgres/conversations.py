@@ -288,24 +288,4 @@ class PgConversationsMixin(PostgresStoreBase):
             user_id,
             ts(since) if since is not None else None,
         )
-        return [
-            UsageRecord(
-                kind=row["kind"],
-                model=row["model"],
-                ok=bool(row["ok"]),
-                user_id=row["user_id"],
-                character_id=row["character_id"],
-                conversation_id=row["conversation_id"],
-                turn_id=row["turn_id"],
-                error=row["error"],
-                input_tokens=row["input_tokens"],
-                cache_read_tokens=row["cache_read_tokens"],
-                cache_write_tokens=row["cache_write_tokens"],
-                output_tokens=row["output_tokens"],
-                latency_ms=row["latency_ms"],
-                tool_round=row["tool_round"],
-                fragments=row["fragments"],
-                tools_called=row["tools_called"],
-            )
-            for row in found
-        ]
+        return [rows.usage_record(row) for row in found]

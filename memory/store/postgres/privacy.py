@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +15,8 @@ from memory.store.postgres.base import PostgresStoreBase
 from memory.store.postgres.copy import COPY_TABLES
 from memory.store.postgres.rows import ids_param, ts
 from memory.store.postgres.terms import search_vector
+from memory.store.remap import evidence as remapped
+from memory.store.remap import summary_values
 
 # The tables of a user's memory with a character, each with user_id and character_id columns.
 _MEMORY_TABLES = (
@@ -244,21 +245,8 @@ class PgPrivacyMixin(PostgresStoreBase):
         data: dict[str, Any],
         turn_ids: dict[int, int],
     ) -> int:
-        def recite(text: str) -> str:
-            return re.sub(
-                r"\{cite:(\d+)\}", lambda m: f"{{cite:{turn_ids.get(int(m.group(1)), 0)}}}", text
-            )
-
         for row in sorted(data.get("summaries", []), key=lambda r: r["id"]):
-            fields = {
-                name: [recite(claim) for claim in claims]
-                for name, claims in row["fields_json"].items()
-            }
-            cited = sorted(turn_ids[i] for i in row["cited_ids_json"] if i in turn_ids)
-            covered = max(
-                (new for old, new in turn_ids.items() if old <= row["covers_up_to_turn_id"]),
-                default=0,
-            )
+            fields, cited, covered = summary_values(row, turn_ids)
             await con.execute(
                 "INSERT INTO summaries (user_id, character_id, scope, fields_json,"
                 " cited_ids_json, covers_up_to_turn_id, created_at)"
@@ -266,8 +254,8 @@ class PgPrivacyMixin(PostgresStoreBase):
                 user_id,
                 character_id,
                 row["scope"],
-                json.dumps(fields, ensure_ascii=False),
-                json.dumps(cited),
+                fields,
+                cited,
                 covered,
                 row["created_at"],
             )
@@ -283,7 +271,6 @@ class PgPrivacyMixin(PostgresStoreBase):
     ) -> int:
         fact_ids: dict[int, int] = {}
         for row in data.get("facts", []):
-            evidence = [turn_ids[i] for i in row["evidence"] if i in turn_ids]
             key = row["key"]
             if registry_key(key) is None:  # never stored as free text: its registry fallback
                 taken = {
@@ -304,8 +291,9 @@ class PgPrivacyMixin(PostgresStoreBase):
                 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
                 " ON CONFLICT (user_id, character_id, scope, kind, key) DO NOTHING RETURNING id",
                 user_id, character_id, row["kind"], key, row["value"], row["origin"],
-                row["scope"], json.dumps(evidence), row["lifetime"], row["event_date"],
-                row["created_at"], row["confirmed_at"], row["expires_at"], row["status"],
+                row["scope"], remapped(row["evidence"], turn_ids), row["lifetime"],
+                row["event_date"], row["created_at"], row["confirmed_at"], row["expires_at"],
+                row["status"],
             )  # fmt: skip
             if inserted is not None:
                 fact_ids[row["id"]] = inserted
@@ -315,7 +303,7 @@ class PgPrivacyMixin(PostgresStoreBase):
                     "INSERT INTO fact_history (fact_id, user_id, value, origin, evidence,"
                     " valid_from, superseded_at, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                     fact_ids[row["fact_id"]], user_id, row["value"], row["origin"],
-                    json.dumps([turn_ids[i] for i in row["evidence"] if i in turn_ids]),
+                    remapped(row["evidence"], turn_ids),
                     row["valid_from"], row["superseded_at"], row["reason"],
                 )  # fmt: skip
         return len(fact_ids)

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import logging
 import sqlite3
 from collections.abc import Callable, Coroutine, Iterable, Iterator
 from contextlib import contextmanager
-from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
-from memory.models import Conversation, Fact, Summary, SummaryFields, Thread, Turn
+from memory.store import records
 from memory.store.errors import available_migrations as available_dialect_migrations
 from memory.store.errors import refuse_unknown_versions
 from memory.store.sqlite import fts
@@ -61,34 +59,6 @@ def alone_on_db_thread(
         return await self._run_alone(method, self, *args, **kwargs)
 
     return run_whole
-
-
-def _ts(moment: datetime) -> str:
-    return moment.isoformat()
-
-
-def _dt(text: str | None) -> datetime | None:
-    return datetime.fromisoformat(text) if text else None
-
-
-def _fact(row: sqlite3.Row) -> Fact:
-    return Fact(
-        id=row["id"],
-        user_id=row["user_id"],
-        character_id=row["character_id"],
-        kind=row["kind"],
-        key=row["key"],
-        value=row["value"],
-        origin=row["origin"],
-        scope=row["scope"],
-        evidence=tuple(json.loads(row["evidence"])),
-        lifetime=row["lifetime"],
-        event_date=date.fromisoformat(row["event_date"]) if row["event_date"] else None,
-        created_at=datetime.fromisoformat(row["created_at"]),
-        confirmed_at=datetime.fromisoformat(row["confirmed_at"]),
-        expires_at=_dt(row["expires_at"]),
-        status=row["status"],
-    )
 
 
 def available_migrations() -> list[tuple[int, str, str]]:
@@ -347,36 +317,7 @@ class StoreBase:
 
     # ---- rows into typed records ----------------------------------------------------------
 
-    @staticmethod
-    def _conversation(row: sqlite3.Row) -> Conversation:
-        return Conversation(
-            id=row["id"],
-            thread=Thread(row["user_id"], row["character_id"], row["scope"]),
-            started_at=datetime.fromisoformat(row["started_at"]),
-            last_activity_at=datetime.fromisoformat(row["last_activity_at"]),
-            ended_at=_dt(row["ended_at"]),
-            end_reason=row["end_reason"],
-            extracted_at=_dt(row["extracted_at"]),
-        )
-
-    @staticmethod
-    def _turn(row: sqlite3.Row) -> Turn:
-        return Turn(
-            id=row["id"],
-            conversation_id=row["conversation_id"],
-            role=row["role"],
-            text=row["text"],
-            created_at=datetime.fromisoformat(row["created_at"]),
-            platform_message_id=row["platform_message_id"],
-        )
-
-    @staticmethod
-    def _summary(row: sqlite3.Row) -> Summary:
-        raw = json.loads(row["fields_json"])
-        return Summary(
-            fields=SummaryFields(**{name: tuple(raw.get(name, ())) for name in raw}),
-            cited_ids=frozenset(json.loads(row["cited_ids_json"])),
-            covers_up_to_turn_id=row["covers_up_to_turn_id"],
-            created_at=datetime.fromisoformat(row["created_at"]),
-            id=row["id"],
-        )
+    # One mapping of rows to records for every backend (memory/store/records.py).
+    _conversation = staticmethod(records.conversation)
+    _turn = staticmethod(records.turn)
+    _summary = staticmethod(records.summary)

@@ -16,8 +16,10 @@ from memory.models import (
     UsageRecord,
     User,
 )
+from memory.store import records
 from memory.store.errors import ConversationGone
-from memory.store.sqlite.base import StoreBase, _ts, on_db_thread
+from memory.store.records import ts as _ts
+from memory.store.sqlite.base import StoreBase, on_db_thread
 
 
 class ConversationsMixin(StoreBase):
@@ -291,24 +293,4 @@ class ConversationsMixin(StoreBase):
             params.append(_ts(since))
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
         cursor = self._con.execute(f"SELECT * FROM llm_usage{where} ORDER BY id", params)
-        return [
-            UsageRecord(
-                kind=row["kind"],
-                model=row["model"],
-                ok=bool(row["ok"]),
-                user_id=row["user_id"],
-                character_id=row["character_id"],
-                conversation_id=row["conversation_id"],
-                turn_id=row["turn_id"],
-                error=row["error"],
-                input_tokens=row["input_tokens"],
-                cache_read_tokens=row["cache_read_tokens"],
-                cache_write_tokens=row["cache_write_tokens"],
-                output_tokens=row["output_tokens"],
-                latency_ms=row["latency_ms"],
-                tool_round=row["tool_round"],
-                fragments=row["fragments"],
-                tools_called=row["tools_called"],
-            )
-            for row in cursor
-        ]
+        return [records.usage_record(row) for row in cursor]

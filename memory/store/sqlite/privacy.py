@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from datetime import datetime
 from typing import Any
 
@@ -15,7 +14,11 @@ from memory.models import (
     Turn,
 )
 from memory.profile.fact_keys import registry_key, storage_key
-from memory.store.sqlite.base import StoreBase, _fact, _ts, on_db_thread
+from memory.store.records import fact as _fact
+from memory.store.records import ts as _ts
+from memory.store.remap import evidence as remapped
+from memory.store.remap import summary_values
+from memory.store.sqlite.base import StoreBase, on_db_thread
 
 # The tables of a user's memory with a character, each with user_id and character_id columns.
 _MEMORY_TABLES = (
@@ -228,21 +231,8 @@ class PrivacyMixin(StoreBase):
     def _import_summaries(
         self, user_id: int, character_id: str, data: dict[str, Any], turn_ids: dict[int, int]
     ) -> int:
-        def recite(text: str) -> str:
-            return re.sub(
-                r"\{cite:(\d+)\}", lambda m: f"{{cite:{turn_ids.get(int(m.group(1)), 0)}}}", text
-            )
-
         for row in sorted(data.get("summaries", []), key=lambda r: r["id"]):
-            fields = {
-                name: [recite(claim) for claim in claims]
-                for name, claims in row["fields_json"].items()
-            }
-            cited = sorted(turn_ids[i] for i in row["cited_ids_json"] if i in turn_ids)
-            covered = max(
-                (new for old, new in turn_ids.items() if old <= row["covers_up_to_turn_id"]),
-                default=0,
-            )
+            fields, cited, covered = summary_values(row, turn_ids)
             self._con.execute(
                 "INSERT INTO summaries (user_id, character_id, scope, fields_json,"
                 " cited_ids_json, covers_up_to_turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -250,8 +240,8 @@ class PrivacyMixin(StoreBase):
                     user_id,
                     character_id,
                     row["scope"],
-                    json.dumps(fields, ensure_ascii=False),
-                    json.dumps(cited),
+                    fields,
+                    cited,
                     covered,
                     row["created_at"],
                 ),
@@ -263,7 +253,6 @@ class PrivacyMixin(StoreBase):
     ) -> int:
         fact_ids: dict[int, int] = {}
         for row in data.get("facts", []):
-            evidence = [turn_ids[i] for i in row["evidence"] if i in turn_ids]
             key = row["key"]
             if registry_key(key) is None:  # never stored as free text: its registry fallback
                 taken = {
@@ -288,7 +277,7 @@ class PrivacyMixin(StoreBase):
                     row["value"],
                     row["origin"],
                     row["scope"],
-                    json.dumps(evidence),
+                    remapped(row["evidence"], turn_ids),
                     row["lifetime"],
                     row["event_date"],
                     row["created_at"],
@@ -309,7 +298,7 @@ class PrivacyMixin(StoreBase):
                         user_id,
                         row["value"],
                         row["origin"],
-                        json.dumps([turn_ids[i] for i in row["evidence"] if i in turn_ids]),
+                        remapped(row["evidence"], turn_ids),
                         row["valid_from"],
                         row["superseded_at"],
                         row["reason"],

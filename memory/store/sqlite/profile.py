@@ -11,7 +11,9 @@ from memory.models import (
     FactVersion,
     Thread,
 )
-from memory.store.sqlite.base import StoreBase, _fact, _ts, on_db_thread
+from memory.store.records import fact as _fact
+from memory.store.records import ts as _ts
+from memory.store.sqlite.base import StoreBase, on_db_thread
 
 
 class ProfileMixin(StoreBase):
