@@ -6,7 +6,6 @@ them in one transaction, so each method is atomic as the SQLite store's are on i
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import uuid
@@ -21,6 +20,7 @@ import asyncpg
 
 from memory.store.errors import SchemaTooNewError
 from memory.store.postgres.changes import ChangeFeed
+from memory.store.purge import BackgroundPurge
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,6 @@ _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 # Serialises migrations of two processes starting together (any constant of our own).
 _MIGRATION_LOCK = 0x636F6D70
 POOL_MIN, POOL_MAX = 1, 10
-PURGE_RETRY_MAX_SECONDS = 30.0
 # Every table a deletion of memory touches: VACUUMed by a purge.
 PURGED_TABLES = (
     "turns",
@@ -81,17 +80,17 @@ def redact_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-class PostgresStoreBase:
+class PostgresStoreBase(BackgroundPurge):
     """The pool, the migrations, the change feed and the background purge."""
 
+    PURGE_ERRORS = (asyncpg.PostgresError, OSError)  # the record stays: try again later
+
     def __init__(self, pool: asyncpg.Pool, url: str, origin: str) -> None:
+        super().__init__()
         self._pool = pool
         self.url = redact_url(url)
         self._origin = origin
         self._feed = ChangeFeed(url, origin)
-        self._purge: asyncio.Task[None] | None = None
-        # First wait before trying a failed purge again; doubled up to PURGE_RETRY_MAX_SECONDS.
-        self.purge_retry_seconds = 0.05
 
     @classmethod
     async def open(cls, url: str, *, migrate: bool = True) -> Self:
@@ -119,9 +118,7 @@ class PostgresStoreBase:
         return store
 
     async def close(self) -> None:
-        if self._purge is not None:  # what it has not finished stays recorded: next start
-            self._purge.cancel()
-            await asyncio.gather(self._purge, return_exceptions=True)
+        await self._stop_purge()
         await self._feed.stop()
         await self._pool.close()
 
@@ -216,38 +213,6 @@ class PostgresStoreBase:
 
     async def pending_purges(self) -> int:
         return int(await self._pool.fetchval("SELECT count(*) FROM pending_purges"))
-
-    async def resume_purge(self) -> None:
-        """Start the purge if one is recorded as owed (by a crash, or by another process)."""
-        if await self.pending_purges():
-            self._start_purge()
-
-    def _start_purge(self) -> None:
-        """Purge in the background, one runner for every pending record (coalesced)."""
-        if self._purge is None or self._purge.done():
-            self._purge = asyncio.create_task(self._purge_until_done(), name="store-purge")
-
-    async def purge_settled(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109
-        """Wait (at most `timeout` seconds) for the background purge; True once nothing is
-        pending. For tests and the admin CLI: the bot never waits for it."""
-        if self._purge is not None and not self._purge.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(self._purge), timeout)
-            except TimeoutError:
-                return False
-        return await self.pending_purges() == 0
-
-    async def _purge_until_done(self) -> None:
-        delay = self.purge_retry_seconds
-        while True:
-            try:
-                if await self._purge_step() == "done":
-                    return
-                delay = self.purge_retry_seconds
-            except (asyncpg.PostgresError, OSError):  # the record stays: try again later
-                log.warning("purge step failed; retrying in %.1fs", delay, exc_info=True)
-                await asyncio.sleep(delay)
-                delay = min(2 * delay, PURGE_RETRY_MAX_SECONDS)
 
     async def _purge_step(self) -> str:
         """VACUUM every table a deletion touches, then clear the records this pass covered.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 import sqlite3
@@ -14,6 +13,7 @@ from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 from memory.store import records
 from memory.store.errors import available_migrations as available_dialect_migrations
 from memory.store.errors import refuse_unknown_versions
+from memory.store.purge import BackgroundPurge
 from memory.store.sqlite import fts
 from memory.store.sqlite.worker import DatabaseThread
 
@@ -26,7 +26,6 @@ BUSY_TIMEOUT_MS = 5000
 # Pages of index merging per step of a purge: a few milliseconds on the store's thread, so the
 # users' work queued meanwhile waits for one step, never for the whole merge.
 PURGE_STEP_PAGES = 64
-PURGE_RETRY_MAX_SECONDS = 30.0
 
 
 def on_db_thread(
@@ -94,16 +93,15 @@ def configure(con: sqlite3.Connection) -> None:
     con.create_function("thread_tokens", 4, fts.thread_tokens, deterministic=True)
 
 
-class StoreBase:
+class StoreBase(BackgroundPurge):
     """The connection, its pragmas, the migrations, and the thread every statement runs on."""
 
+    PURGE_ERRORS = (sqlite3.Error,)  # a locked or full file: the record stays, try again later
+
     def __init__(self, worker: DatabaseThread, path: Path) -> None:
+        super().__init__()
         self._worker = worker  # the only thread that touches `_con`
         self.path = path
-        self._purge: asyncio.Task[None] | None = None
-        # First wait before trying a blocked checkpoint again (a reader holds a snapshot);
-        # doubled at each failure up to PURGE_RETRY_MAX_SECONDS.
-        self.purge_retry_seconds = 0.05
 
     @property
     def _con(self) -> sqlite3.Connection:
@@ -156,9 +154,7 @@ class StoreBase:
         return store
 
     async def close(self) -> None:
-        if self._purge is not None:  # what it has not finished stays recorded: next start
-            self._purge.cancel()
-            await asyncio.gather(self._purge, return_exceptions=True)
+        await self._stop_purge()
         await self._worker.stop()
 
     def _all(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
@@ -247,44 +243,6 @@ class StoreBase:
     def pending_purges(self) -> int:
         row = self._one("SELECT count(*) FROM pending_purges")
         return int(row[0]) if row else 0
-
-    async def resume_purge(self) -> None:
-        """Start the purge if one is recorded as owed (by a crash, or by another process such
-        as `companion memory forget` whose checkpoint a reader blocked)."""
-        if await self.pending_purges():
-            self._start_purge()
-
-    def _start_purge(self) -> None:
-        """Purge in the background, one runner for every pending record: deletes that arrive
-        while it runs are finished by the same pass (coalesced), and nobody waits for it."""
-        if self._purge is None or self._purge.done():
-            self._purge = asyncio.create_task(self._purge_until_done(), name="store-purge")
-
-    async def purge_settled(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109
-        """Wait (at most `timeout` seconds) for the background purge; True once nothing is
-        pending. For tests and the admin CLI: the bot never waits for it."""
-        if self._purge is not None and not self._purge.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(self._purge), timeout)
-            except TimeoutError:
-                return False
-        return await self.pending_purges() == 0
-
-    async def _purge_until_done(self) -> None:
-        delay = self.purge_retry_seconds
-        while True:
-            try:
-                step = await self._purge_step()
-            except sqlite3.Error:  # a locked or full file: the record stays, try again later
-                log.warning("purge step failed; retrying in %.1fs", delay, exc_info=True)
-                step = "blocked"
-            if step == "done":
-                return
-            if step == "blocked":
-                await asyncio.sleep(delay)
-                delay = min(2 * delay, PURGE_RETRY_MAX_SECONDS)
-            else:
-                delay = self.purge_retry_seconds
 
     @alone_on_db_thread
     def _purge_step(self) -> str:
