@@ -80,6 +80,14 @@ def redact_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+async def _keep_session(_con: asyncpg.Connection) -> None:
+    """What a connection going back to the pool needs: nothing. asyncpg still rolls back a
+    transaction left open; its default reset query (UNLISTEN, RESET ALL, advisory unlocks) is
+    a round trip per statement for state this store never sets: the origin is a startup
+    parameter, LISTEN has a connection of its own, and an advisory lock taken on a pooled
+    connection is released before it goes back (the migration lock, in a finally)."""
+
+
 class PostgresStoreBase(BackgroundPurge):
     """The pool, the migrations, the change feed and the background purge."""
 
@@ -102,6 +110,7 @@ class PostgresStoreBase(BackgroundPurge):
             min_size=POOL_MIN,
             max_size=POOL_MAX,
             server_settings={"companion.origin": origin, "application_name": "companion"},
+            reset=_keep_session,
         )
         store = cls(pool, url, origin)
         try:
