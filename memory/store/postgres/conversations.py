@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 import asyncpg
 
@@ -16,6 +16,51 @@ from memory.store.postgres.rows import ts
 from memory.store.postgres.terms import search_vector
 
 _USER = "id, platform, platform_user_id, display_name"
+
+# The conversation's row is updated first: a forget deleting it waits, or has finished and the
+# CTE finds no row, so nothing is written (and add_* raises ConversationGone).
+_WITH_TURN = (
+    "WITH c AS (UPDATE conversations SET last_activity_at = $1 WHERE id = $2 RETURNING id),"
+    " t AS (INSERT INTO turns (conversation_id, user_id, character_id, scope, role, text,"
+    " created_at, platform_message_id, search) SELECT c.id, $3, $4, $5, $6, $7, $1, $8,"
+    " $9::tsvector FROM c RETURNING id)"
+)
+_WITH_SOURCES = (
+    ", s AS (INSERT INTO reply_sources (turn_id, user_id, character_id, fact_ids, summary_id,"
+    " window_turn_ids, fragment_turn_ids, created_at) SELECT t.id, $3, $4, $10, $11, $12,"
+    " $13, $1 FROM t)"
+)
+# A usage row of a conversation is written only while it exists (a forget may have won).
+_WITH_USAGE = (
+    ", u AS (INSERT INTO llm_usage (user_id, character_id, conversation_id, turn_id, kind,"
+    " model, ok, error, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens,"
+    " latency_ms, created_at, tool_round, fragments, tools_called) SELECT $15, $16, $17, $18,"
+    " $19, $20, $21, $22, $23, $24, $25, $26, $27, $1, $28, $29, $30 FROM t WHERE $14 AND"
+    " ($17::bigint IS NULL OR EXISTS (SELECT 1 FROM conversations WHERE id = $17)))"
+)
+
+
+def _turn_values(
+    conversation: Conversation,
+    role: str,
+    text: str,
+    now: datetime,
+    platform_message_id: str | None,
+) -> tuple[Any, ...]:
+    """$1-$9 of _WITH_TURN."""
+    thread = conversation.thread
+    vector = None if role == "tool" else search_vector(text)
+    return (ts(now), conversation.id, thread.user_id, thread.character_id, thread.scope,
+            role, text, platform_message_id, vector)  # fmt: skip
+
+
+def _usage_values(record: UsageRecord) -> tuple[Any, ...]:
+    """$15-$30 of _WITH_USAGE (the time is the reply's)."""
+    return (record.user_id, record.character_id, record.conversation_id, record.turn_id,
+            record.kind, record.model, int(record.ok),
+            record.error, record.input_tokens, record.cache_read_tokens,
+            record.cache_write_tokens, record.output_tokens, float(record.latency_ms),
+            record.tool_round, record.fragments, record.tools_called)  # fmt: skip
 
 
 class PgConversationsMixin(PostgresStoreBase):
@@ -98,8 +143,15 @@ class PgConversationsMixin(PostgresStoreBase):
         now: datetime,
         platform_message_id: str | None = None,
     ) -> Turn:
-        async with self._transaction() as con:
-            return await self._insert_turn(con, conversation, role, text, now, platform_message_id)
+        """One turn, indexed for search unless a tool's; ConversationGone once its conversation
+        was deleted (a forget in another process). One statement: one round trip."""
+        turn_id = await self._pool.fetchval(
+            _WITH_TURN + " SELECT id FROM t",
+            *_turn_values(conversation, role, text, now, platform_message_id),
+        )
+        if turn_id is None:
+            raise ConversationGone(conversation.id)
+        return Turn(turn_id, conversation.id, role, text, now, platform_message_id)
 
     async def add_reply(
         self,
@@ -109,75 +161,21 @@ class PgConversationsMixin(PostgresStoreBase):
         sources: ReplySources,
         usage: UsageRecord | None = None,
     ) -> Turn:
-        """The character's reply, what it was built from and what it cost, in one transaction:
-        the reply's new id replaces `sources.turn_id`."""
-        async with self._transaction() as con:
-            turn = await self._insert_turn(con, conversation, "assistant", text, now, None)
-            await self._insert_reply_sources(
-                con, conversation.thread, replace(sources, turn_id=turn.id, created_at=now)
-            )
-            if usage is not None:
-                await self._insert_usage(con, usage, now)
-        return turn
-
-    @staticmethod
-    async def _insert_reply_sources(
-        con: asyncpg.Connection, thread: Thread, sources: ReplySources
-    ) -> None:
-        await con.execute(
-            "INSERT INTO reply_sources (turn_id, user_id, character_id, fact_ids, summary_id,"
-            " window_turn_ids, fragment_turn_ids, created_at)"
-            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (turn_id) DO UPDATE SET"
-            " user_id = excluded.user_id, character_id = excluded.character_id,"
-            " fact_ids = excluded.fact_ids, summary_id = excluded.summary_id,"
-            " window_turn_ids = excluded.window_turn_ids,"
-            " fragment_turn_ids = excluded.fragment_turn_ids, created_at = excluded.created_at",
-            sources.turn_id,
-            thread.user_id,
-            thread.character_id,
+        """The character's reply, what it was built from and what it cost, in one statement
+        (so in one transaction): the reply's new id replaces `sources.turn_id`."""
+        turn_id = await self._pool.fetchval(
+            _WITH_TURN + _WITH_SOURCES + _WITH_USAGE + " SELECT id FROM t",
+            *_turn_values(conversation, "assistant", text, now, None),
             json.dumps(list(sources.fact_ids)),
             sources.summary_id or None,
             json.dumps(list(sources.window_turn_ids)),
             json.dumps(list(sources.fragment_turn_ids)),
-            ts(sources.created_at),
+            usage is not None,
+            *_usage_values(usage or UsageRecord("reply", "", True)),
         )
-
-    @staticmethod
-    async def _insert_turn(
-        con: asyncpg.Connection,
-        conversation: Conversation,
-        role: str,
-        text: str,
-        now: datetime,
-        platform_message_id: str | None,
-    ) -> Turn:
-        """One turn, indexed for search unless a tool's; ConversationGone once its conversation
-        was deleted (a forget in another process)."""
-        thread = conversation.thread
-        # The conversation's row is locked first: a forget deleting it waits, or has finished
-        # and nothing is found (and nothing is written).
-        found = await con.fetchval(
-            "UPDATE conversations SET last_activity_at = $1 WHERE id = $2 RETURNING id",
-            ts(now),
-            conversation.id,
-        )
-        if found is None:
+        if turn_id is None:
             raise ConversationGone(conversation.id)
-        turn_id = await con.fetchval(
-            "INSERT INTO turns (conversation_id, user_id, character_id, scope, role, text,"
-            " created_at, platform_message_id, search) VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
-            " $9::tsvector) RETURNING id",
-            conversation.id,
-            thread.user_id,
-            thread.character_id,
-            thread.scope,
-            role,
-            text,
-            ts(now),
-            platform_message_id,
-            None if role == "tool" else search_vector(text),
-        )
-        return Turn(turn_id, conversation.id, role, text, now, platform_message_id)  # type: ignore[arg-type]
+        return Turn(turn_id, conversation.id, "assistant", text, now, None)
 
     async def turns_after(self, thread: Thread, after_turn_id: int) -> list[Turn]:
         """The thread's turns with an id above `after_turn_id`, oldest first."""
