@@ -14,6 +14,7 @@ from typing import Protocol
 
 from bot.answers import Answer, Button, Caller, clean_input, is_blank
 from bot.memoria import Memoria, is_heavy
+from bot.presence import Presence
 from bot.registry import help_lines
 from bot.reload import CharacterReloader
 from bot.texts import fact_key_label, pick_language, text
@@ -22,7 +23,7 @@ from memory.engine.companion import Companion
 from memory.engine.llm import TextSink
 from memory.errors import UserFacingError
 from memory.models import Reply
-from memory.store.protocols import Channels, Users
+from memory.store.protocols import Channels, Preferences, Users
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,8 @@ class Limits:
     memoria_window_seconds: float = 600.0
 
 
-class CommandStore(Users, Channels, Protocol):
-    """Who the user is, and which character answers them where."""
+class CommandStore(Users, Channels, Preferences, Protocol):
+    """Who the user is, which character answers them where, and their time zone."""
 
 
 class RateLimiter:
@@ -146,6 +147,7 @@ class Commands:
         self._rate = RateLimiter(limits.rate_limit_messages, limits.rate_limit_window_seconds)
         self._memoria_rate = RateLimiter(limits.memoria_limit, limits.memoria_window_seconds)
         self._order = ArrivalOrder()
+        self.presence = Presence(companion, store, clock, self.language)
         book = companion.characters
         self._default = default_character if book.get(default_character or "") else book.default_id
 

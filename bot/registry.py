@@ -286,7 +286,21 @@ MEMORIA = Command(
         ),
     ),
 )
-REGISTRY: tuple[Command, ...] = (PERSONAJE, RESET, AYUDA, MEMORIA)
+ZONA = Command(
+    "zona",
+    Words("zona", "timezone"),
+    Words("Tu zona horaria, para saber qué hora es para ti", "Your time zone, so I know your time"),
+    lambda c, who, a: c.presence.zone(who, a[0]),
+    (
+        Arg(
+            "zona",
+            Words("zona", "zone"),
+            Words("Por ejemplo Europe/Madrid", "For example Europe/London"),
+        ),
+    ),
+    aliases=("tz",),
+)
+REGISTRY: tuple[Command, ...] = (PERSONAJE, RESET, AYUDA, MEMORIA, ZONA)
 
 
 # ---- lookup and running ------------------------------------------------------------------------

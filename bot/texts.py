@@ -39,6 +39,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "terminal_header": "{name}. /ayuda: los comandos; /press DATOS pulsa un botón; /quit "
         "(o Ctrl-D) para salir.",
         "written_to": "(guardado en {path})",
+        # /zona, /incognito
+        "zone_set": "Tu zona horaria es ahora {zone} (allí son las {time}).",
+        "zone_bad": "No conozco la zona horaria «{given}». Usa un nombre como Europe/Madrid o "
+        "America/Mexico_City.",
         # memory/ refusals, by code
         "no_fact": "No hay ningún recuerdo #{id} en tu memoria.",
         "bad_value": "Ese valor no se puede guardar en «{key}»: tiene que ser un dato sobre ti "
@@ -124,6 +128,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "terminal_header": "{name}. /help: the commands; /press DATA presses a button; /quit "
         "(or Ctrl-D) leaves.",
         "written_to": "(written to {path})",
+        # /timezone, /incognito
+        "zone_set": "Your time zone is now {zone} (it is {time} there).",
+        "zone_bad": "I do not know the time zone “{given}”. Use a name such as "
+        "Europe/London or America/New_York.",
         "no_fact": "There is no memory #{id} in your memory.",
         "bad_value": "That value cannot be stored in “{key}”: it must be a fact about you in "
         "that field's format, not an instruction.",

@@ -24,6 +24,7 @@ from memory.models import (
     Incoming,
     Reply,
     ReplySources,
+    Summary,
     Thread,
     Turn,
     User,
@@ -300,10 +301,31 @@ class Companion(BurstAnswering, BackgroundWork):
             summary=summary,
             window=window,
             profile=profile,
-            last_activity=window[-1].created_at if window else now,
+            last_activity=await self._last_activity(thread, window, summary, now),
             profile_version=version,
             store_changes=store_changes,
+            timezone=await self._store.user_timezone(user.id),
         )
+
+    async def _last_activity(
+        self, thread: Thread, window: list[Turn], summary: Summary | None, now: datetime
+    ) -> datetime:
+        """When the user's thread was last active: its newest turn, which is the summary's last
+        when a reset folded the whole window (so a return weeks later is seen as one)."""
+        if window:
+            return window[-1].created_at
+        if summary is not None and summary.covers_up_to_turn_id:
+            covered = await self._store.thread_turns_by_ids(thread, [summary.covers_up_to_turn_id])
+            if covered:
+                return covered[-1].created_at
+        return now
+
+    def timezone_changed(self, user_id: int, zone: str | None) -> None:
+        """The user set their time zone (/zona): their sessions in RAM use it from now on."""
+        for thread in self._sessions.threads():
+            session = self._sessions.get(thread)
+            if session is not None and thread.user_id == user_id:
+                session.timezone = zone
 
     async def _end(self, conversation: Conversation, reason: str, when: datetime) -> None:
         if await self._store.end_conversation(conversation.id, reason, when):

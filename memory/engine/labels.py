@@ -35,8 +35,9 @@ LABELS: dict[str, dict[str, str]] = {
         "open_threads": "Hilos abiertos",
         "canon": "Canon (nunca contradecir)",
         "begin": "(Empieza la conversación.)",
-        "now": "Ahora: {now}.",
+        "now": "Ahora, en la hora local de {user}: {now}.",
         "gap": "Último mensaje anterior de {user}: hace {gap}.",
+        "long_gap": "Hacía mucho que no hablabais: saluda a {user} como a alguien que vuelve.",
         "fragments": "Recuerdos de conversaciones anteriores (pueden estar desfasados; si "
         "contradicen el resumen, manda el resumen):",
         "reminder_name": "Recuerda: eres {name}.",
@@ -71,8 +72,9 @@ LABELS: dict[str, dict[str, str]] = {
         "open_threads": "Open threads",
         "canon": "Canon (never contradict)",
         "begin": "(The conversation begins.)",
-        "now": "Now: {now}.",
+        "now": "Now, on {user}'s local clock: {now}.",
         "gap": "{user}'s previous message was {gap} ago.",
+        "long_gap": "You have not talked for a long time: greet {user} as someone coming back.",
         "fragments": "Memories from earlier conversations (they may be outdated; where they "
         "contradict the summary, the summary wins):",
         "reminder_name": "Remember: you are {name}.",

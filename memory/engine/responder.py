@@ -184,6 +184,7 @@ class Responder:
             previous_activity=session.previous_activity,
             fragments=tuple(fragments),
             lore_index=render_lore_index(character.lore, character.language),
+            timezone=session.timezone,
         )
 
     def _names(self, session: Session, character: Character) -> tuple[str, str]:

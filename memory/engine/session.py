@@ -35,6 +35,7 @@ class Session:
     profile_version: int = 0
     # Store.external_changes when it was read: another process has written since if it moved.
     store_changes: int = 0
+    timezone: str | None = None  # the user's own (/zona); None: the deployment's
 
     def has_turns_outside_window(self) -> bool:
         """The window is every turn after the summary's last, so turns lie outside it exactly

@@ -130,6 +130,14 @@ class Facts(Protocol):
     async def count_rejections(self, user_id: int | None = None) -> int: ...
 
 
+class Preferences(Protocol):
+    """What the companion knows of the user's life outside the chat: their time zone."""
+
+    async def user_timezone(self, user_id: int) -> str | None: ...
+
+    async def set_user_timezone(self, user_id: int, zone: str | None) -> None: ...
+
+
 class Channels(Protocol):
     """Which character a user chose, and which one a group channel is bound to."""
 
@@ -234,7 +242,7 @@ class Administration(Protocol):
     async def close(self) -> None: ...
 
 
-class ConversationStore(Users, TurnLog, Summaries, Facts, ChangeFeed, Protocol):
+class ConversationStore(Users, TurnLog, Summaries, Facts, Preferences, ChangeFeed, Protocol):
     """What the conversation engine reads and writes (memory/engine/)."""
 
 

@@ -58,7 +58,7 @@ COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
         ("platform", "channel_id", "character_id", "bound_by", "bound_at"),
         None,
     ),
-    "user_preferences": (("user_id", "review_mode"), "user_id"),
+    "user_preferences": (("user_id", "review_mode", "timezone"), "user_id"),
     "reply_sources": (
         ("turn_id", "user_id", "character_id", "fact_ids", "summary_id", "window_turn_ids",
          "fragment_turn_ids", "created_at"),

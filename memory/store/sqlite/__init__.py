@@ -4,12 +4,13 @@ bytes (index merge and WAL truncation)."""
 
 from memory.store.sqlite.base import available_migrations
 from memory.store.sqlite.conversations import ConversationsMixin
+from memory.store.sqlite.presence import PresenceMixin
 from memory.store.sqlite.privacy import PrivacyMixin
 from memory.store.sqlite.profile import ProfileMixin
 from memory.store.sqlite.search import SearchMixin
 
 
-class SqliteStore(ConversationsMixin, ProfileMixin, SearchMixin, PrivacyMixin):
+class SqliteStore(ConversationsMixin, ProfileMixin, SearchMixin, PrivacyMixin, PresenceMixin):
     """Every interface of memory/store/protocols.py on one SQLite file:
     `await SqliteStore.open(path)`."""
 

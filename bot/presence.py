@@ -1,0 +1,46 @@
+"""The user's controls over a companion alive between messages: their time zone (/zona) and
+conversations off the record (/incognito). Thin: each checks its words and calls the engine."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Protocol
+
+from bot.answers import Answer, Caller
+from bot.texts import text
+from memory.engine.clock_context import local_moment, zone_named
+from memory.engine.companion import Companion
+from memory.store.protocols import Preferences, Users
+
+
+class PresenceStore(Users, Preferences, Protocol):
+    """Who the user is, and their time zone."""
+
+
+class Presence:
+    def __init__(
+        self,
+        companion: Companion,
+        store: PresenceStore,
+        clock: Callable[[], datetime],
+        language: Callable[[Caller], Awaitable[str]],
+    ) -> None:
+        self._companion = companion
+        self._store = store
+        self._clock = clock
+        self._language = language
+
+    async def zone(self, caller: Caller, name: str) -> Answer:
+        """Set the caller's time zone (an IANA name: "Europe/Madrid"), for every character."""
+        language = await self._language(caller)
+        if zone_named(name) is None:
+            return Answer(text(language, "zone_bad", given=name), ok=False)
+        now = self._clock()
+        user = await self._store.upsert_user(
+            caller.platform, caller.user_id, caller.display_name, now
+        )
+        await self._store.set_user_timezone(user.id, name)
+        self._companion.timezone_changed(user.id, name)
+        local = local_moment(now, name)
+        return Answer(text(language, "zone_set", zone=name, time=f"{local:%H:%M}"))
