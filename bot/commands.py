@@ -147,7 +147,7 @@ class Commands:
         self._rate = RateLimiter(limits.rate_limit_messages, limits.rate_limit_window_seconds)
         self._memoria_rate = RateLimiter(limits.memoria_limit, limits.memoria_window_seconds)
         self._order = ArrivalOrder()
-        self.presence = Presence(companion, store, clock, self.language)
+        self.presence = Presence(companion, store, clock, self.language, self.character_for)
         book = companion.characters
         self._default = default_character if book.get(default_character or "") else book.default_id
 

@@ -9,6 +9,7 @@ from typing import Protocol
 
 from bot.answers import Answer, Caller
 from bot.texts import text
+from cards.character import Character
 from memory.engine.clock_context import local_moment, zone_named
 from memory.engine.companion import Companion
 from memory.store.protocols import Preferences, Users
@@ -25,11 +26,13 @@ class Presence:
         store: PresenceStore,
         clock: Callable[[], datetime],
         language: Callable[[Caller], Awaitable[str]],
+        character_for: Callable[[Caller], Awaitable[Character]],
     ) -> None:
         self._companion = companion
         self._store = store
         self._clock = clock
         self._language = language
+        self._character_for = character_for
 
     async def zone(self, caller: Caller, name: str) -> Answer:
         """Set the caller's time zone (an IANA name: "Europe/Madrid"), for every character."""
@@ -44,3 +47,14 @@ class Presence:
         self._companion.timezone_changed(user.id, name)
         local = local_moment(now, name)
         return Answer(text(language, "zone_set", zone=name, time=f"{local:%H:%M}"))
+
+    async def incognito(self, caller: Caller, on: bool) -> Answer:
+        """Start or end a conversation off the record with the caller's current character."""
+        language = await self._language(caller)
+        incoming = caller.incoming((await self._character_for(caller)).id, "")
+        if not on:
+            stopped = await self._companion.stop_off_record(incoming)
+            return Answer(text(language, "incognito_off" if stopped else "incognito_none"))
+        await self._companion.start_off_record(incoming)
+        minutes = round(self._companion.inactivity_timeout.total_seconds() / 60)
+        return Answer(text(language, "incognito_on", minutes=minutes))

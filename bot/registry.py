@@ -300,7 +300,34 @@ ZONA = Command(
     ),
     aliases=("tz",),
 )
-REGISTRY: tuple[Command, ...] = (PERSONAJE, RESET, AYUDA, MEMORIA, ZONA)
+INCOGNITO = Command(
+    "incognito",
+    Words("incognito", "incognito"),
+    Words(
+        "Hablar sin dejar rastro: no guardo nada (on/off)",
+        "Talk off the record: I keep nothing (on/off)",
+    ),
+    default="incognito.on",
+    subcommands=(
+        _sub(
+            "incognito.on",
+            "on",
+            "on",
+            "Empieza una conversación que no se guarda",
+            "Start a conversation that is not kept",
+            lambda c, who, a: c.presence.incognito(who, on=True),
+        ),
+        _sub(
+            "incognito.off",
+            "off",
+            "off",
+            "Vuelve a la conversación con memoria",
+            "Back to the conversation with memory",
+            lambda c, who, a: c.presence.incognito(who, on=False),
+        ),
+    ),
+)
+REGISTRY: tuple[Command, ...] = (PERSONAJE, RESET, AYUDA, MEMORIA, ZONA, INCOGNITO)
 
 
 # ---- lookup and running ------------------------------------------------------------------------

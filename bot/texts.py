@@ -43,6 +43,15 @@ TEXTS: dict[str, dict[str, str]] = {
         "zone_set": "Tu zona horaria es ahora {zone} (allí son las {time}).",
         "zone_bad": "No conozco la zona horaria «{given}». Usa un nombre como Europe/Madrid o "
         "America/Mexico_City.",
+        "incognito_on": "Conversación fuera de registro: desde ahora no guardo nada de lo que "
+        "hablemos (ni mensajes, ni resumen, ni recuerdos nuevos), aunque sigo sabiendo lo que ya "
+        "sabía de ti. Termina con /incognito off, con /reset o tras {minutes} min sin mensajes.",
+        "incognito_off": "Fin de la conversación fuera de registro: no queda nada de ella. Desde "
+        "ahora vuelvo a recordar lo que hablemos.",
+        "incognito_none": "No estábamos fuera de registro: lo que hablamos se recuerda.",
+        "incognito_expired": "La conversación fuera de registro terminó tras un rato sin "
+        "mensajes, y ese mensaje no lo he guardado. Reenvíalo para hablar con memoria, o escribe "
+        "/incognito para seguir sin dejar rastro.",
         # memory/ refusals, by code
         "no_fact": "No hay ningún recuerdo #{id} en tu memoria.",
         "bad_value": "Ese valor no se puede guardar en «{key}»: tiene que ser un dato sobre ti "
@@ -132,6 +141,15 @@ TEXTS: dict[str, dict[str, str]] = {
         "zone_set": "Your time zone is now {zone} (it is {time} there).",
         "zone_bad": "I do not know the time zone “{given}”. Use a name such as "
         "Europe/London or America/New_York.",
+        "incognito_on": "Off the record: from now on I keep nothing of what we say (no "
+        "messages, no summary, no new memories), though I still know what I knew about you. It "
+        "ends with /incognito off, /reset, or after {minutes} min without messages.",
+        "incognito_off": "The off-the-record conversation is over: nothing of it is kept. From "
+        "now on I remember what we talk about again.",
+        "incognito_none": "We were not off the record: what we talk about is remembered.",
+        "incognito_expired": "The off-the-record conversation ended after a while without "
+        "messages, and I did not keep that message. Send it again to talk on the record, or "
+        "type /incognito to stay off it.",
         "no_fact": "There is no memory #{id} in your memory.",
         "bad_value": "That value cannot be stored in “{key}”: it must be a fact about you in "
         "that field's format, not an instruction.",

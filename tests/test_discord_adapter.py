@@ -117,7 +117,15 @@ async def test_start_connects_syncs_commands_and_stop_restores_discord_py(
     assert identify is not None and identify["intents"] == h.adapter.client.intents.value
     assert h.adapter.client.intents.message_content and h.adapter.client.intents.dm_messages
     names = {c["name"] for c in h.fake.registered_commands[None]}
-    assert names == {"personaje", "personaje-admin", "memoria", "reset", "ayuda", "zona"}
+    assert names == {
+        "personaje",
+        "personaje-admin",
+        "memoria",
+        "reset",
+        "ayuda",
+        "zona",
+        "incognito",
+    }
     memoria = next(c for c in h.fake.registered_commands[None] if c["name"] == "memoria")
     subcommands = {o["name"]: o["description"] for o in memoria["options"]}
     assert set(subcommands) == {

@@ -27,6 +27,7 @@ from memory.engine.llm import (
     ToolUseBlock,
 )
 from memory.engine.lore import render_lore_index
+from memory.engine.off_record import counts_only, ram_turn
 from memory.engine.prompt import (
     Budgets,
     Fragment,
@@ -128,7 +129,7 @@ class Responder:
             response, usage = answered
             if not (response.tool_calls and may_use_tools):
                 break
-            await self._store.record_usage(usage, self._clock())
+            await self.save_usage(session, usage)
             messages += await self._run_tools(session, toolbox, response)
         fragment_ids = tuple(i for f in fragments for i in f.turn_ids)
         return Generated(response.text, fragment_ids, usage)
@@ -236,9 +237,11 @@ class Responder:
             uses.append(ToolUseBlock(call.call_id, call.name, call.arguments))
             results.append(ToolResultBlock(call.call_id, outcome.text, outcome.is_error))
             if not outcome.is_error:
-                turn = await self._store.add_turn(
-                    session.conversation, "tool", f"[{call.name}]\n{outcome.text}", self._clock()
-                )
+                said = f"[{call.name}]\n{outcome.text}"
+                if session.off_record:
+                    ram_turn(session, "tool", said, self._clock())
+                    continue
+                turn = await self._store.add_turn(session.conversation, "tool", said, self._clock())
                 session.window.append(turn)
         said = (TextBlock(response.text),) if response.text.strip() else ()
         return [ChatMessage("assistant", (*said, *uses)), ChatMessage("user", tuple(results))]
@@ -281,7 +284,7 @@ class Responder:
             tools_called=",".join(c.name for c in response.tool_calls),
         ).measured(response)
         if empty:
-            await self._store.record_usage(record, self._clock())
+            await self.save_usage(call.session, record)
             log.error(
                 "reply failed for %s (turn %s kept): the model returned an empty reply",
                 call.session.thread,
@@ -317,6 +320,11 @@ class Responder:
             error,
             exc_info=error.__cause__ or error,
         )
-        await self._store.record_usage(
-            replace(self._record(call, tool_round), error=str(error)[:500]), self._clock()
+        await self.save_usage(
+            call.session, replace(self._record(call, tool_round), error=str(error)[:500])
         )
+
+    async def save_usage(self, session: Session, record: UsageRecord) -> None:
+        """A call's usage row; off the record, its counts only."""
+        row = counts_only(record) if session.off_record else record
+        await self._store.record_usage(row, self._clock())
