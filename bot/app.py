@@ -13,6 +13,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.commands import Commands, Limits
 from bot.config import Settings
+from bot.followups import FollowUpJob, FollowUpPolicy
 from bot.jobs import BackgroundJobs
 from bot.llm import ClosableLLM, build_llm
 from bot.memoria import Memoria
@@ -42,6 +43,7 @@ class App:
     sweep: Callable[[], Awaitable[None]]
     commands: Commands
     memory: MemoryService
+    followups: FollowUpJob
 
 
 def system_clock(settings: Settings) -> Callable[[], datetime]:
@@ -106,7 +108,16 @@ async def open_app(
     )
 
     reloader = CharacterReloader(settings.characters_dir, characters)
-    jobs = BackgroundJobs(companion, extractor, reloader, store)
+    policy = FollowUpPolicy(
+        settings.followups_per_week,
+        settings.followup_quiet_start_hour,
+        settings.followup_quiet_end_hour,
+        settings.followup_window_days,
+    )
+    followups = FollowUpJob(companion, store, policy, clock)
+    jobs = BackgroundJobs(
+        companion, extractor, reloader, store, followups, settings.followup_check_seconds
+    )
     jobs.wire()
     scheduler = AsyncIOScheduler()
     jobs.schedule(scheduler)
@@ -124,6 +135,7 @@ async def open_app(
             settings.max_message_chars,
             settings.rate_limit_messages,
             settings.rate_limit_window_seconds,
+            followups_per_week=settings.followups_per_week,
         ),
         settings.admin_ids,
         clock,
@@ -141,6 +153,7 @@ async def open_app(
             jobs.sweep,
             commands,
             memory_service,
+            followups,
         )
     finally:
         if scheduler.running:

@@ -23,7 +23,7 @@ from memory.engine.companion import Companion
 from memory.engine.llm import TextSink
 from memory.errors import UserFacingError
 from memory.models import Reply
-from memory.store.protocols import Channels, Preferences, Users
+from memory.store.protocols import Channels, FollowUps, Preferences, Users
 
 
 @dataclass(frozen=True)
@@ -35,9 +35,10 @@ class Limits:
     # deletes or reads a user's whole memory, so a script cannot keep the store busy with them.
     memoria_limit: int = 3
     memoria_window_seconds: float = 600.0
+    followups_per_week: int = 2
 
 
-class CommandStore(Users, Channels, Preferences, Protocol):
+class CommandStore(Users, Channels, Preferences, FollowUps, Protocol):
     """Who the user is, which character answers them where, and their time zone."""
 
 
@@ -147,7 +148,9 @@ class Commands:
         self._rate = RateLimiter(limits.rate_limit_messages, limits.rate_limit_window_seconds)
         self._memoria_rate = RateLimiter(limits.memoria_limit, limits.memoria_window_seconds)
         self._order = ArrivalOrder()
-        self.presence = Presence(companion, store, clock, self.language, self.character_for)
+        self.presence = Presence(
+            companion, store, clock, self.language, self.character_for, limits.followups_per_week
+        )
         book = companion.characters
         self._default = default_character if book.get(default_character or "") else book.default_id
 

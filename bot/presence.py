@@ -12,11 +12,11 @@ from bot.texts import text
 from cards.character import Character
 from memory.engine.clock_context import local_moment, zone_named
 from memory.engine.companion import Companion
-from memory.store.protocols import Preferences, Users
+from memory.store.protocols import FollowUps, Preferences, Users
 
 
-class PresenceStore(Users, Preferences, Protocol):
-    """Who the user is, and their time zone."""
+class PresenceStore(Users, Preferences, FollowUps, Protocol):
+    """Who the user is, their time zone, and whether follow-ups are on."""
 
 
 class Presence:
@@ -27,7 +27,9 @@ class Presence:
         clock: Callable[[], datetime],
         language: Callable[[Caller], Awaitable[str]],
         character_for: Callable[[Caller], Awaitable[Character]],
+        followups_per_week: int,
     ) -> None:
+        self._per_week = followups_per_week
         self._companion = companion
         self._store = store
         self._clock = clock
@@ -58,3 +60,14 @@ class Presence:
         await self._companion.start_off_record(incoming)
         minutes = round(self._companion.inactivity_timeout.total_seconds() / 60)
         return Answer(text(language, "incognito_on", minutes=minutes))
+
+    async def followups(self, caller: Caller, on: bool) -> Answer:
+        """Turn the current character's follow-ups on or off for the caller (private chat)."""
+        language = await self._language(caller)
+        character = await self._character_for(caller)
+        user = await self._store.upsert_user(
+            caller.platform, caller.user_id, caller.display_name, self._clock()
+        )
+        await self._store.set_followups(user.id, character.id, on)
+        key = "followups_on" if on else "followups_off"
+        return Answer(text(language, key, name=character.name, per_week=self._per_week))

@@ -327,7 +327,25 @@ INCOGNITO = Command(
         ),
     ),
 )
-REGISTRY: tuple[Command, ...] = (PERSONAJE, RESET, AYUDA, MEMORIA, ZONA, INCOGNITO)
+AVISOS = Command(
+    "avisos",
+    Words("avisos", "followups"),
+    Words(
+        "Que te escriba después de algo que me cuentes (on/off)",
+        "Let me write to you after something you tell me about (on/off)",
+    ),
+    lambda c, who, a: c.presence.followups(who, on=a[0].casefold() == "on"),
+    (
+        Arg(
+            "estado",
+            Words("estado", "state"),
+            Words("on u off", "on or off"),
+            "choice",
+            ("on", "off"),
+        ),
+    ),
+)
+REGISTRY: tuple[Command, ...] = (PERSONAJE, RESET, AYUDA, MEMORIA, ZONA, INCOGNITO, AVISOS)
 
 
 # ---- lookup and running ------------------------------------------------------------------------

@@ -49,6 +49,12 @@ TEXTS: dict[str, dict[str, str]] = {
         "incognito_off": "Fin de la conversación fuera de registro: no queda nada de ella. Desde "
         "ahora vuelvo a recordar lo que hablemos.",
         "incognito_none": "No estábamos fuera de registro: lo que hablamos se recuerda.",
+        "followups_offer": "{name} puede escribirte después de lo que le has contado que vas a "
+        "hacer (una entrevista, una cita…) para preguntarte qué tal fue: una vez, a una hora "
+        "razonable y solo por privado. Actívalo con /avisos on (y /avisos off para pararlo).",
+        "followups_on": "Avisos activados: {name} te escribirá por privado después de lo que le "
+        "cuentes que vas a hacer, como mucho {per_week} veces por semana. /avisos off los para.",
+        "followups_off": "Avisos desactivados: {name} solo te escribirá cuando tú le escribas.",
         "incognito_expired": "La conversación fuera de registro terminó tras un rato sin "
         "mensajes, y ese mensaje no lo he guardado. Reenvíalo para hablar con memoria, o escribe "
         "/incognito para seguir sin dejar rastro.",
@@ -147,6 +153,12 @@ TEXTS: dict[str, dict[str, str]] = {
         "incognito_off": "The off-the-record conversation is over: nothing of it is kept. From "
         "now on I remember what we talk about again.",
         "incognito_none": "We were not off the record: what we talk about is remembered.",
+        "followups_offer": "{name} can write to you after something you said you were going to "
+        "do (an interview, an appointment…) to ask how it went: once, at a sensible hour, and "
+        "only in private. Turn it on with /followups on (and off with /followups off).",
+        "followups_on": "Follow-ups on: {name} will write to you in private after things you "
+        "say you are going to do, at most {per_week} times a week. /followups off stops them.",
+        "followups_off": "Follow-ups off: {name} will only write when you do.",
         "incognito_expired": "The off-the-record conversation ended after a while without "
         "messages, and I did not keep that message. Send it again to talk on the record, or "
         "type /incognito to stay off it.",

@@ -125,6 +125,7 @@ async def test_start_connects_syncs_commands_and_stop_restores_discord_py(
         "ayuda",
         "zona",
         "incognito",
+        "avisos",
     }
     memoria = next(c for c in h.fake.registered_commands[None] if c["name"] == "memoria")
     subcommands = {o["name"]: o["description"] for o in memoria["options"]}

@@ -22,7 +22,7 @@ from telegram import (
     Update,
 )
 from telegram.constants import ChatAction, ChatType, ParseMode
-from telegram.error import Forbidden
+from telegram.error import Forbidden, TelegramError
 from telegram.ext import (
     Application,
     ApplicationBuilder,
@@ -132,6 +132,15 @@ class TelegramAdapter:
         else:
             await app.updater.start_polling(allowed_updates=Update.ALL_TYPES)
         log.info("telegram: running as @%s", app.bot.username)
+
+    async def send_private(self, platform_user_id: str, message: str) -> bool:
+        """An unprompted message to the user's private chat (its id is the user's)."""
+        try:
+            await self._deliver(int(platform_user_id), Answer(message), reply_to=None)
+        except (TelegramError, ValueError):
+            log.warning("telegram: could not write to user %s", platform_user_id, exc_info=True)
+            return False
+        return True
 
     async def stop(self) -> None:
         app = self.application

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from cards.character import Character, CharacterBook
 from memory.engine.bursts import Burst, BurstAnswering, Bursts, CallGate
 from memory.engine.compaction import BackgroundWork
+from memory.engine.followups import FollowUpWriting
 from memory.engine.llm import TextSink
 from memory.engine.off_record import OffRecordAnswering, OffRecordSessions
 from memory.engine.prompt import Budgets
@@ -61,7 +62,7 @@ class ProfileSource(Protocol):
     async def lines_for(self, thread: Thread, now: datetime) -> ProfileLines: ...
 
 
-class Companion(BurstAnswering, BackgroundWork, OffRecordAnswering):
+class Companion(BurstAnswering, BackgroundWork, OffRecordAnswering, FollowUpWriting):
     def __init__(
         self,
         store: ConversationStore,

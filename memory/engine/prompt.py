@@ -56,6 +56,7 @@ class PromptState:
     fragments: tuple[Fragment, ...] = ()
     lore_index: str = ""
     timezone: str | None = None  # the user's IANA zone; None: the clock's own
+    followup: str = ""  # a follow-up the character writes unprompted: the event it asks about
 
 
 @dataclass(frozen=True)
@@ -261,6 +262,9 @@ def render(
     history += [("user" if turn.role == "tool" else turn.role, turn.text) for turn in window]
     if history and history[0][0] != "user":
         history.insert(0, ("user", label(character.language, "begin")))
+    if state.followup:  # after the window, which stays the cached prefix a reply would have
+        cue = label(character.language, "followup", user=state.user_name, event=state.followup)
+        history.append(("user", cue))
     merged = _merge_roles(history)
     messages: list[ChatMessage] = []
     for index, (role, texts) in enumerate(merged):

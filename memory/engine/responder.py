@@ -134,6 +134,34 @@ class Responder:
         fragment_ids = tuple(i for f in fragments for i in f.turn_ids)
         return Generated(response.text, fragment_ids, usage)
 
+    async def follow_up(
+        self, session: Session, character: Character, now: datetime, event: str
+    ) -> Generated | None:
+        """A message the character writes unprompted about `event`: the same prompt as a reply
+        (its cached prefix included), with a note after the window; no tools, no recall."""
+        state = replace(self._state(session, character, []), followup=event)
+        prompt = render(state, now, self._budgets, self._tokens)
+        call = _Call(session, character, 0, 0)
+        request = LLMRequest(
+            kind="followup",
+            system=prompt.system,
+            messages=prompt.messages,
+            max_tokens=self._max_reply_tokens,
+            temperature=character.temperature,
+            model=character.model,
+        )
+        record = replace(self._record(call, 0), kind="followup", turn_id=None)
+        try:
+            response = await self._llm.complete(request)
+        except LLMError as exc:
+            await self.save_usage(session, replace(record, error=str(exc)[:500]))
+            return None
+        measured = replace(record, ok=bool(response.text.strip())).measured(response)
+        if not measured.ok:
+            await self.save_usage(session, replace(measured, error="empty follow-up"))
+            return None
+        return Generated(response.text, (), measured)
+
     async def probe(
         self, session: Session, character: Character, now: datetime, question: str
     ) -> ProbeResult:

@@ -10,13 +10,15 @@ bytes leave the disk) stays behind these methods.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Protocol
 
 from memory.models import (
     Conversation,
     Fact,
     FactVersion,
+    FollowUpCandidate,
+    FollowUpState,
     ReplySources,
     Summary,
     Thread,
@@ -138,6 +140,30 @@ class Preferences(Protocol):
     async def set_user_timezone(self, user_id: int, zone: str | None) -> None: ...
 
 
+class FollowUps(Protocol):
+    """Opt-in follow-ups of dated facts: the switch, the one offer, what is due, what was sent."""
+
+    async def followups_enabled(self, user_id: int, character_id: str) -> bool: ...
+
+    async def set_followups(self, user_id: int, character_id: str, on: bool) -> None: ...
+
+    async def offer_followups_once(
+        self, user_id: int, character_id: str, now: datetime
+    ) -> bool: ...
+
+    async def followup_candidates(
+        self, earliest: date, latest: date
+    ) -> list[FollowUpCandidate]: ...
+
+    async def followup_offers_due(self) -> list[FollowUpCandidate]: ...
+
+    async def followup_state(self, user_id: int, character_id: str) -> FollowUpState: ...
+
+    async def record_followup(
+        self, user_id: int, character_id: str, fact_id: int, turn_id: int | None, now: datetime
+    ) -> None: ...
+
+
 class Channels(Protocol):
     """Which character a user chose, and which one a group channel is bound to."""
 
@@ -250,6 +276,7 @@ class MemoryStore(
     ConversationStore,
     Channels,
     Usage,
+    FollowUps,
     SearchIndex,
     Erasure,
     Export,

@@ -19,6 +19,8 @@ from memory.store.postgres.terms import search_vector
 
 # The tables of a user's memory with a character, each with user_id and character_id columns.
 _MEMORY_TABLES = (
+    "followups",
+    "followup_settings",
     "conversations",
     "turns",
     "summaries",
@@ -29,6 +31,8 @@ _MEMORY_TABLES = (
 )
 # Children before parents: what forget deletes, in this order.
 _FORGET_ORDER = (
+    "followups",
+    "followup_settings",
     "reply_sources",
     "llm_usage",
     "memory_rejections",

@@ -19,6 +19,8 @@ from memory.store.sqlite.base import StoreBase, _fact, _ts, on_db_thread
 
 # The tables of a user's memory with a character, each with user_id and character_id columns.
 _MEMORY_TABLES = (
+    "followups",
+    "followup_settings",
     "conversations",
     "turns",
     "summaries",
@@ -129,6 +131,8 @@ class PrivacyMixin(StoreBase):
         counts: dict[str, int] = {}
         with self._transaction() as db:
             for table in (
+                "followups",
+                "followup_settings",
                 "reply_sources",
                 "llm_usage",
                 "memory_rejections",
