@@ -17,9 +17,11 @@ from bot.followups import FollowUpJob, FollowUpPolicy
 from bot.jobs import BackgroundJobs
 from bot.llm import ClosableLLM, build_llm
 from bot.memoria import Memoria
+from bot.photos import Photos
 from bot.reload import CharacterReloader
 from cards.character import CharacterBook
 from memory.engine.companion import Companion
+from memory.engine.photos import PhotoDescriber
 from memory.engine.responder import Responder
 from memory.engine.tokens import TokenEstimator
 from memory.privacy import MemoryService
@@ -140,6 +142,16 @@ async def open_app(
         settings.admin_ids,
         clock,
         settings.default_character,
+    )
+    vision = settings.llm_vision and settings.llm_provider == "anthropic"
+    describer = PhotoDescriber(llm, store, clock, settings.llm_summary_model) if vision else None
+    commands.photos = Photos(
+        describer,
+        settings.photo_max_bytes,
+        store,
+        commands.character_for,
+        commands.submit,
+        clock,
     )
     try:
         yield App(

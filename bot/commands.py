@@ -14,6 +14,7 @@ from typing import Protocol
 
 from bot.answers import Answer, Button, Caller, clean_input, is_blank
 from bot.memoria import Memoria, is_heavy
+from bot.photos import Photos
 from bot.presence import Presence
 from bot.registry import help_lines
 from bot.reload import CharacterReloader
@@ -148,6 +149,7 @@ class Commands:
         self._rate = RateLimiter(limits.rate_limit_messages, limits.rate_limit_window_seconds)
         self._memoria_rate = RateLimiter(limits.memoria_limit, limits.memoria_window_seconds)
         self._order = ArrivalOrder()
+        self.photos: Photos | None = None  # set by the composition root (bot/app.py)
         self.presence = Presence(
             companion, store, clock, self.language, self.character_for, limits.followups_per_week
         )

@@ -55,6 +55,12 @@ TEXTS: dict[str, dict[str, str]] = {
         "followups_on": "Avisos activados: {name} te escribirá por privado después de lo que le "
         "cuentes que vas a hacer, como mucho {per_week} veces por semana. /avisos off los para.",
         "followups_off": "Avisos desactivados: {name} solo te escribirá cuando tú le escribas.",
+        "photo_no_vision": "Con la configuración de ahora no puedo ver fotos: cuéntame con "
+        "palabras qué sale.",
+        "photo_too_big": "Esa foto es demasiado grande (el límite es {limit} MB). Mándala más "
+        "pequeña o comprimida.",
+        "photo_bad_type": "Solo puedo ver fotos JPEG, PNG, GIF o WebP.",
+        "photo_failed": "No he podido ver bien la foto. ¿Me la mandas otra vez dentro de un rato?",
         "incognito_expired": "La conversación fuera de registro terminó tras un rato sin "
         "mensajes, y ese mensaje no lo he guardado. Reenvíalo para hablar con memoria, o escribe "
         "/incognito para seguir sin dejar rastro.",
@@ -159,6 +165,12 @@ TEXTS: dict[str, dict[str, str]] = {
         "followups_on": "Follow-ups on: {name} will write to you in private after things you "
         "say you are going to do, at most {per_week} times a week. /followups off stops them.",
         "followups_off": "Follow-ups off: {name} will only write when you do.",
+        "photo_no_vision": "With the current set-up I cannot see photos: tell me in words what "
+        "is in it.",
+        "photo_too_big": "That photo is too big (the limit is {limit} MB). Send a smaller or "
+        "compressed one.",
+        "photo_bad_type": "I can only see JPEG, PNG, GIF or WebP photos.",
+        "photo_failed": "I could not make out the photo. Could you send it again in a while?",
         "incognito_expired": "The off-the-record conversation ended after a while without "
         "messages, and I did not keep that message. Send it again to talk on the record, or "
         "type /incognito to stay off it.",

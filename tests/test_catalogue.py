@@ -30,6 +30,7 @@ ANSWERING = [
     "bot/commands.py",
     "bot/memoria.py",
     "bot/presence.py",
+    "bot/photos.py",
     "bot/terminal.py",
     *(str(p.relative_to(ROOT)) for p in sorted((ROOT / "bot/adapters").glob("*.py"))),
 ]

@@ -263,6 +263,14 @@ class DiscordAdapter:
         self, message: discord.Message, caller: Caller, live: LiveReply[discord.Message] | None
     ) -> Awaitable[Answer]:
         text = self._without_own_mentions(message)
+        image = next(
+            (a for a in message.attachments if (a.content_type or "").startswith("image/")), None
+        )
+        if image is not None and self._commands.photos is not None:
+            # The caption is the message's text; the bytes are fetched only within the limit.
+            return await self._commands.photos.submit(
+                caller, image.size, image.read, text, str(message.id)
+            )
         if not text and (message.attachments or message.stickers):
             return asyncio.ensure_future(self._commands.refusal(caller, "attachment"))
 
