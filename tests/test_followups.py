@@ -103,6 +103,10 @@ async def test_a_follow_up_on_telegram_from_offer_to_answer(bot: Bot, clock: Fak
     assert sources is not None
     [turn] = await bot.app.store.turns_by_ids(user.id, DETECTIVE, [sources.turn_id])
     assert turn.role == "assistant" and turn.text.startswith("Oye, ¿qué tal fue")
+    bot.fake.send_command(ANA, ANA, "memoria", "porque", first_name="Ana")
+    why = (await bot.fake.wait_for_messages(ANA, 5))[-1]["text"]
+    assert why.startswith("Mi última respuesta (6 nov 2026, 11:00)")
+    assert "acontecimiento: entrevista de trabajo" in why
     usage = [r for r in await bot.app.store.usage_records(user.id) if r.kind == "followup"]
     assert len(usage) == 1 and usage[0].ok and usage[0].output_tokens > 0
     # Unanswered, it pauses the next one; the user's answer lifts the pause.
@@ -114,7 +118,7 @@ async def test_a_follow_up_on_telegram_from_offer_to_answer(bot: Bot, clock: Fak
     clock.now = datetime(2026, 11, 7, 11, 0, tzinfo=clock.now.tzinfo)
     assert await bot.app.followups.run() == 0
     bot.llm.queue(Text("Me alegro."), Text("¿Y el dentista?"))
-    await say(bot, "¡Me han cogido!", 5)
+    await say(bot, "¡Me han cogido!", 6)
     assert await bot.app.followups.run() == 1
     assert bot.fake.sent_messages(ANA)[-1]["text"] == "¿Y el dentista?"
 

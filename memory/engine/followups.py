@@ -65,7 +65,8 @@ class FollowUpWriting:
                 now,
                 ReplySources(
                     turn_id=0,
-                    fact_ids=session.profile.fact_ids,
+                    # The event it asks about is among them, profile or not: /memoria porque.
+                    fact_ids=tuple(dict.fromkeys((*session.profile.fact_ids, fact.id))),
                     summary_id=session.summary.id if session.summary else None,
                     window_turn_ids=tuple(t.id for t in session.window),
                     fragment_turn_ids=(),
