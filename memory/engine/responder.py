@@ -265,11 +265,13 @@ class Responder:
             uses.append(ToolUseBlock(call.call_id, call.name, call.arguments))
             results.append(ToolResultBlock(call.call_id, outcome.text, outcome.is_error))
             if not outcome.is_error:
-                said = f"[{call.name}]\n{outcome.text}"
-                if session.off_record:
-                    ram_turn(session, "tool", said, self._clock())
+                result = f"[{call.name}]\n{outcome.text}"
+                if session.off_record:  # kept in RAM only, like the rest of the conversation
+                    ram_turn(session, "tool", result, self._clock())
                     continue
-                turn = await self._store.add_turn(session.conversation, "tool", said, self._clock())
+                turn = await self._store.add_turn(
+                    session.conversation, "tool", result, self._clock()
+                )
                 session.window.append(turn)
         said = (TextBlock(response.text),) if response.text.strip() else ()
         return [ChatMessage("assistant", (*said, *uses)), ChatMessage("user", tuple(results))]
