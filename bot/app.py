@@ -13,12 +13,15 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.commands import Commands, Limits
 from bot.config import Settings
+from bot.followups import FollowUpJob, FollowUpPolicy
 from bot.jobs import BackgroundJobs
 from bot.llm import ClosableLLM, build_llm
 from bot.memoria import Memoria
+from bot.photos import Photos
 from bot.reload import CharacterReloader
 from cards.character import CharacterBook
 from memory.engine.companion import Companion
+from memory.engine.photos import PhotoDescriber
 from memory.engine.responder import Responder
 from memory.engine.tokens import TokenEstimator
 from memory.privacy import MemoryService
@@ -42,6 +45,7 @@ class App:
     sweep: Callable[[], Awaitable[None]]
     commands: Commands
     memory: MemoryService
+    followups: FollowUpJob
 
 
 def system_clock(settings: Settings) -> Callable[[], datetime]:
@@ -106,7 +110,16 @@ async def open_app(
     )
 
     reloader = CharacterReloader(settings.characters_dir, characters)
-    jobs = BackgroundJobs(companion, extractor, reloader, store)
+    policy = FollowUpPolicy(
+        settings.followups_per_week,
+        settings.followup_quiet_start_hour,
+        settings.followup_quiet_end_hour,
+        settings.followup_window_days,
+    )
+    followups = FollowUpJob(companion, store, policy, clock)
+    jobs = BackgroundJobs(
+        companion, extractor, reloader, store, followups, settings.followup_check_seconds
+    )
     jobs.wire()
     scheduler = AsyncIOScheduler()
     jobs.schedule(scheduler)
@@ -124,10 +137,21 @@ async def open_app(
             settings.max_message_chars,
             settings.rate_limit_messages,
             settings.rate_limit_window_seconds,
+            followups_per_week=settings.followups_per_week,
         ),
         settings.admin_ids,
         clock,
         settings.default_character,
+    )
+    vision = settings.llm_vision and settings.llm_provider == "anthropic"
+    describer = PhotoDescriber(llm, store, clock, settings.llm_summary_model) if vision else None
+    commands.photos = Photos(
+        describer,
+        settings.photo_max_bytes,
+        store,
+        commands.character_for,
+        commands.submit,
+        clock,
     )
     try:
         yield App(
@@ -141,6 +165,7 @@ async def open_app(
             jobs.sweep,
             commands,
             memory_service,
+            followups,
         )
     finally:
         if scheduler.running:

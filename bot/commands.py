@@ -14,6 +14,8 @@ from typing import Protocol
 
 from bot.answers import Answer, Button, Caller, clean_input, is_blank
 from bot.memoria import Memoria, is_heavy
+from bot.photos import Photos
+from bot.presence import Presence
 from bot.registry import help_lines
 from bot.reload import CharacterReloader
 from bot.texts import fact_key_label, pick_language, text
@@ -22,7 +24,7 @@ from memory.engine.companion import Companion
 from memory.engine.llm import TextSink
 from memory.errors import UserFacingError
 from memory.models import Reply
-from memory.store.protocols import Channels, Users
+from memory.store.protocols import Channels, FollowUps, Preferences, Users
 
 
 @dataclass(frozen=True)
@@ -34,10 +36,11 @@ class Limits:
     # deletes or reads a user's whole memory, so a script cannot keep the store busy with them.
     memoria_limit: int = 3
     memoria_window_seconds: float = 600.0
+    followups_per_week: int = 2
 
 
-class CommandStore(Users, Channels, Protocol):
-    """Who the user is, and which character answers them where."""
+class CommandStore(Users, Channels, Preferences, FollowUps, Protocol):
+    """Who the user is, which character answers them where, and their time zone."""
 
 
 class RateLimiter:
@@ -146,6 +149,10 @@ class Commands:
         self._rate = RateLimiter(limits.rate_limit_messages, limits.rate_limit_window_seconds)
         self._memoria_rate = RateLimiter(limits.memoria_limit, limits.memoria_window_seconds)
         self._order = ArrivalOrder()
+        self.photos: Photos | None = None  # set by the composition root (bot/app.py)
+        self.presence = Presence(
+            companion, store, clock, self.language, self.character_for, limits.followups_per_week
+        )
         book = companion.characters
         self._default = default_character if book.get(default_character or "") else book.default_id
 

@@ -95,6 +95,20 @@ class Settings(BaseSettings):
     price_input_per_mtok: float = Field(3.0, ge=0)
     price_output_per_mtok: float = Field(15.0, ge=0)
 
+    # Photos: shown to the model when it can see images (Anthropic; the OpenAI-compatible
+    # provider never), described by LLM_SUMMARY_MODEL, refused past PHOTO_MAX_BYTES.
+    llm_vision: bool = True
+    photo_max_bytes: int = Field(5_000_000, ge=1)
+
+    # Follow-ups (opt-in per user with /avisos): at most this many a week per user and
+    # character, never between the quiet hours (the user's local time), and at most this many
+    # days after the event; the scheduler looks for due ones every FOLLOWUP_CHECK_SECONDS.
+    followups_per_week: int = Field(2, ge=0)
+    followup_quiet_start_hour: int = Field(21, ge=0, le=23)
+    followup_quiet_end_hour: int = Field(10, ge=0, le=23)
+    followup_window_days: int = Field(3, ge=0)
+    followup_check_seconds: float = Field(300.0, gt=0)
+
     timezone: str = "UTC"
     log_level: str = "INFO"
 

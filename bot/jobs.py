@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from bot.followups import FollowUpJob
 from bot.reload import CharacterReloader
 from memory.engine.companion import Companion
 from memory.models import Conversation
@@ -26,11 +27,15 @@ class BackgroundJobs:
         extractor: ProfileExtractor,
         reloader: CharacterReloader,
         store: Administration,
+        followups: FollowUpJob,
+        followup_seconds: float,
     ) -> None:
         self._companion = companion
         self._extractor = extractor
         self._reloader = reloader
         self._store = store
+        self.followups = followups
+        self._followup_seconds = followup_seconds
 
     def wire(self) -> None:
         """Connect the engine's events to the jobs, and start the extraction owed at start-up."""
@@ -46,6 +51,14 @@ class BackgroundJobs:
             "interval",
             seconds=IDLE_SWEEP_SECONDS,
             id="end-idle-conversations",
+            coalesce=True,
+            max_instances=1,
+        )
+        scheduler.add_job(
+            self.followups.run,
+            "interval",
+            seconds=self._followup_seconds,
+            id="follow-ups",
             coalesce=True,
             max_instances=1,
         )

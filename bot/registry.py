@@ -286,7 +286,66 @@ MEMORIA = Command(
         ),
     ),
 )
-REGISTRY: tuple[Command, ...] = (PERSONAJE, RESET, AYUDA, MEMORIA)
+ZONA = Command(
+    "zona",
+    Words("zona", "timezone"),
+    Words("Tu zona horaria, para saber qué hora es para ti", "Your time zone, so I know your time"),
+    lambda c, who, a: c.presence.zone(who, a[0]),
+    (
+        Arg(
+            "zona",
+            Words("zona", "zone"),
+            Words("Por ejemplo Europe/Madrid", "For example Europe/London"),
+        ),
+    ),
+    aliases=("tz",),
+)
+INCOGNITO = Command(
+    "incognito",
+    Words("incognito", "incognito"),
+    Words(
+        "Hablar sin dejar rastro: no guardo nada (on/off)",
+        "Talk off the record: I keep nothing (on/off)",
+    ),
+    default="incognito.on",
+    subcommands=(
+        _sub(
+            "incognito.on",
+            "on",
+            "on",
+            "Empieza una conversación que no se guarda",
+            "Start a conversation that is not kept",
+            lambda c, who, a: c.presence.incognito(who, on=True),
+        ),
+        _sub(
+            "incognito.off",
+            "off",
+            "off",
+            "Vuelve a la conversación con memoria",
+            "Back to the conversation with memory",
+            lambda c, who, a: c.presence.incognito(who, on=False),
+        ),
+    ),
+)
+AVISOS = Command(
+    "avisos",
+    Words("avisos", "followups"),
+    Words(
+        "Que te escriba después de algo que me cuentes (on/off)",
+        "Let me write to you after something you tell me about (on/off)",
+    ),
+    lambda c, who, a: c.presence.followups(who, on=a[0].casefold() == "on"),
+    (
+        Arg(
+            "estado",
+            Words("estado", "state"),
+            Words("on u off", "on or off"),
+            "choice",
+            ("on", "off"),
+        ),
+    ),
+)
+REGISTRY: tuple[Command, ...] = (PERSONAJE, RESET, AYUDA, MEMORIA, ZONA, INCOGNITO, AVISOS)
 
 
 # ---- lookup and running ------------------------------------------------------------------------

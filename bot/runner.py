@@ -142,6 +142,8 @@ async def _run(settings: Settings, stop: asyncio.Event) -> int:
     async with open_app(settings) as app:
         adapters = build_adapters(settings, app.commands)
         await start_adapters(settings, adapters)
+        for adapter in adapters:
+            app.followups.use(adapter)
         _install_signal_handlers(stop)
         settle_garbage_collector()
         log.info("running: %s", ", ".join(a.name for a in adapters))

@@ -39,6 +39,31 @@ TEXTS: dict[str, dict[str, str]] = {
         "terminal_header": "{name}. /ayuda: los comandos; /press DATOS pulsa un botón; /quit "
         "(o Ctrl-D) para salir.",
         "written_to": "(guardado en {path})",
+        # /zona, /incognito
+        "zone_set": "Tu zona horaria es ahora {zone} (allí son las {time}).",
+        "zone_bad": "No conozco la zona horaria «{given}». Usa un nombre como Europe/Madrid o "
+        "America/Mexico_City.",
+        "incognito_on": "Conversación fuera de registro: desde ahora no guardo nada de lo que "
+        "hablemos (ni mensajes, ni resumen, ni recuerdos nuevos), aunque sigo sabiendo lo que ya "
+        "sabía de ti. Termina con /incognito off, con /reset o tras {minutes} min sin mensajes.",
+        "incognito_off": "Fin de la conversación fuera de registro: no queda nada de ella. Desde "
+        "ahora vuelvo a recordar lo que hablemos.",
+        "incognito_none": "No estábamos fuera de registro: lo que hablamos se recuerda.",
+        "followups_offer": "{name} puede escribirte después de lo que le has contado que vas a "
+        "hacer (una entrevista, una cita…) para preguntarte qué tal fue: una vez, a una hora "
+        "razonable y solo por privado. Actívalo con /avisos on (y /avisos off para pararlo).",
+        "followups_on": "Avisos activados: {name} te escribirá por privado después de lo que le "
+        "cuentes que vas a hacer, como mucho {per_week} veces por semana. /avisos off los para.",
+        "followups_off": "Avisos desactivados: {name} solo te escribirá cuando tú le escribas.",
+        "photo_no_vision": "Con la configuración de ahora no puedo ver fotos: cuéntame con "
+        "palabras qué sale.",
+        "photo_too_big": "Esa foto es demasiado grande (el límite es {limit} MB). Mándala más "
+        "pequeña o comprimida.",
+        "photo_bad_type": "Solo puedo ver fotos JPEG, PNG, GIF o WebP.",
+        "photo_failed": "No he podido ver bien la foto. ¿Me la mandas otra vez dentro de un rato?",
+        "incognito_expired": "La conversación fuera de registro terminó tras un rato sin "
+        "mensajes, y ese mensaje no lo he guardado. Reenvíalo para hablar con memoria, o escribe "
+        "/incognito para seguir sin dejar rastro.",
         # memory/ refusals, by code
         "no_fact": "No hay ningún recuerdo #{id} en tu memoria.",
         "bad_value": "Ese valor no se puede guardar en «{key}»: tiene que ser un dato sobre ti "
@@ -124,6 +149,31 @@ TEXTS: dict[str, dict[str, str]] = {
         "terminal_header": "{name}. /help: the commands; /press DATA presses a button; /quit "
         "(or Ctrl-D) leaves.",
         "written_to": "(written to {path})",
+        # /timezone, /incognito
+        "zone_set": "Your time zone is now {zone} (it is {time} there).",
+        "zone_bad": "I do not know the time zone “{given}”. Use a name such as "
+        "Europe/London or America/New_York.",
+        "incognito_on": "Off the record: from now on I keep nothing of what we say (no "
+        "messages, no summary, no new memories), though I still know what I knew about you. It "
+        "ends with /incognito off, /reset, or after {minutes} min without messages.",
+        "incognito_off": "The off-the-record conversation is over: nothing of it is kept. From "
+        "now on I remember what we talk about again.",
+        "incognito_none": "We were not off the record: what we talk about is remembered.",
+        "followups_offer": "{name} can write to you after something you said you were going to "
+        "do (an interview, an appointment…) to ask how it went: once, at a sensible hour, and "
+        "only in private. Turn it on with /followups on (and off with /followups off).",
+        "followups_on": "Follow-ups on: {name} will write to you in private after things you "
+        "say you are going to do, at most {per_week} times a week. /followups off stops them.",
+        "followups_off": "Follow-ups off: {name} will only write when you do.",
+        "photo_no_vision": "With the current set-up I cannot see photos: tell me in words what "
+        "is in it.",
+        "photo_too_big": "That photo is too big (the limit is {limit} MB). Send a smaller or "
+        "compressed one.",
+        "photo_bad_type": "I can only see JPEG, PNG, GIF or WebP photos.",
+        "photo_failed": "I could not make out the photo. Could you send it again in a while?",
+        "incognito_expired": "The off-the-record conversation ended after a while without "
+        "messages, and I did not keep that message. Send it again to talk on the record, or "
+        "type /incognito to stay off it.",
         "no_fact": "There is no memory #{id} in your memory.",
         "bad_value": "That value cannot be stored in “{key}”: it must be a fact about you in "
         "that field's format, not an instruction.",

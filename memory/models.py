@@ -192,3 +192,22 @@ class ReplySources:
     window_turn_ids: tuple[int, ...]
     fragment_turn_ids: tuple[int, ...]
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUpCandidate:
+    """A dated fact past its day, of a user who opted in to follow-ups with its character."""
+
+    fact: Fact
+    platform: str
+    platform_user_id: str
+    display_name: str
+    timezone: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUpState:
+    """What limits the next follow-up of a user with a character."""
+
+    sent_at: tuple[datetime, ...]  # every follow-up sent, oldest first
+    awaiting_answer: bool  # the newest one has had no message from the user since

@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 ANSWERING = [
     "bot/commands.py",
     "bot/memoria.py",
+    "bot/presence.py",
+    "bot/photos.py",
     "bot/terminal.py",
     *(str(p.relative_to(ROOT)) for p in sorted((ROOT / "bot/adapters").glob("*.py"))),
 ]

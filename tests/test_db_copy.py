@@ -58,6 +58,9 @@ async def populate(store: MemoryStore) -> Thread:
         await store.record_rejection(thread, conversation.id, "instruction", NOW)
         await store.choose_character(user.id, "dm", DETECTIVE, NOW)
         await store.set_review_mode(user.id, True)
+        await store.set_user_timezone(user.id, "Europe/Madrid")
+        await store.set_followups(user.id, DETECTIVE, True)
+        await store.record_followup(user.id, DETECTIVE, moved.id, turns[-1].id, NOW)
         await store.end_conversation(conversation.id, "idle", NOW + timedelta(hours=1))
     await store.bind_channel("telegram", "-100", DETECTIVE, "admin", NOW)
     return thread

@@ -117,7 +117,16 @@ async def test_start_connects_syncs_commands_and_stop_restores_discord_py(
     assert identify is not None and identify["intents"] == h.adapter.client.intents.value
     assert h.adapter.client.intents.message_content and h.adapter.client.intents.dm_messages
     names = {c["name"] for c in h.fake.registered_commands[None]}
-    assert names == {"personaje", "personaje-admin", "memoria", "reset", "ayuda"}
+    assert names == {
+        "personaje",
+        "personaje-admin",
+        "memoria",
+        "reset",
+        "ayuda",
+        "zona",
+        "incognito",
+        "avisos",
+    }
     memoria = next(c for c in h.fake.registered_commands[None] if c["name"] == "memoria")
     subcommands = {o["name"]: o["description"] for o in memoria["options"]}
     assert set(subcommands) == {
@@ -241,7 +250,8 @@ async def test_llm_cannot_ping_everyone_roles_or_users(h: Harness) -> None:
 
 
 async def test_attachments_without_text_are_refused_with_text_answered(h: Harness) -> None:
-    photo = FakeAttachment("gato.png", b"\x89PNG", "image/png", width=1, height=1)
+    # (Photos are seen: tests/test_photos.py. A file that is no image is not.)
+    photo = FakeAttachment("gato.pdf", b"%PDF-1.4", "application/pdf")
     await h.fake.dm(ALICE, "", attachments=[photo])
     await h.fake.dm(ALICE, "", stickers=["wave"])
     await h.fake.dm(ALICE, "mira mi gato", attachments=[photo])

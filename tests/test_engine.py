@@ -62,7 +62,7 @@ async def test_block_order_and_cache_breakpoints(app: App, fake_anthropic) -> No
     assert sum(1 for b in system if "cache_control" in b) + len(breakpoints) <= 4
     last = body["messages"][-1]["content"]
     assert last[0]["text"] == "Mi hermano ha desaparecido"
-    assert last[1]["text"].startswith("Ahora: 2026-11-02 18:30")
+    assert last[1]["text"].startswith("Ahora, en la hora local de Ana: lunes 2026-11-02 18:30")
     assert last[2]["text"].splitlines()[0] == "Recuerda: eres Koldo Arrieta."
     assert len(last[2]["text"].splitlines()) == 3
 

@@ -58,6 +58,7 @@ def state(character_id: str, **changes: object) -> PromptState:
             turn(15, "user", "¿Y ahora qué hacemos?", 0),
         ),
         previous_activity=NOW - timedelta(hours=5),
+        timezone="Europe/Madrid",
         fragments=(
             Fragment(
                 (2,),
@@ -96,6 +97,7 @@ def test_golden_english_group_prompt_without_memory() -> None:
         window=(turn(1, "user", "Hello? Is the shop open?", 0),),
         previous_activity=None,
         fragments=(),
+        timezone=None,
     )
     check_golden("prompt_keeper_group.json", body_of(fresh))
 
@@ -190,3 +192,58 @@ def test_golden_hostile_memory_is_rendered_as_data() -> None:
             assert not line.lstrip("- ").startswith("#"), line
     reminder = body["messages"][-1]["content"][-1]["text"]  # type: ignore[index]
     assert "\n##" not in reminder and len(reminder.splitlines()) == 3
+
+
+def turn_context(prompt_state: PromptState, now: datetime = NOW) -> str:
+    rendered = render(prompt_state, now, Budgets(), TokenEstimator())
+    return rendered.messages[-1].blocks[-2].text
+
+
+def test_the_user_local_date_and_part_of_day_are_in_the_turn_context() -> None:
+    # 21:05 UTC on Sunday is 22:05 in Madrid ("buenas noches") and 16:05 in New York.
+    madrid = turn_context(state("detective_bilbao", timezone="Europe/Madrid"))
+    assert (
+        "Ahora, en la hora local de Ana: domingo 2026-11-29 22:05 (Europe/Madrid), por la "
+        "noche." in madrid
+    )
+    york = turn_context(state("lighthouse_keeper", timezone="America/New_York"))
+    assert (
+        "Now, on Ana's local clock: Sunday 2026-11-29 16:05 (America/New_York), in the "
+        "afternoon." in york
+    )
+    early = turn_context(state("detective_bilbao"), NOW + timedelta(hours=9))  # 07:05 Madrid
+    assert "lunes 2026-11-30 07:05 (Europe/Madrid), por la mañana" in early
+
+
+def test_an_unknown_or_unset_zone_falls_back_to_the_clock() -> None:
+    for zone in (None, "Not/AZone"):
+        context = turn_context(state("detective_bilbao", timezone=zone))
+        assert "domingo 2026-11-29 21:05 (UTC), por la noche" in context
+
+
+def test_a_long_absence_is_said_in_weeks_and_greeted_as_a_return() -> None:
+    back = turn_context(state("detective_bilbao", previous_activity=NOW - timedelta(days=23)))
+    assert "Último mensaje anterior de Ana: hace 3 semanas." in back
+    assert "saluda a Ana como a alguien que vuelve" in back
+    months = turn_context(state("lighthouse_keeper", previous_activity=NOW - timedelta(days=95)))
+    assert "Ana's previous message was 3 months ago." in months
+    recent = turn_context(state("detective_bilbao", previous_activity=NOW - timedelta(hours=5)))
+    assert "hace 5 h." in recent and "vuelve" not in recent
+    assert "hace" not in turn_context(state("detective_bilbao", previous_activity=NOW))
+
+
+def test_time_never_touches_the_cached_prefix() -> None:
+    """The zone and the gap live after the last breakpoint: everything before it is equal."""
+    one = render(state("detective_bilbao"), NOW, Budgets(), TokenEstimator())
+    other = render(
+        state(
+            "detective_bilbao", timezone="Asia/Tokyo", previous_activity=NOW - timedelta(days=40)
+        ),
+        NOW + timedelta(hours=3),
+        Budgets(),
+        TokenEstimator(),
+    )
+    assert one.system == other.system
+    assert one.messages[:-1] == other.messages[:-1]
+    assert one.messages[-1].blocks[:-2] == other.messages[-1].blocks[:-2]
+    assert one.messages[-1].blocks[-2] != other.messages[-1].blocks[-2]

@@ -40,7 +40,8 @@ async def test_the_retrieval_mode_decides_fragments_and_tools(
     await mode_app.companion.handle(dm(QUESTION))
     body = fake_anthropic.bodies()[-1]
     context = body["messages"][-1]["content"][1]["text"]
-    assert context.startswith("Ahora:")  # this turn's context block, read as it was sent
+    # this turn's context block, read as it was sent
+    assert context.startswith("Ahora, en la hora local de")
     assert "Beltza y es un pastor vasco" not in context  # no automatic fragment either way
     offered = {tool["name"] for tool in body.get("tools", [])}
     if mode == "tool":

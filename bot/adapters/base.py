@@ -20,6 +20,10 @@ class Adapter(Protocol):
     async def stop(self) -> None:
         """Stop taking messages, let the replies in flight finish (bounded), disconnect."""
 
+    async def send_private(self, platform_user_id: str, message: str) -> bool:
+        """An unprompted message (a follow-up) to the user's private chat; False when the
+        platform refuses it (the user blocked the bot, never opened a private chat)."""
+
 
 class InFlight:
     """Counts the replies being generated, so shutdown can wait for them and refuse new ones."""

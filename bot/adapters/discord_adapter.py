@@ -181,6 +181,19 @@ class DiscordAdapter:
             "network access to Discord, DISCORD_API_BASE_URL and DISCORD_BOT_TOKEN"
         )
 
+    async def send_private(self, platform_user_id: str, message: str) -> bool:
+        """An unprompted message to the user's DM channel, opened when needed."""
+        try:
+            user_id = int(platform_user_id)
+            user = self.client.get_user(user_id) or await self.client.fetch_user(user_id)
+            channel = user.dm_channel or await user.create_dm()
+            for send in parts(Answer(message), None):
+                await channel.send(**send)
+        except (discord.DiscordException, ValueError):
+            log.warning("discord: could not write to user %s", platform_user_id, exc_info=True)
+            return False
+        return True
+
     async def stop(self) -> None:
         """Take no new messages, let the replies in flight finish (bounded), disconnect."""
         await self._inflight.drain(self._settings.shutdown_grace_seconds)
@@ -250,6 +263,14 @@ class DiscordAdapter:
         self, message: discord.Message, caller: Caller, live: LiveReply[discord.Message] | None
     ) -> Awaitable[Answer]:
         text = self._without_own_mentions(message)
+        image = next(
+            (a for a in message.attachments if (a.content_type or "").startswith("image/")), None
+        )
+        if image is not None and self._commands.photos is not None:
+            # The caption is the message's text; the bytes are fetched only within the limit.
+            return await self._commands.photos.submit(
+                caller, image.size, image.read, text, str(message.id)
+            )
         if not text and (message.attachments or message.stickers):
             return asyncio.ensure_future(self._commands.refusal(caller, "attachment"))
 

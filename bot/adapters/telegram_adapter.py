@@ -22,7 +22,7 @@ from telegram import (
     Update,
 )
 from telegram.constants import ChatAction, ChatType, ParseMode
-from telegram.error import Forbidden
+from telegram.error import Forbidden, TelegramError
 from telegram.ext import (
     Application,
     ApplicationBuilder,
@@ -95,6 +95,7 @@ class TelegramAdapter:
             MessageHandler(filters.COMMAND & filters.ChatType.PRIVATE, self.on_unknown_command)
         )
         app.add_handler(MessageHandler(filters.TEXT & ~filters.COMMAND, self.on_text))
+        app.add_handler(MessageHandler(filters.PHOTO | filters.Document.IMAGE, self.on_photo))
         app.add_handler(
             MessageHandler(
                 (
@@ -132,6 +133,15 @@ class TelegramAdapter:
         else:
             await app.updater.start_polling(allowed_updates=Update.ALL_TYPES)
         log.info("telegram: running as @%s", app.bot.username)
+
+    async def send_private(self, platform_user_id: str, message: str) -> bool:
+        """An unprompted message to the user's private chat (its id is the user's)."""
+        try:
+            await self._deliver(int(platform_user_id), Answer(message), reply_to=None)
+        except (TelegramError, ValueError):
+            log.warning("telegram: could not write to user %s", platform_user_id, exc_info=True)
+            return False
+        return True
 
     async def stop(self) -> None:
         app = self.application
@@ -228,6 +238,37 @@ class TelegramAdapter:
             return split_html(to_telegram_html(text), LIMIT)[0]
 
         return LiveReply(send, edit, render, self._settings.stream_edit_seconds)
+
+    async def on_photo(self, update: Update, _context: Context) -> None:
+        """A photo (or an image sent as a file): shown to the character with its caption."""
+        message, user = update.effective_message, update.effective_user
+        if message is None or user is None or user.is_bot or not self._in_flight.accepting:
+            return
+        caller = caller_of(update)
+        caption = message.caption or ""
+        if not await self._addressed(message, caller) and not self._named_in(caption):
+            return
+        item = message.photo[-1] if message.photo else message.document  # the largest size
+        photos = self._commands.photos
+        if item is None or photos is None:
+            await self._send(message, caller, await self._commands.refusal(caller, "attachment"))
+            return
+
+        async def fetch() -> bytes:
+            return bytes(await (await item.get_file()).download_as_bytearray())
+
+        async with self._in_flight.track(), self._typing(message.chat_id):
+            caption = self._strip_mention(caption)
+            pending = await photos.submit(
+                caller, item.file_size or 0, fetch, caption, str(message.message_id)
+            )
+            answer = await pending
+        await self._send(message, caller, answer)
+
+    def _named_in(self, caption: str) -> bool:
+        """A group photo is addressed to the bot when its caption mentions it."""
+        username = self.application.bot.username or ""
+        return bool(username) and f"@{username}".lower() in caption.lower()
 
     async def on_attachment(self, update: Update, _context: Context) -> None:
         """Stickers, photos, files: a graceful answer instead of silence."""

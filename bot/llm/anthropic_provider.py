@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ import anthropic
 
 from memory.engine.llm import (
     Block,
+    ImageBlock,
     LLMError,
     LLMRequest,
     LLMResponse,
@@ -24,6 +26,12 @@ from memory.engine.llm import (
 
 
 def _block(block: Block) -> dict[str, Any]:
+    if isinstance(block, ImageBlock):
+        data = base64.b64encode(block.data).decode("ascii")
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": block.media_type, "data": data},
+        }
     if isinstance(block, ToolUseBlock):
         return {
             "type": "tool_use",

@@ -13,10 +13,12 @@ from typing import Any, Protocol
 from cards.character import Character, CharacterBook
 from memory.engine.bursts import Burst, BurstAnswering, Bursts, CallGate
 from memory.engine.compaction import BackgroundWork
+from memory.engine.followups import FollowUpWriting
 from memory.engine.llm import TextSink
+from memory.engine.off_record import OffRecordAnswering, OffRecordSessions
 from memory.engine.prompt import Budgets
 from memory.engine.responder import ProbeResult, Responder
-from memory.engine.session import RecentUsers, Session, SessionCache
+from memory.engine.session import RecentUsers, Session, SessionCache, last_activity
 from memory.engine.tokens import TokenEstimator
 from memory.errors import UserFacingError
 from memory.models import (
@@ -60,7 +62,7 @@ class ProfileSource(Protocol):
     async def lines_for(self, thread: Thread, now: datetime) -> ProfileLines: ...
 
 
-class Companion(BurstAnswering, BackgroundWork):
+class Companion(BurstAnswering, BackgroundWork, OffRecordAnswering, FollowUpWriting):
     def __init__(
         self,
         store: ConversationStore,
@@ -81,6 +83,7 @@ class Companion(BurstAnswering, BackgroundWork):
         self._tokens = tokens
         self._profile = profile
         self._sessions = SessionCache(settings.max_sessions_in_ram)
+        self._off_record = OffRecordSessions(settings.inactivity_timeout, clock)
         self._users = RecentUsers(settings.max_sessions_in_ram)
         self._bursts = Bursts()
         self._profile_versions: dict[tuple[int, str], int] = {}
@@ -95,6 +98,10 @@ class Companion(BurstAnswering, BackgroundWork):
     @property
     def characters(self) -> CharacterBook:
         return self._characters
+
+    @property
+    def inactivity_timeout(self) -> timedelta:
+        return self._settings.inactivity_timeout
 
     @property
     def sessions_in_ram(self) -> int:
@@ -118,6 +125,9 @@ class Companion(BurstAnswering, BackgroundWork):
     def forget_cached(self, user_id: int, character_id: str) -> None:
         """Drop the RAM sessions of a user with a character (after /memoria olvidar)."""
         self._sessions.drop_where(lambda t: t.user_id == user_id and t.character_id == character_id)
+        self._off_record.drop_where(
+            lambda t: t.user_id == user_id and t.character_id == character_id
+        )
 
     def on_forget(self, listener: Callable[[int, str], Awaitable[None]]) -> None:
         """Called before a user's memory with a character is deleted, to stop the work of
@@ -179,6 +189,9 @@ class Companion(BurstAnswering, BackgroundWork):
         self, user: User, thread: Thread, burst: Burst, now: datetime
     ) -> Session:
         """Append the burst's messages not yet stored, in arrival order (under the lock)."""
+        off_record = self._off_record.session_for(thread, now)
+        if off_record is not None:
+            return self._store_off_record(off_record, burst, now)
         session = await self._session(user, thread, now)
         await self._refresh_profile_if_changed(session, now)
         while burst.stored < len(burst.messages):
@@ -200,6 +213,9 @@ class Companion(BurstAnswering, BackgroundWork):
         on_text: TextSink | None = None,
     ) -> Reply:
         """One LLM call answering the window up to `turn`, stored with what it was built from."""
+        if session.off_record:
+            apology = APOLOGY[character.language]
+            return await self._reply_off_record(session, character, turn, now, on_text, apology)
         generated = await self._responder.respond(session, character, now, turn.id, on_text)
         if generated is None:
             return Reply(APOLOGY[character.language], ok=False, turn_id=turn.id)
@@ -300,10 +316,18 @@ class Companion(BurstAnswering, BackgroundWork):
             summary=summary,
             window=window,
             profile=profile,
-            last_activity=window[-1].created_at if window else now,
+            last_activity=await last_activity(self._store, thread, window, summary, now),
             profile_version=version,
             store_changes=store_changes,
+            timezone=await self._store.user_timezone(user.id),
         )
+
+    def timezone_changed(self, user_id: int, zone: str | None) -> None:
+        """The user set their time zone (/zona): their sessions in RAM use it from now on."""
+        for thread in self._sessions.threads():
+            session = self._sessions.get(thread)
+            if session is not None and thread.user_id == user_id:
+                session.timezone = zone
 
     async def _end(self, conversation: Conversation, reason: str, when: datetime) -> None:
         if await self._store.end_conversation(conversation.id, reason, when):
@@ -359,6 +383,7 @@ class Companion(BurstAnswering, BackgroundWork):
             return False
         user, thread = known
         async with self._sessions.lock(thread):
+            self._off_record.stop(thread)
             conversation = await self._store.open_conversation(thread)
             if conversation is None:
                 return False

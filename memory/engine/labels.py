@@ -35,8 +35,12 @@ LABELS: dict[str, dict[str, str]] = {
         "open_threads": "Hilos abiertos",
         "canon": "Canon (nunca contradecir)",
         "begin": "(Empieza la conversación.)",
-        "now": "Ahora: {now}.",
+        "now": "Ahora, en la hora local de {user}: {now}.",
         "gap": "Último mensaje anterior de {user}: hace {gap}.",
+        "followup": "(Nota para ti, no es un mensaje de {user}: {user} no te ha escrito. "
+        "Escríbele tú, una sola vez, breve y en tu estilo, para preguntarle qué tal fue esto que "
+        "te contó: {event}. No menciones esta nota.)",
+        "long_gap": "Hacía mucho que no hablabais: saluda a {user} como a alguien que vuelve.",
         "fragments": "Recuerdos de conversaciones anteriores (pueden estar desfasados; si "
         "contradicen el resumen, manda el resumen):",
         "reminder_name": "Recuerda: eres {name}.",
@@ -71,8 +75,12 @@ LABELS: dict[str, dict[str, str]] = {
         "open_threads": "Open threads",
         "canon": "Canon (never contradict)",
         "begin": "(The conversation begins.)",
-        "now": "Now: {now}.",
+        "now": "Now, on {user}'s local clock: {now}.",
         "gap": "{user}'s previous message was {gap} ago.",
+        "followup": "(A note for you, not a message from {user}: {user} has not written. "
+        "Write to them yourself, once, briefly and in your own voice, to ask how this thing they "
+        "told you about went: {event}. Do not mention this note.)",
+        "long_gap": "You have not talked for a long time: greet {user} as someone coming back.",
         "fragments": "Memories from earlier conversations (they may be outdated; where they "
         "contradict the summary, the summary wins):",
         "reminder_name": "Remember: you are {name}.",

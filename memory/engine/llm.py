@@ -39,7 +39,15 @@ class ToolResultBlock:
     is_error: bool = False
 
 
-Block = TextBlock | ToolUseBlock | ToolResultBlock
+@dataclass(frozen=True)
+class ImageBlock:
+    """An image shown to a vision model (a user's photo); its bytes live only in the request."""
+
+    media_type: str  # image/jpeg, image/png, image/gif or image/webp
+    data: bytes = field(repr=False)
+
+
+Block = TextBlock | ToolUseBlock | ToolResultBlock | ImageBlock
 
 
 @dataclass(frozen=True)

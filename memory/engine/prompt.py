@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from cards.character import Character
+from memory.engine.clock_context import LONG_GAP, describe_gap, describe_moment
 from memory.engine.labels import label
 from memory.engine.llm import ChatMessage, TextBlock
 from memory.engine.tokens import TokenEstimator
@@ -54,6 +55,8 @@ class PromptState:
     previous_activity: datetime | None = None
     fragments: tuple[Fragment, ...] = ()
     lore_index: str = ""
+    timezone: str | None = None  # the user's IANA zone; None: the clock's own
+    followup: str = ""  # a follow-up the character writes unprompted: the event it asks about
 
 
 @dataclass(frozen=True)
@@ -203,30 +206,17 @@ def _merge_roles(history: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
     return merged
 
 
-def _gap_text(gap: timedelta, language: str) -> str:
-    minutes = int(gap.total_seconds() // 60)
-    if minutes < 120:
-        return f"{minutes} min"
-    hours = minutes // 60
-    if hours < 48:
-        return f"{hours} h"
-    return f"{hours // 24} {'días' if language == 'es' else 'days'}"
-
-
 def render_turn_context(
     state: PromptState, now: datetime, budgets: Budgets, tokens: TokenEstimator
 ) -> str:
     lang = state.character.language
-    lines = [label(lang, "now", now=now.strftime("%Y-%m-%d %H:%M %Z").strip())]
+    moment = describe_moment(now, state.timezone, lang)
+    lines = [label(lang, "now", user=state.user_name, now=moment)]
     if state.previous_activity is not None and now - state.previous_activity > timedelta(hours=1):
-        lines.append(
-            label(
-                lang,
-                "gap",
-                user=state.user_name,
-                gap=_gap_text(now - state.previous_activity, lang),
-            )
-        )
+        gap = now - state.previous_activity
+        lines.append(label(lang, "gap", user=state.user_name, gap=describe_gap(gap, lang)))
+        if gap >= LONG_GAP:
+            lines.append(label(lang, "long_gap", user=state.user_name))
     fragments = []
     used = 0
     for fragment in state.fragments:
@@ -272,6 +262,9 @@ def render(
     history += [("user" if turn.role == "tool" else turn.role, turn.text) for turn in window]
     if history and history[0][0] != "user":
         history.insert(0, ("user", label(character.language, "begin")))
+    if state.followup:  # after the window, which stays the cached prefix a reply would have
+        cue = label(character.language, "followup", user=state.user_name, event=state.followup)
+        history.append(("user", cue))
     merged = _merge_roles(history)
     messages: list[ChatMessage] = []
     for index, (role, texts) in enumerate(merged):

@@ -27,6 +27,7 @@ from memory.engine.llm import (
     ToolUseBlock,
 )
 from memory.engine.lore import render_lore_index
+from memory.engine.off_record import counts_only, ram_turn
 from memory.engine.prompt import (
     Budgets,
     Fragment,
@@ -128,10 +129,38 @@ class Responder:
             response, usage = answered
             if not (response.tool_calls and may_use_tools):
                 break
-            await self._store.record_usage(usage, self._clock())
+            await self.save_usage(session, usage)
             messages += await self._run_tools(session, toolbox, response)
         fragment_ids = tuple(i for f in fragments for i in f.turn_ids)
         return Generated(response.text, fragment_ids, usage)
+
+    async def follow_up(
+        self, session: Session, character: Character, now: datetime, event: str
+    ) -> Generated | None:
+        """A message the character writes unprompted about `event`: the same prompt as a reply
+        (its cached prefix included), with a note after the window; no tools, no recall."""
+        state = replace(self._state(session, character, []), followup=event)
+        prompt = render(state, now, self._budgets, self._tokens)
+        call = _Call(session, character, 0, 0)
+        request = LLMRequest(
+            kind="followup",
+            system=prompt.system,
+            messages=prompt.messages,
+            max_tokens=self._max_reply_tokens,
+            temperature=character.temperature,
+            model=character.model,
+        )
+        record = replace(self._record(call, 0), kind="followup", turn_id=None)
+        try:
+            response = await self._llm.complete(request)
+        except LLMError as exc:
+            await self.save_usage(session, replace(record, error=str(exc)[:500]))
+            return None
+        measured = replace(record, ok=bool(response.text.strip())).measured(response)
+        if not measured.ok:
+            await self.save_usage(session, replace(measured, error="empty follow-up"))
+            return None
+        return Generated(response.text, (), measured)
 
     async def probe(
         self, session: Session, character: Character, now: datetime, question: str
@@ -184,6 +213,7 @@ class Responder:
             previous_activity=session.previous_activity,
             fragments=tuple(fragments),
             lore_index=render_lore_index(character.lore, character.language),
+            timezone=session.timezone,
         )
 
     def _names(self, session: Session, character: Character) -> tuple[str, str]:
@@ -235,8 +265,12 @@ class Responder:
             uses.append(ToolUseBlock(call.call_id, call.name, call.arguments))
             results.append(ToolResultBlock(call.call_id, outcome.text, outcome.is_error))
             if not outcome.is_error:
+                result = f"[{call.name}]\n{outcome.text}"
+                if session.off_record:  # kept in RAM only, like the rest of the conversation
+                    ram_turn(session, "tool", result, self._clock())
+                    continue
                 turn = await self._store.add_turn(
-                    session.conversation, "tool", f"[{call.name}]\n{outcome.text}", self._clock()
+                    session.conversation, "tool", result, self._clock()
                 )
                 session.window.append(turn)
         said = (TextBlock(response.text),) if response.text.strip() else ()
@@ -280,7 +314,7 @@ class Responder:
             tools_called=",".join(c.name for c in response.tool_calls),
         ).measured(response)
         if empty:
-            await self._store.record_usage(record, self._clock())
+            await self.save_usage(call.session, record)
             log.error(
                 "reply failed for %s (turn %s kept): the model returned an empty reply",
                 call.session.thread,
@@ -316,6 +350,11 @@ class Responder:
             error,
             exc_info=error.__cause__ or error,
         )
-        await self._store.record_usage(
-            replace(self._record(call, tool_round), error=str(error)[:500]), self._clock()
+        await self.save_usage(
+            call.session, replace(self._record(call, tool_round), error=str(error)[:500])
         )
+
+    async def save_usage(self, session: Session, record: UsageRecord) -> None:
+        """A call's usage row; off the record, its counts only."""
+        row = counts_only(record) if session.off_record else record
+        await self._store.record_usage(row, self._clock())

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from memory.models import Conversation, Summary, Thread, Turn, User
 from memory.profile.view import ProfileLines
+from memory.store.protocols import TurnLog
 
 
 @dataclass
@@ -35,11 +36,27 @@ class Session:
     profile_version: int = 0
     # Store.external_changes when it was read: another process has written since if it moved.
     store_changes: int = 0
+    timezone: str | None = None  # the user's own (/zona); None: the deployment's
+    off_record: bool = False  # /incognito: its turns and usage text are never written
 
     def has_turns_outside_window(self) -> bool:
         """The window is every turn after the summary's last, so turns lie outside it exactly
         when there is a summary; without one there is nothing to recall."""
         return self.summary is not None
+
+
+async def last_activity(
+    store: TurnLog, thread: Thread, window: list[Turn], summary: Summary | None, now: datetime
+) -> datetime:
+    """When the user's thread was last active: its newest turn, which is the summary's last
+    when a reset folded the whole window (so a return weeks later is seen as one)."""
+    if window:
+        return window[-1].created_at
+    if summary is not None and summary.covers_up_to_turn_id:
+        covered = await store.thread_turns_by_ids(thread, [summary.covers_up_to_turn_id])
+        if covered:
+            return covered[-1].created_at
+    return now
 
 
 class RecentUsers:

@@ -336,7 +336,7 @@ def _document_counts(
     patterns: list[re.Pattern[str]], turns: list[Turn], matched_ids: list[int]
 ) -> list[int]:
     """In how many of the matched turns each term occurs: the same document frequencies as
-    memory/fts.term_counts, when the matched turns are all there are."""
+    the store's search_term_counts, when the matched turns are all there are."""
     matched = set(matched_ids)
     texts = [fold(t.text) for t in turns if t.id in matched]
     return [sum(1 for text in texts if pattern.search(text)) for pattern in patterns]

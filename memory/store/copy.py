@@ -65,7 +65,9 @@ COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
         ("platform", "channel_id", "character_id", "bound_by", "bound_at"),
         None,
     ),
-    "user_preferences": (("user_id", "review_mode"), "user_id"),
+    "user_preferences": (("user_id", "review_mode", "timezone"), "user_id"),
+    "followup_settings": (("user_id", "character_id", "enabled", "offered_at"), "user_id"),
+    "followups": (("id", "user_id", "character_id", "fact_id", "turn_id", "sent_at"), "id"),
     "reply_sources": (
         ("turn_id", "user_id", "character_id", "fact_ids", "summary_id", "window_turn_ids",
          "fragment_turn_ids", "created_at"),
@@ -75,9 +77,10 @@ COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
 PRIMARY_KEYS = {
     "character_choices": "user_id, channel_key",
     "channel_bindings": "platform, channel_id",
+    "followup_settings": "user_id, character_id",
 }
 IDENTITY_TABLES = ("users", "conversations", "turns", "summaries", "llm_usage", "facts",
-                    "fact_history", "memory_rejections")  # fmt: skip
+                    "fact_history", "memory_rejections", "followups")  # fmt: skip
 
 
 def copy_key(table: str) -> str | None:

@@ -10,13 +10,15 @@ bytes leave the disk) stays behind these methods.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Protocol
 
 from memory.models import (
     Conversation,
     Fact,
     FactVersion,
+    FollowUpCandidate,
+    FollowUpState,
     ReplySources,
     Summary,
     Thread,
@@ -130,6 +132,38 @@ class Facts(Protocol):
     async def count_rejections(self, user_id: int | None = None) -> int: ...
 
 
+class Preferences(Protocol):
+    """What the companion knows of the user's life outside the chat: their time zone."""
+
+    async def user_timezone(self, user_id: int) -> str | None: ...
+
+    async def set_user_timezone(self, user_id: int, zone: str | None) -> None: ...
+
+
+class FollowUps(Protocol):
+    """Opt-in follow-ups of dated facts: the switch, the one offer, what is due, what was sent."""
+
+    async def followups_enabled(self, user_id: int, character_id: str) -> bool: ...
+
+    async def set_followups(self, user_id: int, character_id: str, on: bool) -> None: ...
+
+    async def offer_followups_once(
+        self, user_id: int, character_id: str, now: datetime
+    ) -> bool: ...
+
+    async def followup_candidates(
+        self, earliest: date, latest: date
+    ) -> list[FollowUpCandidate]: ...
+
+    async def followup_offers_due(self) -> list[FollowUpCandidate]: ...
+
+    async def followup_state(self, user_id: int, character_id: str) -> FollowUpState: ...
+
+    async def record_followup(
+        self, user_id: int, character_id: str, fact_id: int, turn_id: int | None, now: datetime
+    ) -> None: ...
+
+
 class Channels(Protocol):
     """Which character a user chose, and which one a group channel is bound to."""
 
@@ -236,7 +270,7 @@ class Administration(Protocol):
     async def close(self) -> None: ...
 
 
-class ConversationStore(Users, TurnLog, Summaries, Facts, ChangeFeed, Protocol):
+class ConversationStore(Users, TurnLog, Summaries, Facts, Preferences, ChangeFeed, Protocol):
     """What the conversation engine reads and writes (memory/engine/)."""
 
 
@@ -244,6 +278,7 @@ class MemoryStore(
     ConversationStore,
     Channels,
     Usage,
+    FollowUps,
     SearchIndex,
     Erasure,
     Export,

@@ -4,13 +4,19 @@ module per concern as there. Open it with `await PostgresStore.open("postgresql:
 from memory.store.postgres.base import available_pg_migrations, normalise_url, redact_url
 from memory.store.postgres.conversations import PgConversationsMixin
 from memory.store.postgres.copy import PgCopyMixin
+from memory.store.postgres.presence import PgPresenceMixin
 from memory.store.postgres.privacy import PgPrivacyMixin
 from memory.store.postgres.profile import PgProfileMixin
 from memory.store.postgres.search import PgSearchMixin
 
 
 class PostgresStore(
-    PgConversationsMixin, PgProfileMixin, PgSearchMixin, PgPrivacyMixin, PgCopyMixin
+    PgConversationsMixin,
+    PgProfileMixin,
+    PgSearchMixin,
+    PgPrivacyMixin,
+    PgCopyMixin,
+    PgPresenceMixin,
 ):
     """Everything the engine keeps, on PostgreSQL 15 or later."""
 

@@ -40,6 +40,8 @@ PURGED_TABLES = (
     "reply_sources",
     "character_choices",
     "user_preferences",
+    "followups",
+    "followup_settings",
     "users",
 )
 

@@ -10,9 +10,9 @@ import asyncpg
 
 from memory.models import Fact, ReplySources, Summary, Thread, Turn
 from memory.profile.fact_keys import registry_key, storage_key
+from memory.store.copy import COPY_TABLES
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
-from memory.store.postgres.copy import COPY_TABLES
 from memory.store.postgres.rows import ids_param, ts
 from memory.store.postgres.terms import search_vector
 from memory.store.remap import evidence as remapped
@@ -20,6 +20,8 @@ from memory.store.remap import summary_values
 
 # The tables of a user's memory with a character, each with user_id and character_id columns.
 _MEMORY_TABLES = (
+    "followups",
+    "followup_settings",
     "conversations",
     "turns",
     "summaries",
@@ -30,6 +32,8 @@ _MEMORY_TABLES = (
 )
 # Children before parents: what forget deletes, in this order.
 _FORGET_ORDER = (
+    "followups",
+    "followup_settings",
     "reply_sources",
     "llm_usage",
     "memory_rejections",

@@ -5,12 +5,15 @@ bytes (index merge and WAL truncation)."""
 from memory.store.sqlite.base import available_migrations
 from memory.store.sqlite.conversations import ConversationsMixin
 from memory.store.sqlite.copy import CopyMixin
+from memory.store.sqlite.presence import PresenceMixin
 from memory.store.sqlite.privacy import PrivacyMixin
 from memory.store.sqlite.profile import ProfileMixin
 from memory.store.sqlite.search import SearchMixin
 
 
-class SqliteStore(ConversationsMixin, ProfileMixin, SearchMixin, PrivacyMixin, CopyMixin):
+class SqliteStore(
+    ConversationsMixin, ProfileMixin, SearchMixin, PrivacyMixin, PresenceMixin, CopyMixin
+):
     """Every interface of memory/store/protocols.py on one SQLite file:
     `await SqliteStore.open(path)`."""
 

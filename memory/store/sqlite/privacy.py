@@ -22,6 +22,8 @@ from memory.store.sqlite.base import StoreBase, on_db_thread
 
 # The tables of a user's memory with a character, each with user_id and character_id columns.
 _MEMORY_TABLES = (
+    "followups",
+    "followup_settings",
     "conversations",
     "turns",
     "summaries",
@@ -132,6 +134,8 @@ class PrivacyMixin(StoreBase):
         counts: dict[str, int] = {}
         with self._transaction() as db:
             for table in (
+                "followups",
+                "followup_settings",
                 "reply_sources",
                 "llm_usage",
                 "memory_rejections",

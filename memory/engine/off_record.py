@@ -1,0 +1,186 @@
+"""Conversations off the record (/incognito): the character answers from what it already knows
+(profile, summary, recall, the stored window), but nothing of the conversation is written: no
+turn, no summary, no fact, no search entry, and usage rows with counts only. Its turns live in
+RAM, in a session of their own, until `/incognito off`, /reset, or the inactivity timeout; a
+message after that timeout is refused unstored (the user might still think they are off the
+record) with a notice that says so."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from cards.character import Character
+from memory.engine.llm import TextSink
+from memory.engine.session import Session, SessionCache
+from memory.errors import UserFacingError
+from memory.models import Conversation, Incoming, Reply, Thread, Turn, TurnRole, UsageRecord, User
+from memory.store.protocols import ConversationStore
+
+if TYPE_CHECKING:
+    from memory.engine.bursts import Burst
+    from memory.engine.companion import EngineSettings
+    from memory.engine.responder import Responder
+
+OFF_RECORD_KIND = "incognito"
+
+
+def counts_only(record: UsageRecord) -> UsageRecord:
+    """A usage row that says what a call cost and nothing of what it was about."""
+    return replace(
+        record,
+        kind=OFF_RECORD_KIND,
+        conversation_id=None,
+        turn_id=None,
+        error="failed" if record.error else None,
+    )
+
+
+def ram_turn(session: Session, role: TurnRole, text: str, now: datetime) -> Turn:
+    """A turn kept in the session's window only. Its id is negative, below every other: never a
+    stored turn's, so it is never cited, looked up or excluded from recall by mistake."""
+    turn_id = min((t.id for t in session.window), default=0)
+    turn = Turn(min(turn_id, 0) - 1, session.conversation.id, role, text, now)
+    session.window.append(turn)
+    return turn
+
+
+@dataclass
+class _OffRecord:
+    session: Session
+    last_activity: datetime
+
+
+class OffRecordSessions:
+    """The threads whose conversation is off the record, in RAM only (a restart ends them)."""
+
+    def __init__(self, timeout: timedelta, clock: Callable[[], datetime]) -> None:
+        self._timeout = timeout
+        self._clock = clock
+        self._open: dict[Thread, _OffRecord] = {}
+
+    def start(self, base: Session, now: datetime) -> None:
+        session = replace(
+            base,
+            window=list(base.window),
+            off_record=True,
+            compacting=False,
+            previous_activity=None,
+            last_activity=now,
+        )
+        self._open[base.thread] = _OffRecord(session, now)
+
+    def stop(self, thread: Thread) -> bool:
+        return self._open.pop(thread, None) is not None
+
+    def active(self, thread: Thread) -> bool:
+        return thread in self._open
+
+    def drop_where(self, matches: Callable[[Thread], bool]) -> None:
+        for thread in [t for t in self._open if matches(t)]:
+            del self._open[thread]
+
+    def session_for(self, thread: Thread, now: datetime) -> Session | None:
+        """The thread's off-record session, or None when it is on the record. A message after
+        the timeout ends it and is refused unstored, once, with a notice."""
+        found = self._open.get(thread)
+        if found is None:
+            return None
+        if now - found.last_activity > self._timeout:
+            del self._open[thread]
+            raise UserFacingError(
+                "The off-the-record conversation ended; that message was not stored.",
+                code="incognito_expired",
+            )
+        found.session.previous_activity = found.last_activity
+        return found.session
+
+    def add(self, session: Session, role: TurnRole, text: str, now: datetime) -> Turn:
+        """A turn in RAM only, appended to the off-record window."""
+        turn = ram_turn(session, role, text, now)
+        session.last_activity = now
+        found = self._open.get(session.thread)
+        if found is not None:
+            found.last_activity = now
+        return turn
+
+    def trim(self, session: Session, keep: int) -> None:
+        """Nothing is ever compacted off the record: the oldest RAM turns just fall away."""
+        if len(session.window) > keep:
+            del session.window[: len(session.window) - keep]
+
+
+class OffRecordAnswering:
+    """The off-the-record half of the Companion; what it needs of the engine is declared here
+    and set by `Companion.__init__`."""
+
+    _off_record: OffRecordSessions
+    _sessions: SessionCache
+    _store: ConversationStore
+    _responder: Responder
+    _settings: EngineSettings
+    _clock: Callable[[], datetime]
+
+    async def _open_thread(self, incoming: Incoming) -> tuple[Character, User, Thread]:
+        raise NotImplementedError
+
+    async def _known_thread(self, incoming: Incoming) -> tuple[User, Thread] | None:
+        raise NotImplementedError
+
+    async def _restore(
+        self, user: User, thread: Thread, conversation: Conversation, now: datetime
+    ) -> Session:
+        raise NotImplementedError
+
+    async def start_off_record(self, incoming: Incoming) -> None:
+        """From now on this thread's conversation is off the record. It starts from what the
+        character knows (the session as stored); no conversation row is opened for it."""
+        _, user, thread = await self._open_thread(incoming)
+        async with self._sessions.lock(thread):
+            now = self._clock()
+            base = self._sessions.get(thread)
+            if base is None or base.conversation.ended_at is not None:
+                conversation = await self._store.open_conversation(thread)
+                base = await self._restore(
+                    user, thread, conversation or Conversation(0, thread, now, now), now
+                )
+            self._off_record.start(base, now)
+
+    async def stop_off_record(self, incoming: Incoming) -> bool:
+        """Back on the record; False when the conversation was not off it."""
+        known = await self._known_thread(incoming)
+        if known is None:
+            return False
+        async with self._sessions.lock(known[1]):
+            return self._off_record.stop(known[1])
+
+    def is_off_record(self, thread: Thread) -> bool:
+        return self._off_record.active(thread)
+
+    def _store_off_record(self, session: Session, burst: Burst, now: datetime) -> Session:
+        """The burst's messages into the RAM window; nothing is written."""
+        while burst.stored < len(burst.messages):
+            turn = self._off_record.add(session, "user", burst.messages[burst.stored].text, now)
+            burst.stored += 1
+            burst.last_turn = turn
+        return session
+
+    async def _reply_off_record(
+        self,
+        session: Session,
+        character: Character,
+        turn: Turn,
+        now: datetime,
+        on_text: TextSink | None,
+        apology: str,
+    ) -> Reply:
+        generated = await self._responder.respond(session, character, now, turn.id, on_text)
+        if generated is None:
+            return Reply(apology, ok=False)
+        if generated.usage is not None:
+            await self._responder.save_usage(session, generated.usage)
+        self._off_record.add(session, "assistant", generated.text, self._clock())
+        self._off_record.trim(session, self._settings.window_trigger_turns)
+        return Reply(generated.text)

@@ -1,0 +1,142 @@
+"""What the companion needs between messages (issue 17): the user's time zone (PostgreSQL)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from memory.models import FollowUpCandidate, FollowUpState
+from memory.store.postgres import rows
+from memory.store.postgres.base import PostgresStoreBase
+from memory.store.postgres.rows import ts
+
+
+class PgPresenceMixin(PostgresStoreBase):
+    async def user_timezone(self, user_id: int) -> str | None:
+        found = await self._pool.fetchval(
+            "SELECT timezone FROM user_preferences WHERE user_id = $1", user_id
+        )
+        return str(found) if found else None
+
+    async def set_user_timezone(self, user_id: int, zone: str | None) -> None:
+        await self._pool.execute(
+            "INSERT INTO user_preferences (user_id, timezone) VALUES ($1, $2)"
+            " ON CONFLICT (user_id) DO UPDATE SET timezone = excluded.timezone",
+            user_id,
+            zone,
+        )
+
+    # ---- follow-ups -------------------------------------------------------------------------
+
+    async def followups_enabled(self, user_id: int, character_id: str) -> bool:
+        found = await self._pool.fetchval(
+            "SELECT enabled FROM followup_settings WHERE user_id = $1 AND character_id = $2",
+            user_id,
+            character_id,
+        )
+        return bool(found)
+
+    async def set_followups(self, user_id: int, character_id: str, on: bool) -> None:
+        await self._pool.execute(
+            "INSERT INTO followup_settings (user_id, character_id, enabled) VALUES ($1, $2, $3)"
+            " ON CONFLICT (user_id, character_id) DO UPDATE SET enabled = excluded.enabled",
+            user_id,
+            character_id,
+            int(on),
+        )
+
+    async def offer_followups_once(self, user_id: int, character_id: str, now: datetime) -> bool:
+        """True the one time this user is offered follow-ups with this character."""
+        async with self._transaction() as con:
+            await con.execute(
+                "INSERT INTO followup_settings (user_id, character_id) VALUES ($1, $2)"
+                " ON CONFLICT (user_id, character_id) DO NOTHING",
+                user_id,
+                character_id,
+            )
+            status = await con.execute(
+                "UPDATE followup_settings SET offered_at = $1 WHERE user_id = $2"
+                " AND character_id = $3 AND offered_at IS NULL",
+                ts(now),
+                user_id,
+                character_id,
+            )
+        return status.endswith(" 1")
+
+    async def followup_candidates(self, earliest: date, latest: date) -> list[FollowUpCandidate]:
+        found = await self._pool.fetch(
+            "SELECT f.*, u.platform, u.platform_user_id, u.display_name, p.timezone"
+            " FROM facts f JOIN followup_settings s ON s.user_id = f.user_id"
+            " AND s.character_id = f.character_id AND s.enabled = 1"
+            " JOIN users u ON u.id = f.user_id"
+            " LEFT JOIN user_preferences p ON p.user_id = f.user_id"
+            " WHERE f.scope = 'dm' AND f.status = 'active' AND f.event_date IS NOT NULL"
+            " AND f.event_date >= $1 AND f.event_date <= $2"
+            " AND NOT EXISTS (SELECT 1 FROM followups x WHERE x.fact_id = f.id)"
+            " ORDER BY f.event_date, f.id",
+            earliest.isoformat(),
+            latest.isoformat(),
+        )
+        return [
+            FollowUpCandidate(
+                rows.fact(r), r["platform"], r["platform_user_id"], r["display_name"], r["timezone"]
+            )
+            for r in found
+        ]
+
+    async def followup_offers_due(self) -> list[FollowUpCandidate]:
+        """One dated fact (learned in a private chat) of each user and character never offered
+        follow-ups yet: the offer goes out once, after the first dated event."""
+        found = await self._pool.fetch(
+            "SELECT f.*, u.platform, u.platform_user_id, u.display_name, p.timezone"
+            " FROM facts f JOIN users u ON u.id = f.user_id"
+            " LEFT JOIN user_preferences p ON p.user_id = f.user_id"
+            " WHERE f.scope = 'dm' AND f.status = 'active' AND f.event_date IS NOT NULL"
+            " AND NOT EXISTS (SELECT 1 FROM followup_settings s WHERE s.user_id = f.user_id"
+            " AND s.character_id = f.character_id AND s.offered_at IS NOT NULL)"
+            " ORDER BY f.id",
+        )
+        offers: dict[tuple[int, str], FollowUpCandidate] = {}
+        for r in found:
+            offers.setdefault(
+                (r["user_id"], r["character_id"]),
+                FollowUpCandidate(
+                    rows.fact(r),
+                    r["platform"],
+                    r["platform_user_id"],
+                    r["display_name"],
+                    r["timezone"],
+                ),
+            )
+        return list(offers.values())
+
+    async def followup_state(self, user_id: int, character_id: str) -> FollowUpState:
+        sent = await self._pool.fetch(
+            "SELECT sent_at, turn_id FROM followups WHERE user_id = $1 AND character_id = $2"
+            " ORDER BY id",
+            user_id,
+            character_id,
+        )
+        if not sent:
+            return FollowUpState((), False)
+        answered = await self._pool.fetchval(
+            "SELECT 1 FROM turns WHERE user_id = $1 AND character_id = $2 AND scope = 'dm'"
+            " AND role = 'user' AND id > $3 LIMIT 1",
+            user_id,
+            character_id,
+            sent[-1]["turn_id"] or 0,
+        )
+        moments = tuple(datetime.fromisoformat(r["sent_at"]) for r in sent)
+        return FollowUpState(moments, answered is None)
+
+    async def record_followup(
+        self, user_id: int, character_id: str, fact_id: int, turn_id: int | None, now: datetime
+    ) -> None:
+        await self._pool.execute(
+            "INSERT INTO followups (user_id, character_id, fact_id, turn_id, sent_at)"
+            " VALUES ($1, $2, $3, $4, $5) ON CONFLICT (fact_id) DO NOTHING",
+            user_id,
+            character_id,
+            fact_id,
+            turn_id,
+            ts(now),
+        )

@@ -1,0 +1,134 @@
+"""What the companion needs between messages (issue 17): the user's time zone, follow-ups."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from memory.models import FollowUpCandidate, FollowUpState
+from memory.store.records import fact as _fact
+from memory.store.records import ts as _ts
+from memory.store.sqlite.base import StoreBase, on_db_thread
+
+
+class PresenceMixin(StoreBase):
+    @on_db_thread
+    def user_timezone(self, user_id: int) -> str | None:
+        row = self._one("SELECT timezone FROM user_preferences WHERE user_id = ?", (user_id,))
+        return str(row[0]) if row and row[0] else None
+
+    @on_db_thread
+    def set_user_timezone(self, user_id: int, zone: str | None) -> None:
+        self._con.execute(
+            "INSERT INTO user_preferences (user_id, timezone) VALUES (?, ?)"
+            " ON CONFLICT (user_id) DO UPDATE SET timezone = excluded.timezone",
+            (user_id, zone),
+        )
+
+    # ---- follow-ups -------------------------------------------------------------------------
+
+    @on_db_thread
+    def followups_enabled(self, user_id: int, character_id: str) -> bool:
+        row = self._one(
+            "SELECT enabled FROM followup_settings WHERE user_id = ? AND character_id = ?",
+            (user_id, character_id),
+        )
+        return bool(row and row[0])
+
+    @on_db_thread
+    def set_followups(self, user_id: int, character_id: str, on: bool) -> None:
+        self._con.execute(
+            "INSERT INTO followup_settings (user_id, character_id, enabled) VALUES (?, ?, ?)"
+            " ON CONFLICT (user_id, character_id) DO UPDATE SET enabled = excluded.enabled",
+            (user_id, character_id, int(on)),
+        )
+
+    @on_db_thread
+    def offer_followups_once(self, user_id: int, character_id: str, now: datetime) -> bool:
+        """True the one time this user is offered follow-ups with this character."""
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO followup_settings (user_id, character_id) VALUES (?, ?)"
+                " ON CONFLICT (user_id, character_id) DO NOTHING",
+                (user_id, character_id),
+            )
+            cursor = db.execute(
+                "UPDATE followup_settings SET offered_at = ? WHERE user_id = ?"
+                " AND character_id = ? AND offered_at IS NULL",
+                (_ts(now), user_id, character_id),
+            )
+        return cursor.rowcount == 1
+
+    @on_db_thread
+    def followup_candidates(self, earliest: date, latest: date) -> list[FollowUpCandidate]:
+        rows = self._all(
+            "SELECT f.*, u.platform, u.platform_user_id, u.display_name, p.timezone"
+            " FROM facts f JOIN followup_settings s ON s.user_id = f.user_id"
+            " AND s.character_id = f.character_id AND s.enabled = 1"
+            " JOIN users u ON u.id = f.user_id"
+            " LEFT JOIN user_preferences p ON p.user_id = f.user_id"
+            " WHERE f.scope = 'dm' AND f.status = 'active' AND f.event_date IS NOT NULL"
+            " AND f.event_date >= ? AND f.event_date <= ?"
+            " AND NOT EXISTS (SELECT 1 FROM followups x WHERE x.fact_id = f.id)"
+            " ORDER BY f.event_date, f.id",
+            (earliest.isoformat(), latest.isoformat()),
+        )
+        return [
+            FollowUpCandidate(
+                _fact(r), r["platform"], r["platform_user_id"], r["display_name"], r["timezone"]
+            )
+            for r in rows
+        ]
+
+    @on_db_thread
+    def followup_offers_due(self) -> list[FollowUpCandidate]:
+        """One dated fact (learned in a private chat) of each user and character never offered
+        follow-ups yet: the offer goes out once, after the first dated event."""
+        rows = self._all(
+            "SELECT f.*, u.platform, u.platform_user_id, u.display_name, p.timezone"
+            " FROM facts f JOIN users u ON u.id = f.user_id"
+            " LEFT JOIN user_preferences p ON p.user_id = f.user_id"
+            " WHERE f.scope = 'dm' AND f.status = 'active' AND f.event_date IS NOT NULL"
+            " AND NOT EXISTS (SELECT 1 FROM followup_settings s WHERE s.user_id = f.user_id"
+            " AND s.character_id = f.character_id AND s.offered_at IS NOT NULL)"
+            " ORDER BY f.id",
+        )
+        found: dict[tuple[int, str], FollowUpCandidate] = {}
+        for r in rows:
+            found.setdefault(
+                (r["user_id"], r["character_id"]),
+                FollowUpCandidate(
+                    _fact(r), r["platform"], r["platform_user_id"], r["display_name"], r["timezone"]
+                ),
+            )
+        return list(found.values())
+
+    @on_db_thread
+    def followup_state(self, user_id: int, character_id: str) -> FollowUpState:
+        sent = self._all(
+            "SELECT sent_at, turn_id FROM followups WHERE user_id = ? AND character_id = ?"
+            " ORDER BY id",
+            (user_id, character_id),
+        )
+        if not sent:
+            return FollowUpState((), False)
+        last_turn = sent[-1]["turn_id"] or 0
+        answered = self._one(
+            "SELECT 1 FROM turns WHERE user_id = ? AND character_id = ? AND scope = 'dm'"
+            " AND role = 'user' AND id > ? LIMIT 1",
+            (user_id, character_id, last_turn),
+        )
+        return FollowUpState(tuple(_dt_of(r["sent_at"]) for r in sent), answered is None)
+
+    @on_db_thread
+    def record_followup(
+        self, user_id: int, character_id: str, fact_id: int, turn_id: int | None, now: datetime
+    ) -> None:
+        self._con.execute(
+            "INSERT INTO followups (user_id, character_id, fact_id, turn_id, sent_at)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (fact_id) DO NOTHING",
+            (user_id, character_id, fact_id, turn_id, _ts(now)),
+        )
+
+
+def _dt_of(text: str) -> datetime:
+    return datetime.fromisoformat(text)
