@@ -53,20 +53,15 @@ def system_clock(settings: Settings) -> Callable[[], datetime]:
     return lambda: datetime.now(zone)
 
 
-@asynccontextmanager
-async def open_app(
+def _engine(
     settings: Settings,
-    *,
-    llm: ClosableLLM | None = None,
-    clock: Callable[[], datetime] | None = None,
-    start_scheduler: bool = True,
-) -> AsyncIterator[App]:
-    """Build everything once, in dependency order, and close it in reverse."""
+    store: MemoryStore,
+    llm: ClosableLLM,
+    clock: Callable[[], datetime],
+    characters: CharacterBook,
+) -> tuple[Companion, ProfileExtractor]:
+    """The conversation engine and the profile's extraction, on one store and one LLM."""
     engine_settings = settings.engine()
-    characters = CharacterBook.load(settings.characters_dir)
-    llm = llm or build_llm(settings)
-    clock = clock or system_clock(settings)
-    store = await open_store(settings.database_target)
     tokens = TokenEstimator()
     summariser = Summariser(
         llm,
@@ -80,20 +75,9 @@ async def open_app(
         ),
     )
     lifetimes = settings.lifetimes()
-    profile = ProfileService(
-        store,
-        lifetimes,
-        settings.budget_profile_tokens,
-        tokens,
-        characters,
-    )
+    profile = ProfileService(store, lifetimes, settings.budget_profile_tokens, tokens, characters)
     extractor = ProfileExtractor(
-        llm,
-        store,
-        lifetimes,
-        clock,
-        characters,
-        model=settings.llm_summary_model,
+        llm, store, lifetimes, clock, characters, model=settings.llm_summary_model
     )
     responder = Responder(
         llm,
@@ -108,37 +92,31 @@ async def open_app(
     companion = Companion(
         store, characters, responder, summariser, engine_settings, clock, tokens, profile=profile
     )
+    return companion, extractor
 
-    reloader = CharacterReloader(settings.characters_dir, characters)
-    policy = FollowUpPolicy(
-        settings.followups_per_week,
-        settings.followup_quiet_start_hour,
-        settings.followup_quiet_end_hour,
-        settings.followup_window_days,
-    )
-    followups = FollowUpJob(companion, store, policy, clock)
-    jobs = BackgroundJobs(
-        companion, extractor, reloader, store, followups, settings.followup_check_seconds
-    )
-    jobs.wire()
-    scheduler = AsyncIOScheduler()
-    jobs.schedule(scheduler)
-    if start_scheduler:
-        scheduler.start()
-    memory_service = MemoryService(
-        store, lifetimes, clock, companion.forgetting, companion.profile_changed
+
+def _commands(
+    settings: Settings,
+    companion: Companion,
+    store: MemoryStore,
+    memory_service: MemoryService,
+    reloader: CharacterReloader,
+    llm: ClosableLLM,
+    clock: Callable[[], datetime],
+) -> Commands:
+    """The platform-agnostic command handlers every adapter calls, photos included."""
+    limits = Limits(
+        settings.max_message_chars,
+        settings.rate_limit_messages,
+        settings.rate_limit_window_seconds,
+        followups_per_week=settings.followups_per_week,
     )
     commands = Commands(
         companion,
         store,
         Memoria(memory_service),
         reloader,
-        Limits(
-            settings.max_message_chars,
-            settings.rate_limit_messages,
-            settings.rate_limit_window_seconds,
-            followups_per_week=settings.followups_per_week,
-        ),
+        limits,
         settings.admin_ids,
         clock,
         settings.default_character,
@@ -146,13 +124,57 @@ async def open_app(
     vision = settings.llm_vision and settings.llm_provider == "anthropic"
     describer = PhotoDescriber(llm, store, clock, settings.llm_summary_model) if vision else None
     commands.photos = Photos(
-        describer,
-        settings.photo_max_bytes,
-        store,
-        commands.character_for,
-        commands.submit,
-        clock,
+        describer, settings.photo_max_bytes, store, commands.character_for, commands.submit, clock
     )
+    return commands
+
+
+def _jobs(
+    settings: Settings,
+    companion: Companion,
+    extractor: ProfileExtractor,
+    reloader: CharacterReloader,
+    store: MemoryStore,
+    clock: Callable[[], datetime],
+) -> BackgroundJobs:
+    """What runs between messages: the sweep, extraction, follow-ups."""
+    policy = FollowUpPolicy(
+        settings.followups_per_week,
+        settings.followup_quiet_start_hour,
+        settings.followup_quiet_end_hour,
+        settings.followup_window_days,
+    )
+    followups = FollowUpJob(companion, store, policy, clock)
+    return BackgroundJobs(
+        companion, extractor, reloader, store, followups, settings.followup_check_seconds
+    )
+
+
+@asynccontextmanager
+async def open_app(
+    settings: Settings,
+    *,
+    llm: ClosableLLM | None = None,
+    clock: Callable[[], datetime] | None = None,
+    start_scheduler: bool = True,
+) -> AsyncIterator[App]:
+    """Build everything once, in dependency order, and close it in reverse."""
+    characters = CharacterBook.load(settings.characters_dir)
+    llm = llm or build_llm(settings)
+    clock = clock or system_clock(settings)
+    store = await open_store(settings.database_target)
+    companion, extractor = _engine(settings, store, llm, clock, characters)
+    reloader = CharacterReloader(settings.characters_dir, characters)
+    jobs = _jobs(settings, companion, extractor, reloader, store, clock)
+    jobs.wire()
+    scheduler = AsyncIOScheduler()
+    jobs.schedule(scheduler)
+    if start_scheduler:
+        scheduler.start()
+    memory_service = MemoryService(
+        store, settings.lifetimes(), clock, companion.forgetting, companion.profile_changed
+    )
+    commands = _commands(settings, companion, store, memory_service, reloader, llm, clock)
     try:
         yield App(
             settings,
@@ -165,7 +187,7 @@ async def open_app(
             jobs.sweep,
             commands,
             memory_service,
-            followups,
+            jobs.followups,
         )
     finally:
         if scheduler.running:
