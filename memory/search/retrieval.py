@@ -30,7 +30,7 @@ from memory.engine.prompt import Fragment
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.credentials import mask_credentials
 from memory.models import Thread, Turn
-from memory.search.terms import Term, fold, query_terms, words
+from memory.search.terms import Stemmers, Term, fold, query_terms, words
 from memory.store.protocols import SearchIndex
 
 # (user id, character id): every scope of that pair; a Thread: that scope only (a DM's memories
@@ -92,16 +92,24 @@ class Retriever:
         self.tokens = tokens or TokenEstimator()
         self.config = config or RankConfig()
         self._stats: dict[tuple[int, str, str | None], tuple[float, int, int]] = {}
+        self._stemmers = Stemmers()
 
     async def search(
-        self, where: Where, query: str, limit: int, *, names: tuple[str, str] | None = None
+        self,
+        where: Where,
+        query: str,
+        limit: int,
+        *,
+        names: tuple[str, str] | None = None,
+        language: str | None = None,
     ) -> list[Exchange]:
         """The `limit` best exchanges for `query`, best first; no threshold (search_memory).
 
         `names` (user, character) label the speakers and are not searched for: every exchange
-        is between those two, whether or not it names them.
+        is between those two, whether or not it names them. `language` (the character's) stems
+        the query when its own words do not tell its language.
         """
-        ranked = await self._rank(where, query, names)
+        ranked = await self._rank(where, query, names, language)
         found = [self._exchange(c, names) for c in ranked[: max(limit, 0)]]
         # Credentials stay in the user's log but are never recalled (as in select_fragments).
         return [replace(e, text=mask_credentials(e.text)) for e in found]
@@ -115,10 +123,11 @@ class Retriever:
         max_fragments: int = 4,
         *,
         names: tuple[str, str] | None = None,
+        language: str | None = None,
     ) -> list[Fragment]:
         """This turn's recalled fragments: relevant enough, not already in the window, dated,
         at most `max_fragments` (capped at the config's) and within `budget_tokens`."""
-        ranked = await self._rank(thread, query, names)
+        ranked = await self._rank(thread, query, names, language)
         fresh = [c for c in ranked if not any(t.id in exclude_turn_ids for t in c.turns)]
         exchanges = [self._exchange(c, names) for c in fresh[:_FRAGMENT_POOL]]
         wanted = min(max_fragments, self.config.max_fragments)
@@ -127,10 +136,10 @@ class Retriever:
     # ---- ranking ------------------------------------------------------------------------------
 
     async def _rank(
-        self, where: Where, query: str, names: tuple[str, str] | None
+        self, where: Where, query: str, names: tuple[str, str] | None, language: str | None
     ) -> list[_Candidate]:
         user_id, character_id, scope = _unpack(where)
-        terms = query_terms(query, ignore=_name_words(names))
+        terms = query_terms(query, _name_words(names), language, self._stemmers)
         if not terms:
             return []
         store, config = self.store, self.config
