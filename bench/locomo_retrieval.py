@@ -47,6 +47,7 @@ from memory.store import MemoryStore, open_store
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 BUDGET = 600
 POOL = 50  # exchanges fetched per question: enough for every metric below
+ALARM = 0.10  # --fit and --loo: the highest foreign-fragment rate a fitted setting may have
 CHARACTER = "locomo"
 _DIA = re.compile(r"D(\d+):(\d+)")
 
@@ -195,10 +196,10 @@ def summarise(outcomes: list[Outcome], config: RankConfig) -> dict[str, Any]:
 
 
 def fit_count(conversations: int, share: float) -> int:
-    """How many leading conversations form the FIT split: at least one, and never all of them
-    when there are two or more."""
-    if conversations < 2:
-        return 0
+    """How many leading conversations form the FIT split: none for a share of 0, else at least
+    one, and never all of them when there are two or more."""
+    if conversations < 2 or share <= 0:
+        return 0  # --fit-share 0: nothing set aside, every conversation is reported on
     return min(max(round(share * conversations), 1), conversations - 1)
 
 
@@ -252,6 +253,37 @@ def fit_fragments(outcomes: list[Outcome], config: RankConfig, max_alarm: float)
     return min((t for t in trials if t[0] >= best - 0.01), key=lambda t: t[1])[2]
 
 
+def leave_one_out(
+    results: list[tuple[str, list[Outcome]]], config: RankConfig, max_alarm: float
+) -> dict[str, Any]:
+    """Leave-one-conversation-out: each conversation's fragments are chosen with the threshold
+    and floor fitted (`fit_fragments`) on all the others; the ranking has no constant fitted
+    per run, so its recall is the same as over every conversation. Figures pooled by question."""
+    pooled: list[Outcome] = []
+    fragments: list[float] = []
+    alarms: list[bool] = []
+    chosen: dict[str, tuple[float, float]] = {}
+    tokens = TokenEstimator()
+    for index, (sample, outcomes) in enumerate(results):
+        others = [o for j, (_, group) in enumerate(results) if j != index for o in group]
+        fitted = fit_fragments(others, config, max_alarm)
+        chosen[sample] = (fitted.threshold, fitted.relative)
+        for outcome in outcomes:
+            picked = select_fragments(outcome.ranked, BUDGET, fitted.max_fragments, fitted, tokens)
+            fragments.append(_recall(outcome.evidence, picked))
+            if outcome.foreign:
+                foreign = select_fragments(
+                    outcome.foreign, BUDGET, fitted.max_fragments, fitted, tokens
+                )
+                alarms.append(bool(foreign))
+        pooled += outcomes
+    report = summarise(pooled, config)
+    report["fragment_recall"] = _mean(fragments) if fragments else None
+    report["foreign_fragment_rate"] = _mean(alarms) if alarms else None
+    report["fitted_threshold_relative"] = chosen
+    return report
+
+
 def table(report: dict[str, Any]) -> str:
     columns = ["questions", "recall_at_5", "recall_at_10", "recall_600_tokens"]
     columns += ["fragment_recall", "fragments_per_question", "foreign_fragment_rate"]
@@ -292,11 +324,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_split_arguments(parser)
     parser.add_argument("--fit", action="store_true", help="fit the fragment threshold on FIT")
+    parser.add_argument(
+        "--loo", action="store_true", help="leave-one-conversation-out over every conversation"
+    )
     args = parser.parse_args(argv)
+    if args.loo:
+        report = leave_one_out(asyncio.run(collect(args.data, RankConfig())), RankConfig(), ALARM)
+        report.pop("by_category")
+        print(json.dumps(report) if args.json else json.dumps(report, indent=1))
+        return 0
     if args.fit:
         results = asyncio.run(collect(args.data, RankConfig()))
         fit = results[: fit_count(len(results), args.fit_share)]
-        chosen = fit_fragments([o for _, outcomes in fit for o in outcomes], RankConfig(), 0.10)
+        chosen = fit_fragments([o for _, outcomes in fit for o in outcomes], RankConfig(), ALARM)
         print(f"threshold={chosen.threshold} relative={chosen.relative}")
         return 0
     report = asyncio.run(run(args.data, args.fit_share))

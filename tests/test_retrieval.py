@@ -387,6 +387,19 @@ def test_the_bench_runs_on_a_small_locomo_file(
     assert report["held_out_conversations"] == ["conv-1", "conv-2"]
     assert bench_main([str(data)]) == 0
     assert "HELD-OUT" in capsys.readouterr().out
+    # --fit-share 0 sets nothing aside; --loo fits each conversation's threshold on the others.
+    assert bench_main([str(data), "--json", "--fit-share", "0"]) == 0
+    every = json.loads(capsys.readouterr().out)
+    assert every["held_out_conversations"] == ["conv-0", "conv-1", "conv-2"]
+    assert every["questions"] == 9 and every["fit_conversations"] == []
+    assert bench_main([str(data), "--json", "--loo"]) == 0
+    loo = json.loads(capsys.readouterr().out)
+    assert loo["questions"] == 9 and set(loo["fitted_threshold_relative"]) == {
+        "conv-0",
+        "conv-1",
+        "conv-2",
+    }
+    assert 0.0 <= loo["fragment_recall"] <= 1.0
 
 
 async def test_counts_from_the_candidates_equal_the_index_counts(store: MemoryStore) -> None:
