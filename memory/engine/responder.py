@@ -215,6 +215,7 @@ class Responder:
                 MAX_FRAGMENTS,
                 names=self._names(session, character),
                 language=character.language,
+                now=session.window[-1].created_at,  # "yesterday" is the user's, as they wrote
             )
         except Exception:
             log.exception("recall failed for %s; answering without fragments", session.thread)

@@ -31,6 +31,7 @@ from memory.engine.tokens import TokenEstimator
 from memory.integrity.credentials import mask_credentials
 from memory.models import Thread, Turn
 from memory.search.terms import Stemmers, Term, fold, query_terms, words
+from memory.search.when import time_query
 from memory.store.protocols import SearchIndex
 
 # (user id, character id): every scope of that pair; a Thread: that scope only (a DM's memories
@@ -102,14 +103,16 @@ class Retriever:
         *,
         names: tuple[str, str] | None = None,
         language: str | None = None,
+        now: datetime | None = None,
     ) -> list[Exchange]:
         """The `limit` best exchanges for `query`, best first; no threshold (search_memory).
 
         `names` (user, character) label the speakers and are not searched for: every exchange
         is between those two, whether or not it names them. `language` (the character's) stems
-        the query when its own words do not tell its language.
+        the query when its own words do not tell its language; `now` (the conversation's clock)
+        gives "yesterday" or "la semana pasada" their dates.
         """
-        ranked = await self._rank(where, query, names, language)
+        ranked = await self._rank(where, query, names, language, now)
         found = [self._exchange(c, names) for c in ranked[: max(limit, 0)]]
         # Credentials stay in the user's log but are never recalled (as in select_fragments).
         return [replace(e, text=mask_credentials(e.text)) for e in found]
@@ -124,10 +127,11 @@ class Retriever:
         *,
         names: tuple[str, str] | None = None,
         language: str | None = None,
+        now: datetime | None = None,
     ) -> list[Fragment]:
         """This turn's recalled fragments: relevant enough, not already in the window, dated,
         at most `max_fragments` (capped at the config's) and within `budget_tokens`."""
-        ranked = await self._rank(thread, query, names, language)
+        ranked = await self._rank(thread, query, names, language, now)
         fresh = [c for c in ranked if not any(t.id in exclude_turn_ids for t in c.turns)]
         exchanges = [self._exchange(c, names) for c in fresh[:_FRAGMENT_POOL]]
         wanted = min(max_fragments, self.config.max_fragments)
@@ -136,10 +140,18 @@ class Retriever:
     # ---- ranking ------------------------------------------------------------------------------
 
     async def _rank(
-        self, where: Where, query: str, names: tuple[str, str] | None, language: str | None
+        self,
+        where: Where,
+        query: str,
+        names: tuple[str, str] | None,
+        language: str | None,
+        now: datetime | None,
     ) -> list[_Candidate]:
         user_id, character_id, scope = _unpack(where)
-        terms = query_terms(query, _name_words(names), language, self._stemmers)
+        when = time_query(query, now) if now is not None else None
+        # The words of "last week" say when, not what: they are not searched for.
+        ignore = _name_words(names) | (when.words if when else frozenset())
+        terms = query_terms(query, ignore, language, self._stemmers)
         if not terms:
             return []
         store, config = self.store, self.config
@@ -177,9 +189,11 @@ class Retriever:
                 candidates.append(candidate)
             _spread_to_neighbours(candidates, config.neighbour)
         months = named_months(query)
-        if months and config.date_boost > 0:
+        spans = when.spans if when else ()
+        if (months or spans) and config.date_boost > 0:
             for candidate in candidates:
-                if _in_months(candidate.turns[0].created_at, months):
+                said = candidate.turns[0].created_at
+                if _in_months(said, months) or any(span.holds(said) for span in spans):
                     candidate.bm25 *= 1 + config.date_boost
         candidates = [c for c in candidates if c.bm25 > 0]
         candidates.sort(key=lambda c: (-c.bm25, -c.first_id))
