@@ -145,3 +145,52 @@ def time_query(query: str, now: datetime) -> TimeQuery:
         elif token == "fin" and tokens[index + 1 : index + 3] == ["de", "semana"]:
             take(_weekend(today), "fin", "semana", "pasado")
     return TimeQuery(tuple(spans), frozenset(used - {""}))
+
+
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        [
+            ("january", "enero"),
+            ("february", "febrero"),
+            ("march", "marzo"),
+            ("april", "abril"),
+            ("may", "mayo"),
+            ("june", "junio"),
+            ("july", "julio"),
+            ("august", "agosto"),
+            ("september", "septiembre", "setiembre"),
+            ("october", "octubre"),
+            ("november", "noviembre"),
+            ("december", "diciembre"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+_VERB_LIKE = {"may", "march"}  # months only next to a number: "may I", "march on"
+
+
+def named_months(query: str) -> set[tuple[int | None, int]]:
+    """(year or None, month) of every month the query names ("in June", "15 de mayo de 2023")."""
+    tokens = words(query)
+    found: set[tuple[int | None, int]] = set()
+    for index, token in enumerate(tokens):
+        month = _MONTHS.get(token)
+        if month is None:
+            continue
+        near = [t for t in tokens[max(index - 3, 0) : index + 4] if t.isdigit()]
+        if token in _VERB_LIKE and not near:
+            continue
+        year = next((int(t) for t in near if len(t) == 4), None)
+        found.add((year, month))
+    return found
+
+
+def in_months(moment: datetime, months: set[tuple[int | None, int]]) -> bool:
+    """Said in that month, or in the week after it (people tell of things once they are done)."""
+    for year, month in months:
+        for day in (moment, moment - timedelta(days=7)):
+            if day.month == month and (year is None or day.year == year):
+                return True
+    return False
