@@ -394,7 +394,7 @@ def test_the_bench_runs_on_a_small_locomo_file(
     assert every["questions"] == 9 and every["fit_conversations"] == []
     assert bench_main([str(data), "--json", "--loo"]) == 0
     loo = json.loads(capsys.readouterr().out)
-    assert loo["questions"] == 9 and set(loo["fitted_threshold_relative"]) == {
+    assert loo["questions"] == 9 and set(loo["fitted_gate_threshold_relative"]) == {
         "conv-0",
         "conv-1",
         "conv-2",

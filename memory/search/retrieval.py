@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -69,8 +69,13 @@ class RankConfig:
     # the bench's conversations have no facts nor summaries; the neighbours' share.
     citation: float = 0.5
     coverage_power: float = 0.5  # bm25 x (share of the query matched) ** this
-    threshold: float = 0.4  # fragments: minimum `score`
-    relative: float = 0.5  # fragments: minimum share of the best hit's bm25
+    # Fragments, in two steps (fitted together by `--fit`, at most 3% of foreign questions
+    # getting any): does the query concern this thread at all (one of the best hits matches at
+    # least `gate` of it)? Then which exchanges: `threshold` of the query each, and `relative`
+    # of the best hit's bm25. Deciding once per query lets each exchange pass a lower bar.
+    gate: float = 0.45
+    threshold: float = 0.2  # fragments: minimum `score`
+    relative: float = 0.3  # fragments: minimum share of the best hit's bm25
     max_fragments: int = 5  # the seed: three to five fragments a turn, no more
     stats_ttl_seconds: float = 300.0
 
@@ -303,11 +308,13 @@ def select_fragments(
     wanted: int,
     config: RankConfig,
     tokens: TokenEstimator,
+    mask: Callable[[str], str] = mask_credentials,
 ) -> list[Fragment]:
-    """The fragments among `ranked` (best first): above the threshold and the floor relative to
-    the best hit, at most `wanted`, within the budget. Pure, so the bench can fit the constants
-    without querying again."""
-    if not ranked:
+    """The fragments among `ranked` (best first): none unless one of the best hits passes the
+    gate; then those above the threshold and the floor relative to the best hit, at most
+    `wanted`, within the budget. Pure, so the bench can fit the constants
+    without querying again (`mask` hides credentials; the bench's fit remembers its answers)."""
+    if not ranked or max(e.score for e in ranked[: config.max_fragments]) < config.gate:
         return []
     floor = config.relative * ranked[0].bm25
     chosen: list[Fragment] = []
@@ -319,7 +326,7 @@ def select_fragments(
             continue
         # Credentials stay in the user's log but are never recalled into a prompt; masked here,
         # for the few exchanges looked at, and before the cost is counted.
-        exchange = replace(exchange, text=mask_credentials(exchange.text))
+        exchange = replace(exchange, text=mask(exchange.text))
         # Counted as memory/engine/prompt.py renders it, so the renderer never has to drop one.
         cost = tokens.count(f"[{exchange.when:%Y-%m-%d}] {exchange.text}")
         if used + cost > budget_tokens:
