@@ -212,11 +212,14 @@ def fit_count(conversations: int, share: float) -> int:
     return min(max(round(share * conversations), 1), conversations - 1)
 
 
-async def collect(path: Path, config: RankConfig | None) -> list[tuple[str, list[Outcome]]]:
-    """Load every conversation into one temporary database and search every question."""
+async def collect(
+    path: Path, config: RankConfig | None, database: str | None = None
+) -> list[tuple[str, list[Outcome]]]:
+    """Load every conversation into one database (a temporary SQLite file, or the empty
+    `database` URL) and search every question."""
     data = load_conversations(path)
     with tempfile.TemporaryDirectory() as folder:
-        store = await open_store(Path(folder) / "locomo.db")
+        store = await open_store(database or Path(folder) / "locomo.db")
         try:
             loaded = [await load(store, item) for item in data]
             retriever = Retriever(store, TokenEstimator(), config)
@@ -230,9 +233,11 @@ async def collect(path: Path, config: RankConfig | None) -> list[tuple[str, list
     return results
 
 
-async def run(path: Path, fit_share: float, config: RankConfig | None = None) -> dict[str, Any]:
+async def run(
+    path: Path, fit_share: float, config: RankConfig | None = None, database: str | None = None
+) -> dict[str, Any]:
     config = config or RankConfig()
-    results = await collect(path, config)
+    results = await collect(path, config, database)
     cut = fit_count(len(results), fit_share)
     fit, held = results[:cut], results[cut:]
     report = summarise([o for _, outcomes in held for o in outcomes], config)

@@ -13,26 +13,15 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import bench.locomo_retrieval as locomo
-from memory.store import Store
-from memory.store.postgres import PostgresStore
 from tests.pg_server import running_server_async
 
-METRICS = ("recall@5", "recall@10", "recall_600_tokens", "fragment_recall")
-
-
-def _postgres_opener(url: str) -> type[PostgresStore]:
-    class OnServer(PostgresStore):
-        @classmethod
-        async def open(cls, path: Any = None, *, migrate: bool = True) -> Self:  # type: ignore[override]
-            return await super().open(url, migrate=migrate)
-
-    return OnServer
+METRICS = ("recall_at_5", "recall_at_10", "recall_600_tokens", "fragment_recall")
 
 
 def _figures(report: dict[str, Any]) -> dict[str, Any]:
@@ -42,11 +31,7 @@ def _figures(report: dict[str, Any]) -> dict[str, Any]:
 async def compare(path: Path, fit_share: float) -> dict[str, Any]:
     sqlite_report = await locomo.run(path, fit_share)
     async with running_server_async() as base:
-        locomo.Store = _postgres_opener(f"{base}/postgres")  # type: ignore[misc,assignment]
-        try:
-            postgres_report = await locomo.run(path, fit_share)
-        finally:
-            locomo.Store = Store  # type: ignore[misc]
+        postgres_report = await locomo.run(path, fit_share, database=f"{base}/postgres")
     return {"sqlite": sqlite_report, "postgres": postgres_report}
 
 
