@@ -33,7 +33,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,9 @@ from memory.models import Incoming  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo_dev.json"
 CHARACTER = "lighthouse_keeper"
+SHIPPED = ("lighthouse_keeper", "detective_bilbao")  # characters/ as the project ships it
+SHORT_WORDS = 6  # the short run: every message and reply cut to its first words
+SHORT_READ_TARGET = 0.85
 CHECKPOINTS = (20, 60, 120, 300)
 READ_WEIGHT, WRITE_WEIGHT = 0.1, 1.25
 GROWTH_LIMIT, FULL_SHARE_LIMIT, STEADY_READ_TARGET = 1.15, 0.25, 0.90
@@ -102,7 +105,9 @@ def engine_figures(settings: Settings, min_cacheable: int) -> dict[str, Any]:
     }
 
 
-async def replay(script: Script, min_cacheable: int, folder: Path) -> Replay:
+async def replay(
+    script: Script, min_cacheable: int, folder: Path, character_id: str = CHARACTER
+) -> Replay:
     """Drive every scripted turn through the engine, as one user talking to one character."""
     tokens = TokenEstimator()  # the bench's own: the engine calibrates a separate one
     clock = BenchClock(script.turns[0].at)
@@ -111,7 +116,7 @@ async def replay(script: Script, min_cacheable: int, folder: Path) -> Replay:
     timeout = timedelta(minutes=settings.inactivity_timeout_minutes)
     figures: list[TurnFigures] = []
     async with open_app(settings, llm=llm, clock=clock, start_scheduler=False) as app:
-        character = app.companion.character(CHARACTER)
+        character = app.companion.character(character_id)
         history = sum(tokens.count(m.text) for m in character.opening_messages)
         previous_summary: str | None = None
         for turn in script.turns:
@@ -119,7 +124,7 @@ async def replay(script: Script, min_cacheable: int, folder: Path) -> Replay:
                 await idle_sweep(app, clock, timeout)
             clock.now = max(clock.now, turn.at)
             llm.next_reply = turn.reply_text
-            reply = await app.companion.handle(incoming(script.user_name, turn))
+            reply = await app.companion.handle(incoming(script.user_name, turn, character_id))
             if not reply.ok:
                 raise RuntimeError(f"turn {turn.index}: the engine answered with an apology")
             # A summary call takes seconds and the next message comes a minute later: let the
@@ -166,14 +171,14 @@ def turn_figures(
     )
 
 
-def incoming(user_name: str, turn: ScriptedTurn) -> Incoming:
+def incoming(user_name: str, turn: ScriptedTurn, character_id: str = CHARACTER) -> Incoming:
     return Incoming(
         "bench",
         "locomo-user",
         user_name,
         "dm",
         "dm-bench",
-        CHARACTER,
+        character_id,
         turn.user_text,
         platform_message_id=str(turn.index),
     )
@@ -197,10 +202,10 @@ def steady_figures(turns: list[TurnFigures], min_cacheable: int) -> dict[str, An
     cache entry expired). Steady state excludes both; the figure without only the compaction
     turns is reported beside it, so the cost of session openings stays visible.
     """
-    first = next((t.index for t in turns if t.cacheable_prefix >= min_cacheable), None)
-    eligible = [t for t in turns if first is not None and t.index >= first]
+    eligible = eligible_turns(turns, min_cacheable)
     non_compaction = [t for t in eligible if not t.compaction]
     steady = [t for t in non_compaction if not t.opens_session]
+    first = eligible[0].index if eligible else None
     return {
         "cache_read_share_steady": round(read_share(steady), 4),
         "cache_read_share_non_compaction": round(read_share(non_compaction), 4),
@@ -210,6 +215,18 @@ def steady_figures(turns: list[TurnFigures], min_cacheable: int) -> dict[str, An
         "compaction_turns": sum(1 for t in eligible if t.compaction),
         "session_opening_turns": sum(1 for t in non_compaction if t.opens_session),
     }
+
+
+def eligible_turns(turns: list[TurnFigures], min_cacheable: int) -> list[TurnFigures]:
+    """The turns from the first whose prefix reaches the minimum."""
+    first = next((t.index for t in turns if t.cacheable_prefix >= min_cacheable), None)
+    return [t for t in turns if first is not None and t.index >= first]
+
+
+def steady_turns(turns: list[TurnFigures], min_cacheable: int) -> list[TurnFigures]:
+    """The eligible turns less compactions and session openings (see `steady_figures`)."""
+    eligible = eligible_turns(turns, min_cacheable)
+    return [t for t in eligible if not t.compaction and not t.opens_session]
 
 
 def checkpoint_figures(turns: list[TurnFigures], checkpoints: Sequence[int]) -> dict[str, Any]:
@@ -308,8 +325,48 @@ def run(
     with tempfile.TemporaryDirectory(prefix="context-growth-") as folder:
         replayed = asyncio.run(replay(script, min_cacheable, Path(folder)))
     result = summarise(replayed, script, checkpoints)
+    result.update(short_run(script, min_cacheable))
+    result["targets"].append(
+        target(
+            "cache_read_share_steady_short",
+            result["cache_read_share_steady_short"],
+            SHORT_READ_TARGET,
+            ">=",
+        )
+    )
     result["run_seconds"] = round(time.perf_counter() - started, 2)
     return result
+
+
+def shortened(script: Script, words: int) -> Script:
+    """The same conversation in short messages ("ok, and you?"): each user message and reply
+    cut to its first `words` words. The prompt is then mostly the sheet, profile and summary,
+    the case where a breakpoint's prefix can fall short of the provider's minimum."""
+
+    def cut(text: str) -> str:
+        return " ".join(text.split()[:words])
+
+    turns = tuple(
+        replace(t, user_text=cut(t.user_text), reply_text=cut(t.reply_text)) for t in script.turns
+    )
+    return replace(script, turns=turns)
+
+
+def short_run(script: Script, min_cacheable: int) -> dict[str, Any]:
+    """The steady read share of the short conversation with each shipped character, pooled."""
+    short = shortened(script, SHORT_WORDS)
+    steady: list[TurnFigures] = []
+    by_character: dict[str, float] = {}
+    for character_id in SHIPPED:
+        with tempfile.TemporaryDirectory(prefix="context-growth-short-") as folder:
+            replayed = asyncio.run(replay(short, min_cacheable, Path(folder), character_id))
+        turns = steady_turns(replayed.turns, min_cacheable)
+        by_character[character_id] = round(read_share(turns), 4)
+        steady += turns
+    return {
+        "cache_read_share_steady_short": round(read_share(steady), 4),
+        "cache_read_share_steady_short_by_character": by_character,
+    }
 
 
 def format_table(result: dict[str, Any]) -> str:
@@ -347,6 +404,9 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
         f"cache_read_share_non_compaction: {result['cache_read_share_non_compaction']:.1%} "
         "(the same, session openings included)",
         f"cache_read_share_all:    {result['cache_read_share_all']:.1%} (every turn)",
+        f"cache_read_share_steady_short: {result['cache_read_share_steady_short']:.1%} (the same "
+        f"conversation in messages of {SHORT_WORDS} words, each shipped character: "
+        f"{result['cache_read_share_steady_short_by_character']})",
         f"cost_ratio_vs_full_300:  {result['cost_ratio_vs_full_300']:.1%} (all turns, "
         "cache-weighted, vs full history at 1x)",
         f"compactions: {result['compactions']}; summary tokens p50 {summaries['p50']}, "

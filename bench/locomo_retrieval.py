@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import re
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
@@ -41,6 +42,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from bench.backends import add_backend_arguments, databases
 from bench.locomo import load_conversations, parse_locomo_date, sessions_of
 from memory.engine.tokens import TokenEstimator
+from memory.integrity.credentials import mask_credentials
 from memory.models import Thread
 from memory.search.retrieval import Exchange, RankConfig, Retriever, select_fragments
 from memory.store import MemoryStore, open_store
@@ -48,6 +50,9 @@ from memory.store import MemoryStore, open_store
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 BUDGET = 600
 POOL = 50  # exchanges fetched per question: enough for every metric below
+# --fit and --loo: the highest foreign-fragment rate a fitted setting may have. The target is
+# 0.05; on held-out conversations the rate has run up to twice the FIT split's, hence 0.03.
+ALARM = 0.03
 CHARACTER = "locomo"
 _DIA = re.compile(r"D(\d+):(\d+)")
 
@@ -156,9 +161,14 @@ def _mean(values: Any) -> float:
     return round(statistics.fmean(values), 4)
 
 
-def _figures(group: list[Outcome], config: RankConfig, tokens: TokenEstimator) -> dict[str, Any]:
+def _figures(
+    group: list[Outcome],
+    config: RankConfig,
+    tokens: TokenEstimator,
+    mask: Callable[[str], str] = mask_credentials,
+) -> dict[str, Any]:
     def fragments(ranked: list[Exchange]) -> list[Any]:
-        return select_fragments(ranked, BUDGET, config.max_fragments, config, tokens)
+        return select_fragments(ranked, BUDGET, config.max_fragments, config, tokens, mask)
 
     recalled = [fragments(o.ranked) for o in group]
     asked_elsewhere = any(o.foreign for o in group)
@@ -196,10 +206,10 @@ def summarise(outcomes: list[Outcome], config: RankConfig) -> dict[str, Any]:
 
 
 def fit_count(conversations: int, share: float) -> int:
-    """How many leading conversations form the FIT split: at least one, and never all of them
-    when there are two or more."""
-    if conversations < 2:
-        return 0
+    """How many leading conversations form the FIT split: none for a share of 0, else at least
+    one, and never all of them when there are two or more."""
+    if conversations < 2 or share <= 0:
+        return 0  # --fit-share 0: nothing set aside, every conversation is reported on
     return min(max(round(share * conversations), 1), conversations - 1)
 
 
@@ -243,22 +253,59 @@ async def run(
 
 
 def fit_fragments(outcomes: list[Outcome], config: RankConfig, max_alarm: float) -> RankConfig:
-    """The fragment threshold and relative floor, offline (no new searches): among the settings
-    whose foreign questions get a fragment at most `max_alarm` of the time, those within one
-    point of the best fragment recall; of these, the one injecting the fewest fragments."""
+    """The fragment gate, threshold and relative floor, offline (no new searches): among the
+    settings whose foreign questions get a fragment at most `max_alarm` of the time, those
+    within one point of the best fragment recall; of these, the one injecting the fewest."""
+    tokens = TokenEstimator()
+    mask = functools.cache(mask_credentials)  # the same exchanges, for every setting tried
     trials = []
-    for threshold in [x / 20 for x in range(4, 19)]:
-        for relative in [x / 10 for x in range(0, 10)]:
-            trial = replace(config, threshold=threshold, relative=relative)
-            figures = summarise(outcomes, trial)
-            if (figures["foreign_fragment_rate"] or 0.0) <= max_alarm:
-                trials.append(
-                    (figures["fragment_recall"], figures["fragments_per_question"], trial)
-                )
+    for gate in [x / 20 for x in range(6, 17)]:
+        for threshold in [x / 20 for x in range(2, 13) if x / 20 <= gate]:
+            for relative in [x / 10 for x in range(0, 8)]:
+                trial = replace(config, gate=gate, threshold=threshold, relative=relative)
+                figures = _figures(outcomes, trial, tokens, mask)
+                if (figures["foreign_fragment_rate"] or 0.0) <= max_alarm:
+                    trials.append(
+                        (figures["fragment_recall"], figures["fragments_per_question"], trial)
+                    )
     if not trials:
         return config
     best = max(recall for recall, _, _ in trials)
     return min((t for t in trials if t[0] >= best - 0.01), key=lambda t: t[1])[2]
+
+
+def leave_one_out(
+    results: list[tuple[str, list[Outcome]]], config: RankConfig, max_alarm: float
+) -> dict[str, Any]:
+    """Leave-one-conversation-out: each conversation's fragments are chosen with the threshold
+    and floor fitted (`fit_fragments`) on all the others; the ranking has no constant fitted
+    per run, so its recall is the same as over every conversation. Figures pooled by question."""
+    pooled: list[Outcome] = []
+    fragments: list[float] = []
+    alarms: list[bool] = []
+    chosen: dict[str, tuple[float, float, float]] = {}
+    tokens = TokenEstimator()
+    mask = functools.cache(mask_credentials)
+    for index, (sample, outcomes) in enumerate(results):
+        others = [o for j, (_, group) in enumerate(results) if j != index for o in group]
+        fitted = fit_fragments(others, config, max_alarm)
+        chosen[sample] = (fitted.gate, fitted.threshold, fitted.relative)
+        for outcome in outcomes:
+            picked = select_fragments(
+                outcome.ranked, BUDGET, fitted.max_fragments, fitted, tokens, mask
+            )
+            fragments.append(_recall(outcome.evidence, picked))
+            if outcome.foreign:
+                foreign = select_fragments(
+                    outcome.foreign, BUDGET, fitted.max_fragments, fitted, tokens, mask
+                )
+                alarms.append(bool(foreign))
+        pooled += outcomes
+    report = summarise(pooled, config)
+    report["fragment_recall"] = _mean(fragments) if fragments else None
+    report["foreign_fragment_rate"] = _mean(alarms) if alarms else None
+    report["fitted_gate_threshold_relative"] = chosen
+    return report
 
 
 def table(report: dict[str, Any]) -> str:
@@ -302,12 +349,20 @@ def main(argv: list[str] | None = None) -> int:
     add_split_arguments(parser)
     parser.add_argument("--fit", action="store_true", help="fit the fragment threshold on FIT")
     add_backend_arguments(parser)
+    parser.add_argument(
+        "--loo", action="store_true", help="leave-one-conversation-out over every conversation"
+    )
     args = parser.parse_args(argv)
+    if args.loo:
+        report = leave_one_out(asyncio.run(collect(args.data, RankConfig())), RankConfig(), ALARM)
+        report.pop("by_category")
+        print(json.dumps(report) if args.json else json.dumps(report, indent=1))
+        return 0
     if args.fit:
         results = asyncio.run(collect(args.data, RankConfig()))
         fit = results[: fit_count(len(results), args.fit_share)]
-        chosen = fit_fragments([o for _, outcomes in fit for o in outcomes], RankConfig(), 0.10)
-        print(f"threshold={chosen.threshold} relative={chosen.relative}")
+        chosen = fit_fragments([o for _, outcomes in fit for o in outcomes], RankConfig(), ALARM)
+        print(f"gate={chosen.gate} threshold={chosen.threshold} relative={chosen.relative}")
         return 0
     if args.backend == "postgres":
         reports = asyncio.run(on_both_backends(args.data, args.fit_share, args.database_url))

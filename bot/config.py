@@ -14,7 +14,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from memory.engine.companion import EngineSettings
-from memory.engine.prompt import Budgets
+from memory.engine.prompt import Budgets, min_cacheable_tokens
 from memory.models import FACT_KINDS
 from memory.profile.view import Lifetimes
 from memory.store import POSTGRES_SCHEMES
@@ -211,6 +211,7 @@ class Settings(BaseSettings):
                 summary=self.summary_cap_tokens,
                 window=self.budget_window_tokens,
                 fragments=self.budget_fragments_tokens,
+                cache_min_tokens=min_cacheable_tokens(self.llm_model),
             ),
             window_keep_turns=self.window_keep_turns,
             window_trigger_turns=self.window_trigger_turns,

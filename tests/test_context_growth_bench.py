@@ -51,6 +51,13 @@ def test_bench_runs_and_prompt_stays_bounded(tmp_path: Path) -> None:
     assert result["turns"] == 80
     assert result["skipped_character_lines"] == 1
     assert 0.0 <= result["cache_read_share_steady"] <= 1.0
+    # The short run: the same conversation in six-word messages, with each shipped character.
+    assert set(result["cache_read_share_steady_short_by_character"]) == {
+        "lighthouse_keeper",
+        "detective_bilbao",
+    }
+    assert 0.0 < result["cache_read_share_steady_short"] <= 1.0
+    assert "cache_read_share_steady_short" in {t["name"] for t in result["targets"]}
     assert 0.0 < result["cost_ratio_vs_full_300"] < 1.0
     assert result["compactions"] >= 5
     assert result["extractions"] == 1  # the first session ended in the gap; the second is open

@@ -45,11 +45,11 @@ async def test_block_order_and_cache_breakpoints(app: App, fake_anthropic) -> No
     body = fake_anthropic.bodies()[-1]
     system = body["system"]
     assert system[0]["text"].startswith("Eres Koldo Arrieta")
-    assert system[0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
     assert "Todavía no sabes nada de Ana" in system[1]["text"]
-    assert system[1]["cache_control"] == {"type": "ephemeral"}
     assert system[2]["text"].startswith("## La conversación hasta ahora")
-    assert system[2]["cache_control"] == {"type": "ephemeral"}
+    # The test sheet, with the tool definitions before it, is far below the provider's 1,024
+    # tokens: no system breakpoint (test_prompt.py covers where they are placed).
+    assert not any("cache_control" in block for block in system)
     roles = [m["role"] for m in body["messages"]]
     assert roles == ["user", "assistant", "user", "assistant", "user"]
     breakpoints = [

@@ -96,7 +96,11 @@ async def test_a_follow_up_on_telegram_from_offer_to_answer(bot: Bot, clock: Fak
     assert bot.fake.sent_messages(ANA)[-1]["text"] == "Oye, ¿qué tal fue la entrevista del jueves?"
     body = bot.llm.bodies()[-1]
     assert "entrevista de trabajo (2026-11-05)" in str(body["messages"][-1])
-    assert body["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    # The reply's own prompt: the same sheet block, breakpoint or none (the test sheet is too
+    # short for a system breakpoint to pay), and a breakpoint on the newest message.
+    replies = [b for b in bot.llm.bodies()[:-1] if b.get("tools")]
+    assert replies and body["system"][0] == replies[-1]["system"][0]
+    assert any("cache_control" in block for block in body["messages"][-1]["content"])
     # Once only, stored as a turn, its sources for /memoria porque, its cost as "followup".
     assert await bot.app.followups.run() == 0
     sources = await bot.app.store.last_reply_sources(user.id, DETECTIVE)

@@ -15,6 +15,7 @@ from memory.engine.prompt import (
     Fragment,
     PromptState,
     format_summary,
+    min_cacheable_tokens,
     render,
     trim_summary,
     window_within_budget,
@@ -78,8 +79,11 @@ def check_golden(name: str, value: object) -> None:
     assert text == path.read_text(encoding="utf-8"), f"{name} changed; UPDATE_GOLDEN=1 to accept"
 
 
-def body_of(prompt_state: PromptState) -> dict[str, object]:
-    rendered = render(prompt_state, NOW, Budgets(), TokenEstimator())
+def body_of(prompt_state: PromptState, budgets: Budgets | None = None) -> dict[str, object]:
+    # The golden files show the layout with every breakpoint it can place (no minimum): the
+    # tests' characters are too short to reach the provider's, which test_breakpoints_* cover.
+    budgets = budgets or Budgets(cache_min_tokens=0)
+    rendered = render(prompt_state, NOW, budgets, TokenEstimator())
     request = LLMRequest("reply", rendered.system, rendered.messages)
     return request_body(request, "golden-model")
 
@@ -247,3 +251,40 @@ def test_time_never_touches_the_cached_prefix() -> None:
     assert one.messages[:-1] == other.messages[:-1]
     assert one.messages[-1].blocks[:-2] == other.messages[-1].blocks[:-2]
     assert one.messages[-1].blocks[-2] != other.messages[-1].blocks[-2]
+
+
+def marks(rendered_state: PromptState, budgets: Budgets, prefix_tokens: int = 0) -> list[object]:
+    rendered = render(rendered_state, NOW, budgets, TokenEstimator(), prefix_tokens=prefix_tokens)
+    system = [block.cache for block in rendered.system]
+    last = [block.cache for block in rendered.messages[-1].blocks]
+    return [*system, *last]
+
+
+def test_breakpoints_only_where_the_prefix_reaches_the_minimum() -> None:
+    detective = state("detective_bilbao")
+    tokens = TokenEstimator()
+    rendered = render(detective, NOW, Budgets(cache_min_tokens=0), tokens)
+    sheet, profile, summary = (tokens.count(block.text) for block in rendered.system)
+    # The test sheet is short: below the minimum its breakpoint would store nothing, so there
+    # is none; the newest user text keeps its own (the prefix grows past the minimum there).
+    assert sheet + profile + summary < 1024
+    assert marks(detective, Budgets()) == [None, None, None, "5m", None, None]
+    # The tool definitions come first in the request and count towards every prefix: a
+    # block is marked once the prefix up to it (not the block alone) reaches the minimum.
+    reach_profile = 1024 - sheet - profile
+    expected = [None, "5m", "5m", "5m", None, None]
+    assert marks(detective, Budgets(), prefix_tokens=reach_profile) == expected
+    assert marks(detective, Budgets(), prefix_tokens=reach_profile - 1)[:3] == [None, None, "5m"]
+    assert marks(detective, Budgets(), prefix_tokens=1024)[:3] == ["1h", "5m", "5m"]
+    # Haiku's minimum is twice Sonnet's and Opus's.
+    haiku = Budgets(cache_min_tokens=min_cacheable_tokens("claude-haiku-4-5"))
+    assert marks(detective, haiku, prefix_tokens=1024)[:3] == [None, None, None]
+    assert marks(detective, haiku, prefix_tokens=2048)[:3] == ["1h", "5m", "5m"]
+
+
+def test_minimum_cacheable_length_by_model_name() -> None:
+    assert min_cacheable_tokens("claude-haiku-4-5") == 2048
+    assert min_cacheable_tokens("claude-3-5-Haiku-latest") == 2048
+    assert min_cacheable_tokens("claude-sonnet-5-5") == 1024
+    assert min_cacheable_tokens("claude-opus-4-1") == 1024
+    assert min_cacheable_tokens(None) == 1024

@@ -390,6 +390,19 @@ def test_the_bench_runs_on_a_small_locomo_file(
     assert report["held_out_conversations"] == ["conv-1", "conv-2"]
     assert bench_main([str(data)]) == 0
     assert "HELD-OUT" in capsys.readouterr().out
+    # --fit-share 0 sets nothing aside; --loo fits each conversation's threshold on the others.
+    assert bench_main([str(data), "--json", "--fit-share", "0"]) == 0
+    every = json.loads(capsys.readouterr().out)
+    assert every["held_out_conversations"] == ["conv-0", "conv-1", "conv-2"]
+    assert every["questions"] == 9 and every["fit_conversations"] == []
+    assert bench_main([str(data), "--json", "--loo"]) == 0
+    loo = json.loads(capsys.readouterr().out)
+    assert loo["questions"] == 9 and set(loo["fitted_gate_threshold_relative"]) == {
+        "conv-0",
+        "conv-1",
+        "conv-2",
+    }
+    assert 0.0 <= loo["fragment_recall"] <= 1.0
 
 
 async def test_counts_from_the_candidates_equal_the_index_counts(store: MemoryStore) -> None:
@@ -415,3 +428,18 @@ async def test_counts_from_the_candidates_equal_the_index_counts(store: MemorySt
     counted = _document_counts(patterns, [turn for *_, turn in rows], ids)
     assert counted == await store.search_term_counts(ana.user_id, CHARACTER, "dm", terms)
     assert max(counted) >= 3  # the thread really repeats terms: the comparison has teeth
+
+
+def test_query_terms_stem_with_snowball_in_the_query_language() -> None:
+    # Snowball's stems, cut to what they share with the word and searched as prefixes: the
+    # hand-written suffix list left "adoption" whole (missing "adopt") and "running" as "runn".
+    english = {t.word: t.stem for t in query_terms("Why did you stop running after the adoption?")}
+    assert english["running"] == "run" and english["adoption"] == "adopt"
+    assert english["stop"] == "stop"
+    # "studies" stems to "studi", which "study" does not start with: final vowels go too.
+    assert query_terms("my studies")[0].stem == "stud"
+    spanish = query_terms("¿Cuándo fue lo de las canciones de la semana?")
+    assert [t.stem for t in spanish] == ["cancion", "seman"]
+    # A query without marker words is stemmed in the character's language.
+    assert query_terms("canciones", language="es")[0].stem == "cancion"
+    assert query_terms("happiness", language="en")[0].stem == "happ"

@@ -7,19 +7,25 @@ comes first):
   3 rolling summary ........ system, breakpoint (changes at compaction)
   4 pinned openings + window messages, breakpoint on the newest user text (it will repeat
     verbatim in the next request)
+A system breakpoint is placed only where its prefix (tool definitions, then the system blocks
+so far) reaches the model's minimum cacheable length: the provider stores nothing shorter, so
+a short sheet's breakpoint would be spent for nothing (at most 4 per request). The last one
+stays: it is where the prefix first grows past the minimum.
   5 this turn's context (time, retrieved fragments) .. after the newest user text
   6 closing reminder ....... at the very end
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from cards.character import Character
 from memory.engine.clock_context import LONG_GAP, describe_gap, describe_moment
 from memory.engine.labels import label
-from memory.engine.llm import ChatMessage, TextBlock
+from memory.engine.llm import CacheTTL, ChatMessage, TextBlock, ToolSpec
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.gate import DATA_CLOSE, DATA_OPEN, as_data, as_data_claim
 from memory.models import Summary, SummaryFields, Turn
@@ -33,6 +39,13 @@ class Budgets:
     summary: int = 450
     window: int = 3000
     fragments: int = 600
+    cache_min_tokens: int = 1024  # the model's minimum cacheable prefix (min_cacheable_tokens)
+
+
+def min_cacheable_tokens(model: str | None) -> int:
+    """The provider's shortest cacheable prefix for `model`: 2,048 tokens for Haiku models,
+    1,024 for Sonnet and Opus (and for a name we do not know: the lower, so no hit is lost)."""
+    return 2048 if model and "haiku" in model.lower() else 1024
 
 
 @dataclass(frozen=True)
@@ -246,15 +259,48 @@ def render_reminder(state: PromptState) -> str:
     )
 
 
-def render(
-    state: PromptState, now: datetime, budgets: Budgets, tokens: TokenEstimator
-) -> RenderedPrompt:
-    character = state.character
-    system = (
-        TextBlock(render_character_sheet(character, state.lore_index), cache="1h"),
-        TextBlock(render_profile(state, budgets.profile, tokens), cache="5m"),
-        TextBlock(render_summary(state, budgets.summary, tokens), cache="5m"),
+def tool_definitions(specs: Sequence[ToolSpec]) -> str:
+    """The tool definitions as the request sends them (before the system blocks), as one text
+    to count: the provider caches them with the prefix that follows."""
+    return json.dumps(
+        [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+            for t in specs
+        ],
+        ensure_ascii=False,
+        sort_keys=True,
+        separators=(",", ":"),
     )
+
+
+def _system_blocks(
+    texts: list[tuple[str, CacheTTL]], min_tokens: int, prefix_tokens: int, tokens: TokenEstimator
+) -> tuple[TextBlock, ...]:
+    """The system blocks, a breakpoint on each whose prefix reaches `min_tokens`."""
+    blocks = []
+    used = prefix_tokens
+    for text, ttl in texts:
+        used += tokens.count(text)
+        blocks.append(TextBlock(text, cache=ttl if used >= min_tokens else None))
+    return tuple(blocks)
+
+
+def render(
+    state: PromptState,
+    now: datetime,
+    budgets: Budgets,
+    tokens: TokenEstimator,
+    *,
+    prefix_tokens: int = 0,
+) -> RenderedPrompt:
+    """The prompt; `prefix_tokens` counts what the request sends before the system blocks (the
+    tool definitions), which the provider caches with them."""
+    character = state.character
+    sheet = render_character_sheet(character, state.lore_index)
+    profile = render_profile(state, budgets.profile, tokens)
+    summary = render_summary(state, budgets.summary, tokens)
+    texts: list[tuple[str, CacheTTL]] = [(sheet, "1h"), (profile, "5m"), (summary, "5m")]
+    system = _system_blocks(texts, budgets.cache_min_tokens, prefix_tokens, tokens)
     window = window_within_budget(state.window, budgets.window, tokens)
     history = [(m.role, m.text) for m in character.opening_messages]
     # A tool result (a lore page, a recalled turn) stays in the conversation as what the user

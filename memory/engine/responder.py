@@ -34,7 +34,9 @@ from memory.engine.prompt import (
     PromptState,
     RenderedPrompt,
     format_summary,
+    min_cacheable_tokens,
     render,
+    tool_definitions,
 )
 from memory.engine.session import Session
 from memory.engine.tokens import TokenEstimator
@@ -113,10 +115,14 @@ class Responder:
         """The reply to the newest user turn of the session's window, or None on failure;
         `on_text` sees the text so far while the model writes it, when the provider streams."""
         fragments = await self._fragments(session, character)
-        prompt = render(
-            self._state(session, character, fragments), now, self._budgets, self._tokens
-        )
         toolbox = self._toolbox(session, character)
+        prompt = render(
+            self._state(session, character, fragments),
+            now,
+            self._budgets_for(character),
+            self._tokens,
+            prefix_tokens=self._tokens.count(tool_definitions(toolbox.specs())),
+        )
         call = _Call(session, character, turn_id, len(fragments), on_text)
         messages = list(prompt.messages)
         for tool_round in range(MAX_TOOL_ROUNDS + 1):
@@ -169,7 +175,8 @@ class Responder:
         asked = Turn(0, session.conversation.id, "user", question, now)
         view = replace(session, window=[*session.window, asked])
         fragments = await self._fragments(view, character)
-        prompt = render(self._state(view, character, fragments), now, self._budgets, self._tokens)
+        budgets = self._budgets_for(character)
+        prompt = render(self._state(view, character, fragments), now, budgets, self._tokens)
         request = LLMRequest(
             kind="eval",
             system=prompt.system,
@@ -237,10 +244,18 @@ class Responder:
                 self._budgets.fragments,
                 MAX_FRAGMENTS,
                 names=self._names(session, character),
+                language=character.language,
+                now=session.window[-1].created_at,  # "yesterday" is the user's, as they wrote
             )
         except Exception:
             log.exception("recall failed for %s; answering without fragments", session.thread)
             return []
+
+    def _budgets_for(self, character: Character) -> Budgets:
+        """The budgets, with the cacheable minimum of the character's own model if it has one."""
+        if character.model is None:
+            return self._budgets
+        return replace(self._budgets, cache_min_tokens=min_cacheable_tokens(character.model))
 
     def _toolbox(self, session: Session, character: Character) -> ToolBox:
         memory_tools = self._retriever is not None and character.retrieval != "off"

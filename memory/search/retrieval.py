@@ -22,16 +22,17 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from memory.engine.prompt import Fragment
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.credentials import mask_credentials
 from memory.models import Thread, Turn
-from memory.search.terms import Term, fold, query_terms, words
-from memory.store.protocols import SearchIndex
+from memory.search.cited import RecallStore, known_claims
+from memory.search.terms import Stemmers, Term, fold, query_terms, words
+from memory.search.when import in_months, named_months, time_query
 
 # (user id, character id): every scope of that pair; a Thread: that scope only (a DM's memories
 # never surface in a group, where other people read the reply).
@@ -64,11 +65,27 @@ class RankConfig:
     neighbour: float = 0.5  # share of the best adjacent exchange's score added to an exchange
     neighbour_sources: int = 10  # best candidates whose adjacent exchanges are fetched too
     date_boost: float = 1.0  # bm25 x (1 + this) for exchanges from a month the query names
+    # Share of a matching fact's or summary claim's score its cited exchanges gain. Not fitted:
+    # the bench's conversations have no facts nor summaries; the neighbours' share.
+    citation: float = 0.5
     coverage_power: float = 0.5  # bm25 x (share of the query matched) ** this
-    threshold: float = 0.4  # fragments: minimum `score`
-    relative: float = 0.5  # fragments: minimum share of the best hit's bm25
+    # Fragments, in two steps (fitted together by `--fit`, at most 3% of foreign questions
+    # getting any): does the query concern this thread at all (one of the best hits matches at
+    # least `gate` of it)? Then which exchanges: `threshold` of the query each, and `relative`
+    # of the best hit's bm25. Deciding once per query lets each exchange pass a lower bar.
+    gate: float = 0.45
+    threshold: float = 0.2  # fragments: minimum `score`
+    relative: float = 0.3  # fragments: minimum share of the best hit's bm25
     max_fragments: int = 5  # the seed: three to five fragments a turn, no more
     stats_ttl_seconds: float = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Query:
+    terms: list[Term]
+    patterns: list[re.Pattern[str]]
+    idf: list[float]
+    average: float  # characters in an average exchange
 
 
 @dataclass
@@ -84,7 +101,7 @@ class _Candidate:
 class Retriever:
     def __init__(
         self,
-        store: SearchIndex,
+        store: RecallStore,
         tokens: TokenEstimator | None = None,
         config: RankConfig | None = None,
     ) -> None:
@@ -92,16 +109,26 @@ class Retriever:
         self.tokens = tokens or TokenEstimator()
         self.config = config or RankConfig()
         self._stats: dict[tuple[int, str, str | None], tuple[float, int, int]] = {}
+        self._stemmers = Stemmers()
 
     async def search(
-        self, where: Where, query: str, limit: int, *, names: tuple[str, str] | None = None
+        self,
+        where: Where,
+        query: str,
+        limit: int,
+        *,
+        names: tuple[str, str] | None = None,
+        language: str | None = None,
+        now: datetime | None = None,
     ) -> list[Exchange]:
         """The `limit` best exchanges for `query`, best first; no threshold (search_memory).
 
         `names` (user, character) label the speakers and are not searched for: every exchange
-        is between those two, whether or not it names them.
+        is between those two, whether or not it names them. `language` (the character's) stems
+        the query when its own words do not tell its language; `now` (the conversation's clock)
+        gives "yesterday" or "la semana pasada" their dates.
         """
-        ranked = await self._rank(where, query, names)
+        ranked = await self._rank(where, query, names, language, now)
         found = [self._exchange(c, names) for c in ranked[: max(limit, 0)]]
         # Credentials stay in the user's log but are never recalled (as in select_fragments).
         return [replace(e, text=mask_credentials(e.text)) for e in found]
@@ -115,10 +142,12 @@ class Retriever:
         max_fragments: int = 4,
         *,
         names: tuple[str, str] | None = None,
+        language: str | None = None,
+        now: datetime | None = None,
     ) -> list[Fragment]:
         """This turn's recalled fragments: relevant enough, not already in the window, dated,
         at most `max_fragments` (capped at the config's) and within `budget_tokens`."""
-        ranked = await self._rank(thread, query, names)
+        ranked = await self._rank(thread, query, names, language, now)
         fresh = [c for c in ranked if not any(t.id in exclude_turn_ids for t in c.turns)]
         exchanges = [self._exchange(c, names) for c in fresh[:_FRAGMENT_POOL]]
         wanted = min(max_fragments, self.config.max_fragments)
@@ -127,79 +156,122 @@ class Retriever:
     # ---- ranking ------------------------------------------------------------------------------
 
     async def _rank(
-        self, where: Where, query: str, names: tuple[str, str] | None
+        self,
+        where: Where,
+        query: str,
+        names: tuple[str, str] | None,
+        language: str | None,
+        now: datetime | None,
     ) -> list[_Candidate]:
         user_id, character_id, scope = _unpack(where)
-        terms = query_terms(query, ignore=_name_words(names))
+        when = time_query(query, now) if now is not None else None
+        # The words of "last week" say when, not what: they are not searched for.
+        ignore = _name_words(names) | (when.words if when else frozenset())
+        terms = query_terms(query, ignore, language, self._stemmers)
         if not terms:
             return []
         store, config = self.store, self.config
         ids, rows = await store.search_exchanges(
             user_id, character_id, scope, terms, config.candidates
         )
-        if not ids:
-            return []
-        patterns = [term.pattern() for term in terms]
+        if not ids and config.citation <= 0:
+            return []  # (with citations, a fact may still name an exchange in other words)
         candidates = _group(rows)
-        if len(ids) < config.candidates:
-            # Every turn holding a term is among the candidates: count here, not in the index.
-            counts = _document_counts(patterns, [t for c in candidates for t in c.turns], ids)
-        else:
-            counts = await store.search_term_counts(user_id, character_id, scope, terms)
-        n_turns, n_chars = await self._thread_stats(user_id, character_id, scope)
-        # The stats are cached and the counts are not: a term in more turns than the cached
-        # total means the thread grew since, so refresh them. Left stale, that IDF would go
-        # negative (and a negative score raised to a fractional power is complex: ranking
-        # crashed the reply). The clamp stays as the last guard.
-        if max(counts, default=0) > n_turns:
-            self._stats.pop((user_id, character_id, scope), None)
-            n_turns, n_chars = await self._thread_stats(user_id, character_id, scope)
-        n_turns = max([n_turns, *counts])
-        # An exchange is about two turns long; lengths are measured in characters.
-        average = max(2.0 * n_chars / max(n_turns, 1), 1.0)
-        idf = [math.log(1 + (n_turns - df + 0.5) / (df + 0.5)) for df in counts]
+        scoring = await self._query(terms, candidates, ids, (user_id, character_id, scope))
         for candidate in candidates:
-            self._score(candidate, terms, patterns, idf, average)
+            self._score(candidate, scoring)
         if config.neighbour > 0:
             wanted = _missing_neighbours(candidates, config.neighbour_sources)
             found = await store.exchange_turns(user_id, character_id, scope, wanted)
             for candidate in _group(found):
-                self._score(candidate, terms, patterns, idf, average)
+                self._score(candidate, scoring)
                 candidates.append(candidate)
             _spread_to_neighbours(candidates, config.neighbour)
+        if config.citation > 0:
+            await self._add_cited((user_id, character_id, scope), candidates, scoring)
         months = named_months(query)
-        if months and config.date_boost > 0:
+        spans = when.spans if when else ()
+        if (months or spans) and config.date_boost > 0:
             for candidate in candidates:
-                if _in_months(candidate.turns[0].created_at, months):
+                said = candidate.turns[0].created_at
+                if in_months(said, months) or any(span.holds(said) for span in spans):
                     candidate.bm25 *= 1 + config.date_boost
         candidates = [c for c in candidates if c.bm25 > 0]
         candidates.sort(key=lambda c: (-c.bm25, -c.first_id))
         return candidates
 
-    def _score(
+    async def _query(
         self,
-        candidate: _Candidate,
         terms: list[Term],
-        patterns: list[re.Pattern[str]],
-        idf: list[float],
-        average: float,
-    ) -> None:
-        k1, b = self.config.k1, self.config.b
+        candidates: list[_Candidate],
+        ids: list[int],
+        where: tuple[int, str, str | None],
+    ) -> _Query:
+        """The terms with their IDF over the thread, and its average exchange length."""
+        patterns = [term.pattern() for term in terms]
+        if len(ids) < self.config.candidates:
+            # Every turn holding a term is among the candidates: count here, not in the index.
+            counts = _document_counts(patterns, [t for c in candidates for t in c.turns], ids)
+        else:
+            counts = await self.store.search_term_counts(*where, terms)
+        n_turns, n_chars = await self._thread_stats(*where)
+        # The stats are cached and the counts are not: a term in more turns than the cached
+        # total means the thread grew since, so refresh them. Left stale, that IDF would go
+        # negative (and a negative score raised to a fractional power is complex: ranking
+        # crashed the reply). The clamp stays as the last guard.
+        if max(counts, default=0) > n_turns:
+            self._stats.pop(where, None)
+            n_turns, n_chars = await self._thread_stats(*where)
+        n_turns = max([n_turns, *counts])
+        # An exchange is about two turns long; lengths are measured in characters.
+        average = max(2.0 * n_chars / max(n_turns, 1), 1.0)
+        idf = [math.log(1 + (n_turns - df + 0.5) / (df + 0.5)) for df in counts]
+        return _Query(terms, patterns, idf, average)
+
+    def _score(self, candidate: _Candidate, query: _Query) -> None:
         texts = [fold(t.text) for t in candidate.turns if t.role != "tool"]
-        norm = k1 * (1 - b + b * sum(len(text) for text in texts) / average)
         # One string per exchange: a newline never joins two words, so the patterns find
         # exactly what they would in each turn alone, with one search per term.
-        text = "\n".join(texts)
+        length = sum(len(text) for text in texts)
+        candidate.bm25, candidate.score = self._match("\n".join(texts), length, query)
+
+    def _match(self, text: str, length: int, query: _Query) -> tuple[float, float]:
+        """(bm25, share of the query's IDF matched) of folded `text`, `length` characters long,
+        as one document."""
+        k1, b = self.config.k1, self.config.b
+        norm = k1 * (1 - b + b * length / query.average)
         total = matched = 0.0
-        for term, pattern, weight in zip(terms, patterns, idf, strict=True):
+        for term, pattern, weight in zip(query.terms, query.patterns, query.idf, strict=True):
             # The substring test is cheap and rules out most pairs before the regex runs.
             freq = len(pattern.findall(text)) if term.stem in text else 0
             part = freq * (k1 + 1) / (freq + norm) if freq else 0.0
             total += weight * part
             matched += weight * min(part, 1.0)
-        candidate.score = matched / sum(idf) if sum(idf) > 0 else 0.0
+        score = matched / sum(query.idf) if sum(query.idf) > 0 else 0.0
         # Matching more of the query counts beyond what the sum gives (Lucene's "coord").
-        candidate.bm25 = total * candidate.score**self.config.coverage_power
+        return total * score**self.config.coverage_power, score
+
+    async def _add_cited(
+        self, where: tuple[int, str, str | None], candidates: list[_Candidate], query: _Query
+    ) -> None:
+        """Exchanges cited by a fact or summary claim that matches the query gain a share of
+        the claim's score: memory's own words about them are found too (memory/search/cited.py)."""
+        best: dict[int, tuple[float, float]] = {}
+        for claim in await known_claims(self.store, *where):
+            text = fold(claim.text)
+            bm25, score = self._match(text, len(text), query)
+            for turn_id in claim.turn_ids if bm25 > 0 else ():
+                best[turn_id] = max(best.get(turn_id, (0.0, 0.0)), (bm25, score))
+        present = {turn.id for c in candidates for turn in c.turns}
+        found = await self.store.exchange_turns(*where, sorted(set(best) - present)) if best else []
+        for candidate in _group(found):
+            self._score(candidate, query)
+            candidates.append(candidate)
+        share = self.config.citation
+        for candidate in candidates:
+            bm25, score = max(best.get(t.id, (0.0, 0.0)) for t in candidate.turns)
+            candidate.bm25 += share * bm25
+            candidate.score = max(candidate.score, share * score)
 
     async def _thread_stats(
         self, user_id: int, character_id: str, scope: str | None
@@ -236,11 +308,13 @@ def select_fragments(
     wanted: int,
     config: RankConfig,
     tokens: TokenEstimator,
+    mask: Callable[[str], str] = mask_credentials,
 ) -> list[Fragment]:
-    """The fragments among `ranked` (best first): above the threshold and the floor relative to
-    the best hit, at most `wanted`, within the budget. Pure, so the bench can fit the constants
-    without querying again."""
-    if not ranked:
+    """The fragments among `ranked` (best first): none unless one of the best hits passes the
+    gate; then those above the threshold and the floor relative to the best hit, at most
+    `wanted`, within the budget. Pure, so the bench can fit the constants
+    without querying again (`mask` hides credentials; the bench's fit remembers its answers)."""
+    if not ranked or max(e.score for e in ranked[: config.max_fragments]) < config.gate:
         return []
     floor = config.relative * ranked[0].bm25
     chosen: list[Fragment] = []
@@ -252,7 +326,7 @@ def select_fragments(
             continue
         # Credentials stay in the user's log but are never recalled into a prompt; masked here,
         # for the few exchanges looked at, and before the cost is counted.
-        exchange = replace(exchange, text=mask_credentials(exchange.text))
+        exchange = replace(exchange, text=mask(exchange.text))
         # Counted as memory/engine/prompt.py renders it, so the renderer never has to drop one.
         cost = tokens.count(f"[{exchange.when:%Y-%m-%d}] {exchange.text}")
         if used + cost > budget_tokens:
@@ -260,55 +334,6 @@ def select_fragments(
         chosen.append(Fragment(exchange.turn_ids, exchange.when, exchange.text))
         used += cost
     return chosen
-
-
-_MONTHS = {
-    name: number
-    for number, names in enumerate(
-        [
-            ("january", "enero"),
-            ("february", "febrero"),
-            ("march", "marzo"),
-            ("april", "abril"),
-            ("may", "mayo"),
-            ("june", "junio"),
-            ("july", "julio"),
-            ("august", "agosto"),
-            ("september", "septiembre", "setiembre"),
-            ("october", "octubre"),
-            ("november", "noviembre"),
-            ("december", "diciembre"),
-        ],
-        start=1,
-    )
-    for name in names
-}
-_VERB_LIKE = {"may", "march"}  # months only next to a number: "may I", "march on"
-
-
-def named_months(query: str) -> set[tuple[int | None, int]]:
-    """(year or None, month) of every month the query names ("in June", "15 de mayo de 2023")."""
-    tokens = words(query)
-    found: set[tuple[int | None, int]] = set()
-    for index, token in enumerate(tokens):
-        month = _MONTHS.get(token)
-        if month is None:
-            continue
-        near = [t for t in tokens[max(index - 3, 0) : index + 4] if t.isdigit()]
-        if token in _VERB_LIKE and not near:
-            continue
-        year = next((int(t) for t in near if len(t) == 4), None)
-        found.add((year, month))
-    return found
-
-
-def _in_months(moment: datetime, months: set[tuple[int | None, int]]) -> bool:
-    """Said in that month, or in the week after it (people tell of things once they are done)."""
-    for year, month in months:
-        for day in (moment, moment - timedelta(days=7)):
-            if day.month == month and (year is None or day.year == year):
-                return True
-    return False
 
 
 def _unpack(where: Where) -> tuple[int, str, str | None]:

@@ -11,6 +11,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+import Stemmer
+
 # Words that carry no topic, in the two languages the characters speak. Kept small: BM25's IDF
 # already discounts common words; this only keeps them out of the OR that selects candidates.
 _STOP_WORDS = """
@@ -31,16 +33,16 @@ _STOP_WORDS = """
 """
 STOP_WORDS = frozenset(_STOP_WORDS.split())
 
-# Inflectional endings, English and Spanish, longest first; stripping them and then any final
-# vowels leaves a stem that is searched as a prefix, so "painting", "painted" and "paints" meet,
-# as do "canción" and "canciones". Crude next to a real stemmer, but language-neutral and
-# reproducible on the Python side, which scores exchanges from the same tokens.
-_SUFFIX_LIST = """
-ingly edly ings ing ed ies es s ly ers er ment ments ness ity ities ation ations
-amente mente aciones acion ando iendo ados adas idos idas ado ada ido ida
-aron ieron aba abas aban ias ar er ir os as
+# The languages the characters speak, by their Snowball names; a query in neither is stemmed by
+# what both agree on (see `stem`).
+_SNOWBALL = {"en": "english", "es": "spanish"}
+# Words that tell the language of a short text: frequent, and (nearly) never words of the other.
+_MARKS = """
+    the and you did what when where who how was were have has is are my your with about
+    |
+    el la los las que de y es mi tu cuando donde quien como fue con sobre
 """
-_SUFFIXES = tuple(sorted(set(_SUFFIX_LIST.split()), key=len, reverse=True))
+_ENGLISH_MARKS, _SPANISH_MARKS = (frozenset(part.split()) for part in _MARKS.split("|"))
 _VOWELS = "aeiouy"
 MIN_STEM = 3
 MAX_TERMS = 16
@@ -79,15 +81,54 @@ def words(text: str) -> list[str]:
     return _WORD.findall(fold(text))
 
 
-def stem(word: str) -> str:
-    """The prefix a word is searched by: inflection and final vowels off, at least MIN_STEM."""
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM:
-            word = word[: -len(suffix)]
+class Stemmers:
+    """Snowball stemmers (PyStemmer), one per language, made on first use: a stemmer object is
+    not thread-safe, and each Retriever holds its own."""
+
+    def __init__(self) -> None:
+        self._by_language: dict[str, Stemmer.Stemmer] = {}
+
+    def stem(self, word: str, language: str) -> str:
+        name = _SNOWBALL.get(language)
+        if name is None:
+            return word
+        stemmer = self._by_language.get(language)
+        if stemmer is None:
+            stemmer = self._by_language[language] = Stemmer.Stemmer(name)
+        return str(stemmer.stemWord(word))
+
+
+def language_of(text: str, default: str | None = None) -> str | None:
+    """ "en" or "es" by the marker words of `text`; `default` (the character's language) when
+    they do not tell, None when neither does."""
+    tokens = words(text)
+    english = sum(1 for token in tokens if token in _ENGLISH_MARKS)
+    spanish = sum(1 for token in tokens if token in _SPANISH_MARKS)
+    if english != spanish:
+        return "en" if english > spanish else "es"
+    return default
+
+
+def _common_prefix(a: str, b: str) -> str:
+    size = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
             break
-    while len(word) > MIN_STEM and word[-1] in _VOWELS:
-        word = word[:-1]
-    return word
+        size += 1
+    return a[:size]
+
+
+def stem(word: str, language: str | None = None, stemmers: Stemmers | None = None) -> str:
+    """The prefix a word is searched by: its Snowball stem in `language` (in both languages
+    when None), cut to what it shares with the word ("happi" of "happy" is not in the text),
+    final vowels off ("studi" must find "study"), at least MIN_STEM letters."""
+    stemmers = stemmers or Stemmers()
+    prefix = word
+    for code in [language] if language in _SNOWBALL else list(_SNOWBALL):
+        prefix = _common_prefix(prefix, stemmers.stem(word, code or ""))
+    while len(prefix) > MIN_STEM and prefix[-1] in _VOWELS:
+        prefix = prefix[:-1]
+    return prefix if len(prefix) >= MIN_STEM else word[:MIN_STEM]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +141,9 @@ class Term:
     prefix: bool
 
     @classmethod
-    def of(cls, word: str) -> Term:
+    def of(cls, word: str, language: str | None = None, stemmers: Stemmers | None = None) -> Term:
         if word.isalpha() and len(word) >= MIN_STEM:
-            return cls(word, stem(word), True)
+            return cls(word, stem(word, language, stemmers), True)
         return cls(word, word, False)
 
     def pattern(self) -> re.Pattern[str]:
@@ -111,17 +152,25 @@ class Term:
         return re.compile(r"(?<![^\W_])" + re.escape(self.stem) + end)
 
 
-def query_terms(text: str, ignore: frozenset[str] = frozenset()) -> list[Term]:
-    """The meaningful words of a query, at most MAX_TERMS, in order of first appearance.
+def query_terms(
+    text: str,
+    ignore: frozenset[str] = frozenset(),
+    language: str | None = None,
+    stemmers: Stemmers | None = None,
+) -> list[Term]:
+    """The meaningful words of a query, at most MAX_TERMS, in order of first appearance,
+    stemmed in the query's language (its marker words, else `language`, the character's).
 
     `ignore` holds folded words that say nothing about the topic, such as the names of the two
     people talking: every turn is between them, whether or not it names them.
     """
     seen: dict[str, Term] = {}
+    language = language_of(text, language)
+    stemmers = stemmers or Stemmers()
     for word in words(text):
         if word in STOP_WORDS or word in ignore or len(word) < 2 or word in seen:
             continue
-        seen[word] = Term.of(word)
+        seen[word] = Term.of(word, language, stemmers)
         if len(seen) == MAX_TERMS:
             break
     return list(seen.values())
