@@ -32,7 +32,7 @@ from bot.terminal import ChatPlaces, run_chat
 from cards.character import CharacterBook, CharacterFileError
 from cards.lint import lint_character, lint_lore
 from memory.errors import UserFacingError
-from memory.store import SchemaTooNewError, open_store
+from memory.store import SchemaTooNewError, StoreUnavailable, open_store
 
 LOG_FILE_NAME = "companion.log"  # in the data folder, beside the database
 
@@ -200,7 +200,7 @@ def _run(args: argparse.Namespace) -> int:
     except CharacterFileError as exc:
         print(f"companion: character files are invalid, refusing to start:\n{exc}", file=sys.stderr)
         return 2
-    except (UserFacingError, SchemaTooNewError) as exc:
+    except (UserFacingError, SchemaTooNewError, StoreUnavailable) as exc:
         log.debug("companion: %s", exc, exc_info=True, extra=FILE_ONLY)
         print(f"companion: {exc}", file=sys.stderr)
         return 2

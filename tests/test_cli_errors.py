@@ -102,6 +102,7 @@ def test_model_names_are_checked_against_the_provider() -> None:
     assert line.startswith("LLM_SUMMARY_MODEL=claude-haiku is an Anthropic model")
 
 
+@pytest.mark.sqlite_only  # a corrupt SQLite file; PostgreSQL's own case is below
 async def test_a_corrupt_or_unreachable_database_is_named(tmp_path: Path) -> None:
     corrupt = tmp_path / "c.db"
     corrupt.write_text("not a database, only text" * 100)
@@ -158,6 +159,20 @@ async def test_an_unreachable_platform_is_one_line_naming_the_host(
     assert f"{name}_API_BASE_URL" in lines[0]
     log = (tmp_path / "companion.log").read_text()
     assert "Traceback" in log  # the full detail is kept, in the log file
+
+
+async def test_an_unreachable_postgresql_is_one_line_without_the_password(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"postgresql://bot:CANARY-secret-77@127.0.0.1:{port}/companion"
+    code, out, err = await companion("migrate", env=env_for(tmp_path, None, DATABASE_URL=url))
+    assert code == 2, out
+    [line] = problem_lines(err)
+    assert line.startswith(f"companion: cannot reach the database postgresql://127.0.0.1:{port}")
+    assert "DATABASE_URL" in line and "CANARY" not in err
 
 
 async def test_version_and_a_closed_pipe(tmp_path: Path) -> None:

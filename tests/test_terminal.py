@@ -21,7 +21,7 @@ from bot.app import App
 from bot.terminal import ChatPlaces, PromptReader, StreamReader, run_chat
 from tests.fakes.anthropic_api import Delay, FakeAnthropic, Text
 from tests.raw_db import raw_database
-from tests.test_cli import env_for
+from tests.test_cli import cli_database, env_for
 from tests.test_faults_db import fill_disk, random_words
 
 LEFT, UP, CTRL_C, CTRL_D = "\x1b[D", "\x1b[A", "\x03", "\x04"
@@ -218,4 +218,4 @@ async def test_ctrl_c_cancels_a_reply_and_logs_stay_out_of_the_chat(
     assert " DEBUG " not in screen and " INFO " not in screen and "Traceback" not in screen
     log = (tmp_path / "companion.log").read_text()
     assert " INFO " in log or " DEBUG " in log  # the logs went to the data folder's file
-    assert user_turns(tmp_path / "c.db")[-1] == "Sigo aquí"
+    assert user_turns(cli_database(tmp_path))[-1] == "Sigo aquí"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memory.store.errors import ConversationGone, SchemaTooNewError
+from memory.store.errors import ConversationGone, SchemaTooNewError, StoreUnavailable
 from memory.store.protocols import MemoryStore
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -21,13 +21,26 @@ async def open_store(target: str | Path, *, migrate: bool = True) -> MemoryStore
     Migrations are applied unless `migrate` is False; a schema newer than the code is refused."""
     if is_postgres(target):
         # Imported here: the SQLite default must not need the PostgreSQL driver loaded.
-        from memory.store.postgres import PostgresStore
+        from memory.store.postgres import PostgresStore, connection_problem
 
-        return await PostgresStore.open(str(target), migrate=migrate)
+        try:
+            return await PostgresStore.open(str(target), migrate=migrate)
+        except Exception as error:
+            problem = connection_problem(str(target), error)
+            if problem is None:
+                raise
+            raise StoreUnavailable(problem) from error
     from memory.store.sqlite import SqliteStore
 
     path = Path(str(target).removeprefix("sqlite:///")) if isinstance(target, str) else target
     return await SqliteStore.open(path, migrate=migrate)
 
 
-__all__ = ["ConversationGone", "MemoryStore", "SchemaTooNewError", "is_postgres", "open_store"]
+__all__ = [
+    "ConversationGone",
+    "MemoryStore",
+    "SchemaTooNewError",
+    "StoreUnavailable",
+    "is_postgres",
+    "open_store",
+]

@@ -12,6 +12,11 @@ class SchemaTooNewError(RuntimeError):
     """The database was written by a newer version of the bot."""
 
 
+class StoreUnavailable(RuntimeError):
+    """The database server cannot be reached or refuses the connection; the message names it
+    (never with its password) and what to check."""
+
+
 class ConversationGone(LookupError):
     """The conversation was deleted under the engine (by `companion memory forget` in another
     process): nothing can be added to it any more."""

@@ -1,7 +1,13 @@
-"""The store on PostgreSQL (asyncpg): the same public interface as the SQLite `Store`, one
-module per concern as there. Open it with `await PostgresStore.open("postgresql://...")`."""
+"""The store on PostgreSQL (asyncpg): every interface of memory/store/protocols.py, one module
+per concern as in the SQLite backend. Open it with `await PostgresStore.open("postgresql://...")`
+(or through `memory.store.open_store`)."""
 
-from memory.store.postgres.base import available_pg_migrations, normalise_url, redact_url
+from memory.store.postgres.base import (
+    available_pg_migrations,
+    connection_problem,
+    normalise_url,
+    redact_url,
+)
 from memory.store.postgres.conversations import PgConversationsMixin
 from memory.store.postgres.copy import PgCopyMixin
 from memory.store.postgres.presence import PgPresenceMixin
@@ -21,4 +27,10 @@ class PostgresStore(
     """Everything the engine keeps, on PostgreSQL 15 or later."""
 
 
-__all__ = ["PostgresStore", "available_pg_migrations", "normalise_url", "redact_url"]
+__all__ = [
+    "PostgresStore",
+    "available_pg_migrations",
+    "connection_problem",
+    "normalise_url",
+    "redact_url",
+]

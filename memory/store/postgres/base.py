@@ -82,6 +82,26 @@ def redact_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+def connection_problem(url: str, error: BaseException) -> str | None:
+    """One line for an admin when `error` means the server cannot be used (unreachable, a
+    wrong password, no such database); None for any other error."""
+    parts = urlsplit(url)
+    where = f"postgresql://{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path}"
+    if isinstance(error, OSError | TimeoutError):
+        reason = error.strerror or str(error) or type(error).__name__
+    elif isinstance(
+        error,
+        asyncpg.InvalidPasswordError
+        | asyncpg.InvalidAuthorizationSpecificationError
+        | asyncpg.InvalidCatalogNameError
+        | asyncpg.CannotConnectNowError,
+    ):
+        reason = str(error)
+    else:
+        return None
+    return f"cannot reach the database {where}: {reason}; check DATABASE_URL and the server"
+
+
 async def _keep_session(_con: asyncpg.Connection) -> None:
     """What a connection going back to the pool needs: nothing. asyncpg still rolls back a
     transaction left open; its default reset query (UNLISTEN, RESET ALL, advisory unlocks) is
