@@ -1,0 +1,256 @@
+"""The durable inbox on PostgreSQL (migrations/postgres/0012): what a platform process stores,
+what workers claim, and what they record as sent.
+
+The claim is PostgreSQL's own machinery, no broker: the oldest pending message whose pair (one
+user in one chat) is unclaimed or whose lease ran out is found with `FOR UPDATE OF pair SKIP
+LOCKED`, so two workers claiming at once never take the same pair and never wait on each other;
+the lease (`claimed_until`, on the database's clock, so the workers' clocks do not matter) is
+what the row lock leaves behind when the claim's short transaction commits. A worker extends
+its lease while it works; one that died loses the pair when the lease runs out. Workers sleep
+on LISTEN companion_inbox (a statement trigger notifies on every insert) and poll slowly besides,
+for leases that ran out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Self
+
+import asyncpg
+
+from memory.store.postgres.base import normalise_url
+
+log = logging.getLogger(__name__)
+CHANNEL = "companion_inbox"
+# The session-end sweep's advisory lock: held by one worker at a time (any constant of ours).
+SWEEP_LOCK = 0x636F6D71
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One update as the platform delivered it."""
+
+    platform: str
+    update_key: str
+    pair_key: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Pending:
+    id: int
+    payload: dict[str, Any]
+    attempts: int
+    sent: bool  # a send is recorded for it: answered already, by a worker that then died
+
+
+@dataclass(frozen=True)
+class Claim:
+    pair_key: str
+    # Another worker answered this pair last: what this worker holds of it in RAM is stale.
+    moved: bool
+    messages: tuple[Pending, ...]
+
+
+@dataclass(frozen=True)
+class InboxStats:
+    pending: int
+    oldest_pending_seconds: float
+    claimed_pairs: int
+    oldest_claim_seconds: float
+    answered: int
+
+
+_CLAIM = """
+WITH candidate AS (
+    SELECT p.pair_key, p.last_worker
+    FROM inbox i JOIN inbox_pairs p ON p.pair_key = i.pair_key
+    WHERE i.answered_at IS NULL
+      AND (p.claimed_until IS NULL OR p.claimed_until < clock_timestamp())
+    ORDER BY i.id
+    LIMIT 1
+    FOR UPDATE OF p SKIP LOCKED
+)
+UPDATE inbox_pairs p
+SET claimed_by = $1, claimed_until = clock_timestamp() + make_interval(secs => $2),
+    last_worker = $1
+FROM candidate c
+WHERE p.pair_key = c.pair_key
+RETURNING p.pair_key, c.last_worker
+"""
+
+_PENDING = """
+UPDATE inbox SET attempts = attempts + 1
+WHERE pair_key = $1 AND answered_at IS NULL
+RETURNING id, payload, attempts,
+    EXISTS (SELECT 1 FROM outbox o WHERE o.inbox_id = inbox.id) AS sent
+"""
+
+
+class PostgresInbox:
+    """The inbox's tables, over a pool of its own (small: a claim is a few statements)."""
+
+    def __init__(self, pool: asyncpg.Pool, url: str) -> None:
+        self._pool = pool
+        self._url = url
+
+    @classmethod
+    async def open(cls, url: str, *, max_size: int = 4) -> Self:
+        """Open on a database the store has migrated (PostgresStore.open runs 0012)."""
+        url = normalise_url(url)
+        pool = await asyncpg.create_pool(
+            url,
+            min_size=1,
+            max_size=max_size,
+            server_settings={"application_name": "companion-inbox"},
+        )
+        return cls(pool, url)
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    # ---- the platform side --------------------------------------------------------------------
+
+    async def put(self, arrivals: Sequence[Arrival]) -> int:
+        """Store updates (one transaction); a redelivered one is ignored. Returns how many were
+        new. Only after this returns may the platform be told they were received."""
+        if not arrivals:
+            return 0
+        async with self._pool.acquire() as con, con.transaction():
+            await con.executemany(
+                "INSERT INTO inbox_pairs (pair_key) VALUES ($1) ON CONFLICT DO NOTHING",
+                [(a.pair_key,) for a in sorted(arrivals, key=lambda a: a.pair_key)],
+            )
+            rows = await con.fetch(
+                "INSERT INTO inbox (platform, update_key, pair_key, payload)"
+                " SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[])"
+                " WITH ORDINALITY AS u(platform, update_key, pair_key, payload, n)"
+                " ORDER BY n ON CONFLICT (platform, update_key) DO NOTHING RETURNING id",
+                [a.platform for a in arrivals],
+                [a.update_key for a in arrivals],
+                [a.pair_key for a in arrivals],
+                [json.dumps(a.payload) for a in arrivals],
+            )
+        return len(rows)
+
+    # ---- the worker side ----------------------------------------------------------------------
+
+    async def claim(self, worker: str, lease_seconds: float) -> Claim | None:
+        """The pair of the oldest pending message that nobody holds, with its pending messages
+        in arrival order; None when there is none."""
+        async with self._pool.acquire() as con:
+            async with con.transaction():
+                row = await con.fetchrow(_CLAIM, worker, lease_seconds)
+            if row is None:
+                return None
+            rows = await con.fetch(_PENDING, row["pair_key"])
+        messages = tuple(
+            Pending(r["id"], json.loads(r["payload"]), r["attempts"], r["sent"])
+            for r in sorted(rows, key=lambda r: r["id"])
+        )
+        previous = row["last_worker"]
+        return Claim(row["pair_key"], previous is not None and previous != worker, messages)
+
+    async def extend(self, pair_key: str, worker: str, lease_seconds: float) -> bool:
+        """Push the lease further; False when the pair is no longer this worker's."""
+        status = await self._pool.execute(
+            "UPDATE inbox_pairs SET claimed_until = clock_timestamp() + make_interval(secs => $3)"
+            " WHERE pair_key = $1 AND claimed_by = $2",
+            pair_key,
+            worker,
+            lease_seconds,
+        )
+        return status.endswith(" 1")
+
+    async def record_send(self, inbox_id: int, seq: int, message_id: str, worker: str) -> None:
+        """The platform accepted a send for this message: the message is answered."""
+        await self._pool.execute(
+            "INSERT INTO outbox (inbox_id, seq, platform_message_id, sent_by)"
+            " VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+            inbox_id,
+            seq,
+            message_id,
+            worker,
+        )
+
+    async def finish(self, pair_key: str, worker: str, answered: Sequence[int]) -> None:
+        """Mark messages answered and let the pair go, in one transaction."""
+        async with self._pool.acquire() as con, con.transaction():
+            await con.execute(
+                "UPDATE inbox SET answered_at = clock_timestamp(), answered_by = $2"
+                " WHERE id = ANY($1::bigint[]) AND answered_at IS NULL",
+                list(answered),
+                worker,
+            )
+            await con.execute(
+                "UPDATE inbox_pairs SET claimed_by = NULL, claimed_until = NULL"
+                " WHERE pair_key = $1 AND claimed_by = $2",
+                pair_key,
+                worker,
+            )
+
+    @contextlib.asynccontextmanager
+    async def wakeups(self) -> AsyncIterator[asyncio.Event]:
+        """An event set whenever a message is stored (LISTEN on its own connection)."""
+        event = asyncio.Event()
+        con = await asyncpg.connect(self._url, server_settings={"application_name": "inbox-wake"})
+
+        def heard(*_args: object) -> None:
+            event.set()
+
+        await con.add_listener(CHANNEL, heard)
+        try:
+            yield event
+        finally:
+            with contextlib.suppress(asyncpg.PostgresError, OSError):
+                await con.close(timeout=2)
+
+    # ---- background jobs and operations ---------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def exclusive(self, key: int) -> AsyncIterator[bool]:
+        """Try a session advisory lock on a connection held for the block: True when this
+        process has it. A process that dies holding it frees it with its connection."""
+        async with self._pool.acquire() as con:
+            held = bool(await con.fetchval("SELECT pg_try_advisory_lock($1)", key))
+            try:
+                yield held
+            finally:
+                if held:
+                    await con.execute("SELECT pg_advisory_unlock($1)", key)
+
+    async def prune(self, older_than_seconds: float) -> int:
+        """Delete answered messages past the redelivery horizon (their sends go with them)."""
+        status = await self._pool.execute(
+            "DELETE FROM inbox WHERE answered_at < clock_timestamp() - make_interval(secs => $1)",
+            older_than_seconds,
+        )
+        return int(status.split()[-1])
+
+    async def stats(self) -> InboxStats:
+        row = await self._pool.fetchrow(
+            "SELECT"
+            " (SELECT count(*) FROM inbox WHERE answered_at IS NULL) AS pending,"
+            " (SELECT coalesce(extract(epoch FROM clock_timestamp() - min(received_at)), 0)"
+            "    FROM inbox WHERE answered_at IS NULL) AS oldest_pending,"
+            " (SELECT count(*) FROM inbox_pairs WHERE claimed_until > clock_timestamp())"
+            "    AS claimed,"
+            " (SELECT coalesce(max(extract(epoch FROM clock_timestamp() - i.received_at)), 0)"
+            "    FROM inbox_pairs p JOIN inbox i ON i.pair_key = p.pair_key"
+            "    WHERE p.claimed_until > clock_timestamp() AND i.answered_at IS NULL)"
+            "    AS oldest_claim,"
+            " (SELECT count(*) FROM inbox WHERE answered_at IS NOT NULL) AS answered"
+        )
+        assert row is not None
+        return InboxStats(
+            int(row["pending"]),
+            float(row["oldest_pending"]),
+            int(row["claimed"]),
+            float(row["oldest_claim"]),
+            int(row["answered"]),
+        )
