@@ -128,7 +128,8 @@ class PostgresInbox:
             )
             rows = await con.fetch(
                 "INSERT INTO inbox (platform, update_key, pair_key, payload)"
-                " SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[])"
+                " SELECT platform, update_key, pair_key, payload"
+                " FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[])"
                 " WITH ORDINALITY AS u(platform, update_key, pair_key, payload, n)"
                 " ORDER BY n ON CONFLICT (platform, update_key) DO NOTHING RETURNING id",
                 [a.platform for a in arrivals],
