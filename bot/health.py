@@ -1,7 +1,7 @@
-"""Each process's health endpoint and metrics, over HTTP (aiohttp): `GET /healthz` answers 200
-while the process runs its role (503 once it stops), `GET /metrics` the Prometheus text
-exposition format (version 0.0.4) that Prometheus, VictoriaMetrics or an OpenTelemetry
-collector scrape as they are.
+"""Each process's health endpoint and metrics, over HTTP (aiohttp): `GET /healthz` answers
+200 while the process runs its role (503 while it starts and once it stops), `GET /metrics`
+the Prometheus text exposition format (version 0.0.4) that Prometheus, VictoriaMetrics or an
+OpenTelemetry collector scrape as they are.
 
 The metrics are a few counters and sums kept in this process, and the inbox's queue figures
 read from the database at each scrape (every process sees the same queue).
@@ -165,7 +165,7 @@ class HealthServer:
         self._inbox_stats = inbox_stats
         self._host = host
         self._port = port
-        self.healthy = True
+        self.healthy = False  # until the role runs (`ready`)
         self._runner: web.AppRunner | None = None
         self.port = port
 
@@ -183,6 +183,9 @@ class HealthServer:
             self.port = sockets[0].getsockname()[1]
         log.info("health: http://%s:%s/healthz", self._host, self.port)
 
+    def ready(self) -> None:
+        self.healthy = True
+
     async def stop(self) -> None:
         self.healthy = False
         if self._runner is not None:
@@ -190,7 +193,7 @@ class HealthServer:
 
     async def _health(self, _request: web.Request) -> web.Response:
         status = 200 if self.healthy else 503
-        body = f"{'ok' if self.healthy else 'stopping'} {self._metrics.role}\n"
+        body = f"{'ok' if self.healthy else 'not running'} {self._metrics.role}\n"
         return web.Response(status=status, text=body)
 
     async def _scrape(self, _request: web.Request) -> web.Response:

@@ -91,9 +91,11 @@ async def _platform(settings: Settings, metrics: Metrics, stop: asyncio.Event) -
     await store.close()
     inbox = await PostgresInbox.open(url)
     try:
-        async with _health(settings, metrics, inbox):
+        async with _health(settings, metrics, inbox) as health:
             ingest = TelegramIngest(settings, inbox, metrics)
             await ingest.start()
+            if health is not None:
+                health.ready()
             log.info("running: platform (telegram)")
             await stop.wait()
             await ingest.stop()
@@ -118,7 +120,7 @@ async def _worker(settings: Settings, metrics: Metrics, stop: asyncio.Event) -> 
         inbox = await PostgresInbox.open(app.settings.database_url.get_secret_value())  # type: ignore[union-attr]
         telegram = TelegramWorker(app, inbox, me, metrics)
         try:
-            async with _health(settings, metrics, inbox):
+            async with _health(settings, metrics, inbox) as health:
                 await telegram.start()
                 loop = ClaimLoop(
                     inbox,
@@ -132,6 +134,8 @@ async def _worker(settings: Settings, metrics: Metrics, stop: asyncio.Event) -> 
                 sweeper = asyncio.create_task(_sweep_forever(app, inbox, settings))
                 settle_garbage_collector()
                 log.info("running: worker %s", me)
+                if health is not None:
+                    health.ready()
                 await loop.run(stop)
                 sweeper.cancel()
                 await asyncio.gather(sweeper, return_exceptions=True)

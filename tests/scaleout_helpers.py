@@ -5,33 +5,94 @@ Shared by tests/test_scaleout*.py and bench/scaleout.py."""
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
 import re
 import signal
+import socket
 import sys
+import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import aiohttp
+from aiohttp import web
 
 from tests.fakes.telegram_api import FakeTelegram
 from tests.fault_helpers import subprocess_env
 
 REPLY = re.compile(r"Re: u(\d+)-m(\d+)\b")
+MESSAGE = re.compile(r"\bu(\d+)-m(\d+)\b")
+
+
+class FakeChatLLM:
+    """An OpenAI-compatible /chat/completions on 127.0.0.1 (LLM_PROVIDER=openai): a worker
+    that needs no Anthropic SDK starts in a second, which a test restarting workers twenty
+    times needs. Answers "Re: u<user>-m<newest message>" after `delay()` seconds."""
+
+    def __init__(self, delay: Callable[[], float]) -> None:
+        self._delay = delay
+        self.requests = 0
+        self.bodies: list[str] = []
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+
+    async def __aenter__(self) -> FakeChatLLM:
+        app = web.Application(client_max_size=16 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self._complete)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}/v1"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _complete(self, request: web.Request) -> web.Response:
+        self.requests += 1
+        text = await request.text()
+        self.bodies.append(text)
+        contents = [str(m.get("content")) for m in json.loads(text).get("messages", [])]
+        found = [(int(u), int(m)) for u, m in MESSAGE.findall("\n".join(contents))]
+        await asyncio.sleep(self._delay())
+        user, newest = max(found, key=lambda f: f[1]) if found else (0, -1)
+        answer = f"Re: u{user}-m{newest} entendido" if found else "{}"
+        return web.json_response(
+            {
+                "model": "fake",
+                "choices": [{"message": {"role": "assistant", "content": answer}}],
+                "usage": {"prompt_tokens": len(text) // 4, "completion_tokens": 8},
+            }
+        )
 
 
 def role_env(
-    tmp_path: Path, url: str, telegram: FakeTelegram, llm_url: str, llm_key: str, **extra: str
+    tmp_path: Path, url: str, telegram: FakeTelegram, llm: FakeChatLLM, **extra: str
 ) -> dict[str, str]:
     return subprocess_env(
         tmp_path / "unused.db",
         DATABASE_URL=url,
         TELEGRAM_BOT_TOKEN=telegram.token,
         TELEGRAM_API_BASE_URL=telegram.url,
-        ANTHROPIC_API_KEY=llm_key,
-        ANTHROPIC_BASE_URL=llm_url,
+        LLM_PROVIDER="openai",
+        OPENAI_BASE_URL=llm.url,
         LLM_TIMEOUT_SECONDS="30",
-        LOG_LEVEL="WARNING",
-        **extra,
+        # No compaction: the fake answers every request with text, a summary's too.
+        WINDOW_TRIGGER_TURNS="10000",
+        **({"LOG_LEVEL": "WARNING"} | extra),
     )
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 @dataclass
@@ -41,10 +102,13 @@ class RoleProcess:
     role: str
     process: asyncio.subprocess.Process
     log: Path
+    health_port: int
 
     @classmethod
     async def start(cls, role: str, env: dict[str, str], folder: Path, n: int) -> RoleProcess:
         log = folder / f"{role}-{n}.log"
+        port = free_port()
+        env = {**env, "HEALTH_PORT": str(port)}
         with log.open("wb") as out:
             process = await asyncio.create_subprocess_exec(
                 sys.executable,
@@ -59,7 +123,35 @@ class RoleProcess:
                 stdout=out,
                 stderr=asyncio.subprocess.STDOUT,
             )
-        return cls(role, process, log)
+        return cls(role, process, log, port)
+
+    async def is_ready(self) -> bool:
+        if self.process.returncode is not None:
+            return False
+        try:
+            async with aiohttp.ClientSession() as session:
+                url = f"http://127.0.0.1:{self.health_port}/healthz"
+                async with session.get(url) as response:
+                    return response.status == 200
+        except aiohttp.ClientError:
+            return False
+
+    async def ready(self, timeout: float = 30.0) -> None:  # noqa: ASYNC109
+        """Wait until /healthz answers: the role runs (a worker is claiming)."""
+        deadline = time.monotonic() + timeout
+        async with aiohttp.ClientSession() as session:
+            while time.monotonic() < deadline:
+                if self.process.returncode is not None:
+                    raise AssertionError(f"{self.role} exited:\n{self.output()}")
+                try:
+                    url = f"http://127.0.0.1:{self.health_port}/healthz"
+                    async with session.get(url) as response:
+                        if response.status == 200:
+                            return
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.05)
+        raise AssertionError(f"{self.role} not ready within {timeout}s:\n{self.output()}")
 
     async def kill(self) -> None:
         """SIGKILL: nothing runs in the process after it."""
@@ -104,7 +196,7 @@ class Delivery:
     def order_violations(self) -> int:
         """Replies that came after a reply to a later message of the same user."""
         return sum(
-            sum(1 for a, b in zip(r, r[1:], strict=False) if b <= a) for r in self.replies.values()
+            sum(1 for a, b in itertools.pairwise(r) if b <= a) for r in self.replies.values()
         )
 
     def lost(self) -> int:

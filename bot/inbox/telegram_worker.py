@@ -110,6 +110,12 @@ class TelegramWorker:
         # Up to the newest one with a recorded send, the pair was answered by a worker that
         # died before it marked them: answered, not run again.
         todo = messages[last_sent + 1 :]
+        log.debug(
+            "claim %s: %s, answering %s",
+            claim.pair_key,
+            [m.id for m in messages],
+            [m.id for m in todo],
+        )
         if claim.moved and todo:
             await self._drop_stale_sessions(claim.pair_key)
         tasks = []
