@@ -118,7 +118,7 @@ async def _worker(settings: Settings, metrics: Metrics, stop: asyncio.Event) -> 
     llm = TimedLLM(build_llm(settings), metrics)
     async with open_app(settings, llm=llm, start_scheduler=False) as app:
         inbox = await PostgresInbox.open(app.settings.database_url.get_secret_value())  # type: ignore[union-attr]
-        telegram = TelegramWorker(app, inbox, me, metrics)
+        telegram = TelegramWorker(app, inbox, me, metrics, settings.inbox_lease_seconds)
         try:
             async with _health(settings, metrics, inbox) as health:
                 await telegram.start()

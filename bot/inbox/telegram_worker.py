@@ -31,11 +31,25 @@ from memory.store.postgres.inbox import Claim, PostgresInbox
 log = logging.getLogger(__name__)
 
 
+class LeaseLost(Exception):
+    """The pair's lease ran out (this worker stalled): another worker answers it now."""
+
+
+@dataclass
+class PairWork:
+    """One claimed pair being answered: whether it is still this worker's."""
+
+    pair_key: str
+    lease_seconds: float
+    lost: bool = False
+
+
 @dataclass
 class SendLog:
     """The inbox message being answered in this task, and its sends so far."""
 
     inbox_id: int
+    pair: PairWork
     seq: itertools.count[int] = field(default_factory=itertools.count)
 
 
@@ -58,6 +72,19 @@ class RecordingBot(ExtBot):  # type: ignore[type-arg]
     def current(self) -> contextvars.ContextVar[SendLog | None]:
         return self._current
 
+    async def _may_send(self) -> None:
+        """Renew the lease just before a send, or refuse the send: a successor may claim the
+        pair only a whole lease after this, so no two workers ever send for one message."""
+        log_ = self._current.get()
+        if log_ is None:
+            return
+        pair = log_.pair
+        if pair.lost or not await self._inbox.extend(
+            pair.pair_key, self._worker_id, pair.lease_seconds
+        ):
+            pair.lost = True
+            raise LeaseLost(pair.pair_key)
+
     async def _recorded(self, sent: Message) -> Message:
         self._metrics.replies_sent += 1
         log_ = self._current.get()
@@ -67,9 +94,11 @@ class RecordingBot(ExtBot):  # type: ignore[type-arg]
         return sent
 
     async def send_message(self, *args: Any, **kwargs: Any) -> Message:  # type: ignore[override]
+        await self._may_send()
         return await self._recorded(await super().send_message(*args, **kwargs))
 
     async def send_document(self, *args: Any, **kwargs: Any) -> Message:  # type: ignore[override]
+        await self._may_send()
         return await self._recorded(await super().send_document(*args, **kwargs))
 
 
@@ -91,8 +120,16 @@ def recording_bot(
 class TelegramWorker:
     """Answers one claimed pair: its messages, in order, through the adapter's handlers."""
 
-    def __init__(self, app: App, inbox: PostgresInbox, worker_id: str, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        app: App,
+        inbox: PostgresInbox,
+        worker_id: str,
+        metrics: Metrics,
+        lease_seconds: float,
+    ) -> None:
         self._app = app
+        self._lease = lease_seconds
         self._bot = recording_bot(app.settings, inbox, worker_id, metrics)
         self.adapter = TelegramAdapter(app.settings, app.commands, bot=self._bot)
 
@@ -118,15 +155,18 @@ class TelegramWorker:
         )
         if claim.moved and todo:
             await self._drop_stale_sessions(claim.pair_key)
+        pair = PairWork(claim.pair_key, self._lease)
         tasks = []
         for message in todo:
             # Each task starts with its own SendLog (a task copies the context it is made in);
             # made in arrival order, they reach the commands' per-caller gate in that order,
             # and messages that arrive together join one burst as on one process.
-            token = self._bot.current.set(SendLog(message.id))
+            token = self._bot.current.set(SendLog(message.id, pair))
             tasks.append(asyncio.create_task(self._run(message.payload)))
             self._bot.current.reset(token)
         await asyncio.gather(*tasks)
+        if pair.lost:  # not answered here: the worker that holds the pair now answers them
+            raise LeaseLost(claim.pair_key)
         return [m.id for m in messages]
 
     async def _run(self, payload: dict[str, Any]) -> None:

@@ -80,8 +80,10 @@ class ClaimLoop:
         try:
             self._metrics.redelivered += sum(1 for m in claim.messages if m.attempts > 1)
             answered = await self._answer(claim)
-            await self._inbox.finish(claim.pair_key, self.worker_id, answered)
-            self._metrics.messages_answered += len(answered)
+            if await self._inbox.finish(claim.pair_key, self.worker_id, answered):
+                self._metrics.messages_answered += len(answered)
+            else:
+                log.warning("inbox: %s was taken over before it was marked", claim.pair_key)
         except Exception:
             # Left claimed: the lease runs out and the messages are tried again.
             self._metrics.errors += 1

@@ -179,21 +179,25 @@ class PostgresInbox:
             worker,
         )
 
-    async def finish(self, pair_key: str, worker: str, answered: Sequence[int]) -> None:
-        """Mark messages answered and let the pair go, in one transaction."""
+    async def finish(self, pair_key: str, worker: str, answered: Sequence[int]) -> bool:
+        """Mark messages answered and let the pair go, in one transaction; False (nothing
+        marked) when the pair is no longer this worker's."""
         async with self._pool.acquire() as con, con.transaction():
+            held = await con.fetchval(
+                "UPDATE inbox_pairs SET claimed_by = NULL, claimed_until = NULL"
+                " WHERE pair_key = $1 AND claimed_by = $2 RETURNING true",
+                pair_key,
+                worker,
+            )
+            if not held:
+                return False
             await con.execute(
                 "UPDATE inbox SET answered_at = clock_timestamp(), answered_by = $2"
                 " WHERE id = ANY($1::bigint[]) AND answered_at IS NULL",
                 list(answered),
                 worker,
             )
-            await con.execute(
-                "UPDATE inbox_pairs SET claimed_by = NULL, claimed_until = NULL"
-                " WHERE pair_key = $1 AND claimed_by = $2",
-                pair_key,
-                worker,
-            )
+        return True
 
     @contextlib.asynccontextmanager
     async def wakeups(self) -> AsyncIterator[asyncio.Event]:
