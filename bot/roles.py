@@ -29,7 +29,7 @@ from bot.inbox.telegram_platform import TelegramIngest
 from bot.inbox.telegram_worker import TelegramWorker
 from bot.inbox.worker import ClaimLoop
 from bot.jobs import IDLE_SWEEP_SECONDS
-from bot.llm import build_llm
+from bot.llm import ClosableLLM, build_llm
 from bot.runner import run_bot, settle_garbage_collector
 from memory.store.postgres import PostgresStore
 from memory.store.postgres.inbox import SWEEP_LOCK, PostgresInbox
@@ -52,7 +52,14 @@ def _on_signals(stop: asyncio.Event) -> None:
         loop.add_signal_handler(signum, stop.set)
 
 
-async def run_role(settings: Settings, role: str, stop: asyncio.Event | None = None) -> int:
+async def run_role(
+    settings: Settings,
+    role: str,
+    stop: asyncio.Event | None = None,
+    llm: ClosableLLM | None = None,
+) -> int:
+    """Run one role until a signal (or `stop`); `llm` replaces the configured provider in a
+    worker (the benches' fixed-latency fake)."""
     if role == "all":
         return await run_bot(settings, stop)
     if settings.database_url is None:
@@ -68,7 +75,7 @@ async def run_role(settings: Settings, role: str, stop: asyncio.Event | None = N
     metrics = Metrics(role)
     if role == "platform":
         return await _platform(settings, metrics, stop)
-    return await _worker(settings, metrics, stop)
+    return await _worker(settings, metrics, stop, llm)
 
 
 @contextlib.asynccontextmanager
@@ -109,14 +116,16 @@ def worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
-async def _worker(settings: Settings, metrics: Metrics, stop: asyncio.Event) -> int:
+async def _worker(
+    settings: Settings, metrics: Metrics, stop: asyncio.Event, llm: ClosableLLM | None
+) -> int:
     assert settings.database_url is not None
     # A streamed reply is a message sent before the answer is complete: one that a successor
     # worker could neither finish nor take back. Workers send each reply whole.
     settings = settings.model_copy(update={"stream_replies": False})
     me = worker_id()
-    llm = TimedLLM(build_llm(settings), metrics)
-    async with open_app(settings, llm=llm, start_scheduler=False) as app:
+    timed = TimedLLM(llm or build_llm(settings), metrics)
+    async with open_app(settings, llm=timed, start_scheduler=False) as app:
         inbox = await PostgresInbox.open(app.settings.database_url.get_secret_value())  # type: ignore[union-attr]
         telegram = TelegramWorker(app, inbox, me, metrics, settings.inbox_lease_seconds)
         try:
