@@ -101,6 +101,9 @@ class Settings(BaseSettings):
     inbox_lease_seconds: float = Field(30.0, gt=0)
     inbox_poll_seconds: float = Field(1.0, gt=0)
     inbox_keep_hours: float = Field(48.0, gt=0)
+    # A user's next message waits this long for the worker that answered them last (it holds
+    # their session in RAM) before any other worker takes it.
+    inbox_affinity_ms: float = Field(50.0, ge=0)
 
     # Price table for `companion stats` (USD per million tokens); cache reads bill at 0.1x and
     # cache writes at 1.25x of the input price.

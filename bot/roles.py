@@ -25,6 +25,7 @@ import uuid
 from bot.app import App, open_app
 from bot.config import Settings
 from bot.health import HealthServer, Metrics, TimedLLM
+from bot.inbox.claimed_jobs import claim_extractions
 from bot.inbox.telegram_platform import TelegramIngest
 from bot.inbox.telegram_worker import TelegramWorker
 from bot.inbox.worker import ClaimLoop
@@ -126,7 +127,11 @@ async def _worker(
     me = worker_id()
     timed = TimedLLM(llm or build_llm(settings), metrics)
     async with open_app(settings, llm=timed, start_scheduler=False) as app:
-        inbox = await PostgresInbox.open(app.settings.database_url.get_secret_value())  # type: ignore[union-attr]
+        url = settings.database_url.get_secret_value()
+        # Before the first await: the start-up extraction catch-up is spawned, not yet run.
+        inbox = PostgresInbox.over(url)
+        claim_extractions(app.extractor, inbox)
+        await inbox.connect()
         telegram = TelegramWorker(app, inbox, me, metrics, settings.inbox_lease_seconds)
         try:
             async with _health(settings, metrics, inbox) as health:
@@ -139,6 +144,7 @@ async def _worker(
                     concurrency=settings.worker_concurrency,
                     lease_seconds=settings.inbox_lease_seconds,
                     poll_seconds=settings.inbox_poll_seconds,
+                    affinity_seconds=settings.inbox_affinity_ms / 1000,
                 )
                 sweeper = asyncio.create_task(_sweep_forever(app, inbox, settings))
                 settle_garbage_collector()

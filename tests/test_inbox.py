@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 
 import pytest
 
 from bot.inbox.telegram_platform import telegram_arrival
+from memory.models import Thread
 from memory.store.postgres import PostgresStore
 from memory.store.postgres.inbox import SWEEP_LOCK, Arrival, PostgresInbox
 from tests import pg_fixtures
@@ -150,3 +152,41 @@ def test_a_callback_query_has_the_pair_of_its_presser() -> None:
         }
     )
     assert (pressed.update_key, pressed.pair_key) == ("9", "telegram:42:-100")
+
+
+async def test_a_conversation_is_extracted_by_one_worker_and_once(pg_url: str) -> None:
+    store = await PostgresStore.open(pg_url)
+    one, two = await PostgresInbox.open(pg_url), await PostgresInbox.open(pg_url)
+    try:
+        now = datetime.now(UTC)
+        user = await store.upsert_user("telegram", "1", "Ane", now)
+        conversation = await store.start_conversation(Thread(user.id, "detective", "dm:1"), now)
+        await store.end_conversation(conversation.id, "inactivity", now)
+        async with one.extraction_claim(conversation.id) as first:
+            async with two.extraction_claim(conversation.id) as second:
+                assert (first, second) == (True, False)
+            await store.mark_extracted(conversation.id, "done", now)
+        async with two.extraction_claim(conversation.id) as again:
+            assert not again  # done: the other worker's catch-up skips it
+    finally:
+        await one.close()
+        await two.close()
+        await store.close()
+
+
+async def test_a_pair_waits_a_moment_for_the_worker_holding_its_session(
+    inbox: PostgresInbox,
+) -> None:
+    await inbox.put([arrival(1, 10)])
+    claim = await inbox.claim("w1", 30)
+    assert claim is not None
+    await inbox.finish(claim.pair_key, "w1", [m.id for m in claim.messages])
+    await inbox.put([arrival(2, 10)])
+    assert await inbox.claim("w2", 30, affinity_seconds=10) is None  # left to w1 a while
+    again = await inbox.claim("w1", 30, affinity_seconds=10)
+    assert again is not None and not again.moved
+    await inbox.finish(again.pair_key, "w1", [m.id for m in again.messages])
+    await inbox.put([arrival(3, 10)])
+    await asyncio.sleep(0.1)
+    stolen = await inbox.claim("w2", 30, affinity_seconds=0.05)  # w1 is busy or dead
+    assert stolen is not None and stolen.moved

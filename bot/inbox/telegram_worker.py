@@ -21,6 +21,7 @@ from typing import Any
 
 from telegram import Message, Update
 from telegram.ext import ExtBot
+from telegram.request import HTTPXRequest
 
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.app import App
@@ -29,6 +30,9 @@ from bot.health import Metrics
 from memory.store.postgres.inbox import Claim, PostgresInbox
 
 log = logging.getLogger(__name__)
+# Connections to the Bot API, as an Application builds its own Bot with (PTB's default for a
+# Bot made by hand is one: every send and typing action of the worker would queue on it).
+CONNECTIONS = 256
 
 
 class LeaseLost(Exception):
@@ -111,6 +115,7 @@ def recording_bot(
         settings.telegram_bot_token.get_secret_value(),
         base_url=f"{base}/bot",
         base_file_url=f"{base}/file/bot",
+        request=HTTPXRequest(connection_pool_size=CONNECTIONS),
         inbox=inbox,
         worker_id=worker_id,
         metrics=metrics,

@@ -32,6 +32,7 @@ class ClaimLoop:
         concurrency: int,
         lease_seconds: float,
         poll_seconds: float,
+        affinity_seconds: float = 0.0,
     ) -> None:
         """`answer` handles a claim's messages and returns the ids it answered."""
         self._inbox = inbox
@@ -41,6 +42,7 @@ class ClaimLoop:
         self._slots = asyncio.Semaphore(concurrency)
         self._lease = lease_seconds
         self._poll = poll_seconds
+        self._affinity = affinity_seconds
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopping = False
 
@@ -68,7 +70,7 @@ class ClaimLoop:
 
     async def _claim_or_none(self) -> Claim | None:
         try:
-            return await self._inbox.claim(self.worker_id, self._lease)
+            return await self._inbox.claim(self.worker_id, self._lease, self._affinity)
         except Exception:  # the database may be restarting: try again shortly
             self._metrics.errors += 1
             log.warning("inbox: claim failed", exc_info=True)

@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 CHANNEL = "companion_inbox"
 # The session-end sweep's advisory lock: held by one worker at a time (any constant of ours).
 SWEEP_LOCK = 0x636F6D71
+# The namespace of the per-conversation extraction locks (the two-key form of the lock).
+EXTRACTION_LOCKS = 0x636F6D72
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,8 @@ WITH candidate AS (
     FROM inbox i JOIN inbox_pairs p ON p.pair_key = i.pair_key
     WHERE i.answered_at IS NULL
       AND (p.claimed_until IS NULL OR p.claimed_until < clock_timestamp())
+      AND (p.last_worker IS NULL OR p.last_worker = $1
+           OR i.received_at < clock_timestamp() - make_interval(secs => $3))
     ORDER BY i.id
     LIMIT 1
     FOR UPDATE OF p SKIP LOCKED
@@ -100,16 +104,27 @@ class PostgresInbox:
         self._url = url
 
     @classmethod
-    async def open(cls, url: str, *, max_size: int = 4) -> Self:
-        """Open on a database the store has migrated (PostgresStore.open runs 0012)."""
+    def over(cls, url: str, *, max_size: int = 4) -> Self:
+        """The inbox of this database, its pool not yet connected (`connect`): usable as a
+        plain object before the first await."""
         url = normalise_url(url)
-        pool = await asyncpg.create_pool(
+        pool = asyncpg.create_pool(
             url,
             min_size=1,
             max_size=max_size,
             server_settings={"application_name": "companion-inbox"},
         )
         return cls(pool, url)
+
+    async def connect(self) -> None:
+        await self._pool  # an asyncpg pool connects when first awaited
+
+    @classmethod
+    async def open(cls, url: str, *, max_size: int = 4) -> Self:
+        """Open on a database the store has migrated (PostgresStore.open runs 0012)."""
+        inbox = cls.over(url, max_size=max_size)
+        await inbox.connect()
+        return inbox
 
     async def close(self) -> None:
         await self._pool.close()
@@ -141,12 +156,16 @@ class PostgresInbox:
 
     # ---- the worker side ----------------------------------------------------------------------
 
-    async def claim(self, worker: str, lease_seconds: float) -> Claim | None:
+    async def claim(
+        self, worker: str, lease_seconds: float, affinity_seconds: float = 0.0
+    ) -> Claim | None:
         """The pair of the oldest pending message that nobody holds, with its pending messages
-        in arrival order; None when there is none."""
+        in arrival order; None when there is none. A pair another worker answered last is left
+        to it for `affinity_seconds` (it holds the user's session in RAM: no re-read), and is
+        taken after that (that worker is busy, or dead)."""
         async with self._pool.acquire() as con:
             async with con.transaction():
-                row = await con.fetchrow(_CLAIM, worker, lease_seconds)
+                row = await con.fetchrow(_CLAIM, worker, lease_seconds, affinity_seconds)
             if row is None:
                 return None
             rows = await con.fetch(_PENDING, row["pair_key"])
@@ -228,6 +247,31 @@ class PostgresInbox:
             finally:
                 if held:
                     await con.execute("SELECT pg_advisory_unlock($1)", key)
+
+    @contextlib.asynccontextmanager
+    async def extraction_claim(self, conversation_id: int) -> AsyncIterator[bool]:
+        """True when this process may extract the conversation now: it holds the
+        conversation's advisory lock and the extraction is still owed (another worker may
+        have just finished it)."""
+        async with self._pool.acquire() as con:
+            held = bool(
+                await con.fetchval(
+                    "SELECT pg_try_advisory_lock($1, $2)", EXTRACTION_LOCKS, conversation_id
+                )
+            )
+            try:
+                owed = held and bool(
+                    await con.fetchval(
+                        "SELECT extracted_at IS NULL FROM conversations WHERE id = $1",
+                        conversation_id,
+                    )
+                )
+                yield owed
+            finally:
+                if held:
+                    await con.execute(
+                        "SELECT pg_advisory_unlock($1, $2)", EXTRACTION_LOCKS, conversation_id
+                    )
 
     async def prune(self, older_than_seconds: float) -> int:
         """Delete answered messages past the redelivery horizon (their sends go with them)."""
