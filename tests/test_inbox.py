@@ -190,3 +190,15 @@ async def test_a_pair_waits_a_moment_for_the_worker_holding_its_session(
     await asyncio.sleep(0.1)
     stolen = await inbox.claim("w2", 30, affinity_seconds=0.05)  # w1 is busy or dead
     assert stolen is not None and stolen.moved
+
+
+async def test_one_query_claims_several_pairs_oldest_first(inbox: PostgresInbox) -> None:
+    await inbox.put([arrival(1, 10), arrival(2, 20), arrival(3, 10), arrival(4, 30)])
+    claims = await inbox.claim_many("w1", 30, 0.0, 3)
+    # The three oldest pending messages belong to two pairs: both taken, whole.
+    assert {c.pair_key: len(c.messages) for c in claims} == {
+        "telegram:10:10": 2,
+        "telegram:20:20": 1,
+    }
+    rest = await inbox.claim_many("w2", 30, 0.0, 10)
+    assert [c.pair_key for c in rest] == ["telegram:30:30"]

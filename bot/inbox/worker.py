@@ -19,6 +19,8 @@ from memory.store.postgres.inbox import Claim, PostgresInbox
 
 log = logging.getLogger(__name__)
 ERROR_PAUSE_SECONDS = 0.5
+# Pairs claimed by one query at most: under load one claim's two round trips serve many.
+MAX_BATCH = 32
 
 
 class ClaimLoop:
@@ -52,13 +54,19 @@ class ClaimLoop:
             stopper = asyncio.create_task(stop.wait())
             while not stop.is_set():
                 await self._slots.acquire()
-                claim = await self._claim_or_none()
-                if claim is not None:
+                free = 1
+                while not self._slots.locked() and free < MAX_BATCH:
+                    await self._slots.acquire()  # free: returns at once
+                    free += 1
+                claims = await self._claims(free)
+                for claim in claims:
                     task = asyncio.create_task(self._work(claim))
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)
+                for _ in range(free - len(claims)):
+                    self._slots.release()
+                if claims:
                     continue
-                self._slots.release()
                 woken.clear()
                 waiter = asyncio.create_task(woken.wait())
                 await asyncio.wait(
@@ -68,14 +76,14 @@ class ClaimLoop:
             stopper.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    async def _claim_or_none(self) -> Claim | None:
+    async def _claims(self, limit: int) -> list[Claim]:
         try:
-            return await self._inbox.claim(self.worker_id, self._lease, self._affinity)
+            return await self._inbox.claim_many(self.worker_id, self._lease, self._affinity, limit)
         except Exception:  # the database may be restarting: try again shortly
             self._metrics.errors += 1
             log.warning("inbox: claim failed", exc_info=True)
             await asyncio.sleep(ERROR_PAUSE_SECONDS)
-            return None
+            return []
 
     async def _work(self, claim: Claim) -> None:
         heartbeat = asyncio.create_task(self._keep_lease(claim.pair_key))

@@ -77,22 +77,37 @@ WITH candidate AS (
       AND (p.last_worker IS NULL OR p.last_worker = $1
            OR i.received_at < clock_timestamp() - make_interval(secs => $3))
     ORDER BY i.id
-    LIMIT 1
+    LIMIT $4
     FOR UPDATE OF p SKIP LOCKED
 )
 UPDATE inbox_pairs p
 SET claimed_by = $1, claimed_until = clock_timestamp() + make_interval(secs => $2),
     last_worker = $1
-FROM candidate c
+FROM (SELECT DISTINCT pair_key, last_worker FROM candidate) c
 WHERE p.pair_key = c.pair_key
 RETURNING p.pair_key, c.last_worker
 """
 
 _PENDING = """
 UPDATE inbox SET attempts = attempts + 1
-WHERE pair_key = $1 AND answered_at IS NULL
-RETURNING id, payload, attempts,
+WHERE pair_key = ANY($1::text[]) AND answered_at IS NULL
+RETURNING id, pair_key, payload, attempts,
     EXISTS (SELECT 1 FROM outbox o WHERE o.inbox_id = inbox.id) AS sent
+"""
+
+# A WITH's data-modifying parts all run, once, on one snapshot; `marked` reads what `released`
+# returned, so nothing is marked unless the pair was still this worker's.
+_FINISH = """
+WITH released AS (
+    UPDATE inbox_pairs SET claimed_by = NULL, claimed_until = NULL
+    WHERE pair_key = $1 AND claimed_by = $2
+    RETURNING pair_key
+), marked AS (
+    UPDATE inbox SET answered_at = clock_timestamp(), answered_by = $2
+    WHERE id = ANY($3::bigint[]) AND answered_at IS NULL AND EXISTS (SELECT 1 FROM released)
+    RETURNING id
+)
+SELECT EXISTS (SELECT 1 FROM released)
 """
 
 
@@ -159,22 +174,38 @@ class PostgresInbox:
     async def claim(
         self, worker: str, lease_seconds: float, affinity_seconds: float = 0.0
     ) -> Claim | None:
-        """The pair of the oldest pending message that nobody holds, with its pending messages
-        in arrival order; None when there is none. A pair another worker answered last is left
-        to it for `affinity_seconds` (it holds the user's session in RAM: no re-read), and is
-        taken after that (that worker is busy, or dead)."""
+        """The pair of the oldest pending message that nobody holds (see `claim_many`)."""
+        claims = await self.claim_many(worker, lease_seconds, affinity_seconds, 1)
+        return claims[0] if claims else None
+
+    async def claim_many(
+        self, worker: str, lease_seconds: float, affinity_seconds: float, limit: int
+    ) -> list[Claim]:
+        """Up to `limit` pairs, those of the oldest pending messages that nobody holds, each
+        with its pending messages in arrival order. A pair another worker answered last is
+        left to it for `affinity_seconds` (it holds the user's session in RAM: no re-read),
+        and is taken after that (that worker is busy, or dead). Two round trips, however
+        many pairs."""
         async with self._pool.acquire() as con:
             async with con.transaction():
-                row = await con.fetchrow(_CLAIM, worker, lease_seconds, affinity_seconds)
-            if row is None:
-                return None
-            rows = await con.fetch(_PENDING, row["pair_key"])
-        messages = tuple(
-            Pending(r["id"], json.loads(r["payload"]), r["attempts"], r["sent"])
-            for r in sorted(rows, key=lambda r: r["id"])
-        )
-        previous = row["last_worker"]
-        return Claim(row["pair_key"], previous is not None and previous != worker, messages)
+                pairs = await con.fetch(_CLAIM, worker, lease_seconds, affinity_seconds, limit)
+            if not pairs:
+                return []
+            rows = await con.fetch(_PENDING, [p["pair_key"] for p in pairs])
+        messages: dict[str, list[asyncpg.Record]] = {}
+        for row in sorted(rows, key=lambda r: r["id"]):
+            messages.setdefault(row["pair_key"], []).append(row)
+        return [
+            Claim(
+                p["pair_key"],
+                p["last_worker"] is not None and p["last_worker"] != worker,
+                tuple(
+                    Pending(r["id"], json.loads(r["payload"]), r["attempts"], r["sent"])
+                    for r in messages.get(p["pair_key"], [])
+                ),
+            )
+            for p in pairs
+        ]
 
     async def extend(self, pair_key: str, worker: str, lease_seconds: float) -> bool:
         """Push the lease further; False when the pair is no longer this worker's."""
@@ -199,24 +230,9 @@ class PostgresInbox:
         )
 
     async def finish(self, pair_key: str, worker: str, answered: Sequence[int]) -> bool:
-        """Mark messages answered and let the pair go, in one transaction; False (nothing
-        marked) when the pair is no longer this worker's."""
-        async with self._pool.acquire() as con, con.transaction():
-            held = await con.fetchval(
-                "UPDATE inbox_pairs SET claimed_by = NULL, claimed_until = NULL"
-                " WHERE pair_key = $1 AND claimed_by = $2 RETURNING true",
-                pair_key,
-                worker,
-            )
-            if not held:
-                return False
-            await con.execute(
-                "UPDATE inbox SET answered_at = clock_timestamp(), answered_by = $2"
-                " WHERE id = ANY($1::bigint[]) AND answered_at IS NULL",
-                list(answered),
-                worker,
-            )
-        return True
+        """Mark messages answered and let the pair go, in one statement (one round trip,
+        atomic); False (nothing marked) when the pair is no longer this worker's."""
+        return bool(await self._pool.fetchval(_FINISH, pair_key, worker, list(answered)))
 
     @contextlib.asynccontextmanager
     async def wakeups(self) -> AsyncIterator[asyncio.Event]:
