@@ -17,7 +17,8 @@ reply's arrival there, minus the LLM latency. Capacity = the highest rate whose 
 was answered, at >= 90% of the offered rate, with overhead p99 at most 20 ms above the set-up's
 floor (its p99 at the lowest rate: the fake Telegram's HTTP hops, the typing action, and for
 workers the inbox's hop, which no load adds); `capacity_absolute_20ms_msgs_per_s` applies the
-20 ms to the whole overhead instead. CPU per message is read
+20 ms to the whole overhead instead; `peak_msgs_per_s` is the most answered per second in a step
+whose every message was answered, whatever the overhead. CPU per message is read
 from /proc for each process: the bot's (single process, or the workers), the platform process's,
 the database server's (postmaster and backends), and this driver's (the fakes and the users).
 
@@ -94,6 +95,9 @@ async def run(rates: Sequence[float], step: float, latency: float, history: int)
                         ("database_cpu_ms_per_msg", "database_cpu"),
                     ):
                         result.setdefault(key, {})[config.name] = per_message(steps, field)
+                result.setdefault("peak_msgs_per_s", {})[config.name] = max(
+                    (s.achieved for s in steps if s.unanswered == 0), default=0.0
+                )
                 result.setdefault("driver_cpu_ms_per_msg", {})[config.name] = per_message(
                     steps, "driver_cpu"
                 )
@@ -104,6 +108,9 @@ async def run(rates: Sequence[float], step: float, latency: float, history: int)
     capacities = result["capacity_msgs_per_s"]
     one, two = capacities["workers_1"], capacities["workers_2"]
     result["workers_2_over_workers_1"] = round(two / one, 2) if one else None
+    peaks = result["peak_msgs_per_s"]
+    if peaks["workers_1"]:
+        result["peak_workers_2_over_workers_1"] = round(peaks["workers_2"] / peaks["workers_1"], 2)
     result["targets"] = {
         "0 lost, 0 duplicated, 0 out of order": result["lost_messages"] == 0
         and result["duplicate_replies"] == 0
@@ -133,7 +140,11 @@ def table(result: dict[str, Any]) -> str:
     lines.append(f"overhead floor (p99 at the lowest rate): {result['overhead_floor_p99_ms']}")
     lines.append(f"capacity (msgs/s, p99 <= floor + 20 ms): {result['capacity_msgs_per_s']}")
     lines.append(f"capacity (p99 <= 20 ms): {result['capacity_absolute_20ms_msgs_per_s']}")
-    lines.append(f"workers_2 / workers_1: {result['workers_2_over_workers_1']}")
+    lines.append(f"peak answered/s (every message answered): {result['peak_msgs_per_s']}")
+    lines.append(
+        f"workers_2 / workers_1: capacity {result['workers_2_over_workers_1']}, "
+        f"peak {result.get('peak_workers_2_over_workers_1')}"
+    )
     lines.append(
         f"lost {result['lost_messages']}, duplicated {result['duplicate_replies']}, "
         f"out of order {result['order_violations']}; run {result['run_seconds']} s"
