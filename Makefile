@@ -51,3 +51,4 @@ bench: install
 	$(VENV)/bin/python bench/overhead.py
 	$(VENV)/bin/python bench/memory_bound.py
 	$(VENV)/bin/python bench/poison.py
+	$(VENV)/bin/python bench/scaleout.py

@@ -27,7 +27,7 @@ from bot.config import Settings, describe_settings_error, unknown_env_keys
 from bot.evaluation import register as register_eval
 from bot.evaluation import run_eval_command
 from bot.logging_setup import FILE_ONLY, configure_logging
-from bot.runner import run_bot
+from bot.roles import ROLES, run_role
 from bot.terminal import ChatPlaces, run_chat
 from cards.character import CharacterBook, CharacterFileError
 from cards.lint import lint_character, lint_lore
@@ -55,8 +55,15 @@ def build_parser() -> argparse.ArgumentParser:
     chat = commands.add_parser("chat", help="chat with a character in the terminal")
     chat.add_argument("--character", required=True, help="character id (see characters list)")
     chat.add_argument("--user", default="admin", help="your user name (default: admin)")
-    commands.add_parser(
+    run_parser = commands.add_parser(
         "run", help="run the Discord and/or Telegram bot (whichever tokens are set)"
+    )
+    run_parser.add_argument(
+        "--role",
+        choices=ROLES,
+        default="all",
+        help="all: one process does everything (default); platform: store incoming messages "
+        "in the PostgreSQL inbox; worker: answer them (several may run)",
     )
     commands.add_parser("migrate", help="apply pending database migrations and exit")
     characters = commands.add_parser("characters", help="list or lint character files")
@@ -173,7 +180,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings, log_file: Path | Non
     if args.command == "chat":
         return asyncio.run(_chat(settings, args.character, args.user, log_file))
     if args.command == "run":
-        return asyncio.run(run_bot(settings))
+        return asyncio.run(run_role(settings, args.role))
     if args.command == "db":
         return asyncio.run(run_db(args))
     if args.command == "memory":

@@ -90,6 +90,21 @@ class Settings(BaseSettings):
     stream_replies: bool = True
     stream_edit_seconds: float = Field(1.5, ge=0)
 
+    # Several workers on PostgreSQL (`companion run --role platform|worker`, README): the
+    # health endpoint (/healthz, /metrics) of each process, off unless a port is set (0: any).
+    health_port: int | None = Field(None, ge=0, le=65535)
+    health_host: str = "127.0.0.1"
+    # A worker answers this many users at once; a user's claim lasts this long past the
+    # worker's last sign of life (then another worker answers); an idle worker looks for
+    # expired claims this often; answered messages are kept this long (redeliveries).
+    worker_concurrency: int = Field(64, ge=1)
+    inbox_lease_seconds: float = Field(30.0, gt=0)
+    inbox_poll_seconds: float = Field(1.0, gt=0)
+    inbox_keep_hours: float = Field(48.0, gt=0)
+    # A user's next message waits this long for the worker that answered them last (it holds
+    # their session in RAM) before any other worker takes it.
+    inbox_affinity_ms: float = Field(50.0, ge=0)
+
     # Price table for `companion stats` (USD per million tokens); cache reads bill at 0.1x and
     # cache writes at 1.25x of the input price.
     price_input_per_mtok: float = Field(3.0, ge=0)

@@ -29,6 +29,7 @@ from telegram.ext import (
     CallbackQueryHandler,
     CommandHandler,
     ContextTypes,
+    ExtBot,
     MessageHandler,
     filters,
 )
@@ -68,22 +69,25 @@ def keyboard(answer: Answer) -> InlineKeyboardMarkup | None:
 class TelegramAdapter:
     name = "telegram"
 
-    def __init__(self, settings: Settings, commands: Commands) -> None:
+    def __init__(self, settings: Settings, commands: Commands, bot: ExtBot | None = None) -> None:
+        """`bot`: a Bot of the caller's (a worker's, which records its sends: bot/inbox/)."""
         assert settings.telegram_bot_token is not None
         self._settings = settings
         self._commands = commands
         self._in_flight = InFlight()
         base = settings.telegram_api_base_url.rstrip("/")
-        self.application: Application = (  # type: ignore[type-arg]
-            ApplicationBuilder()
-            .token(settings.telegram_bot_token.get_secret_value())
-            .base_url(f"{base}/bot")
-            .base_file_url(f"{base}/file/bot")
-            # Different chats run concurrently; one user's messages keep their order through
-            # the commands' per-caller gate and the engine's per-session lock.
-            .concurrent_updates(True)
-            .build()
-        )
+        builder = ApplicationBuilder()
+        if bot is not None:
+            builder = builder.bot(bot)
+        else:
+            builder = (
+                builder.token(settings.telegram_bot_token.get_secret_value())
+                .base_url(f"{base}/bot")
+                .base_file_url(f"{base}/file/bot")
+            )
+        # Different chats run concurrently; one user's messages keep their order through the
+        # commands' per-caller gate and the engine's per-session lock.
+        self.application: Application = builder.concurrent_updates(True).build()  # type: ignore[type-arg]
         self._register()
 
     def _register(self) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Protocol
 
 from bot.config import Settings
-from bot.llm.anthropic_provider import AnthropicLLM
 from bot.llm.openai_compat import OpenAICompatibleLLM
 from memory.engine.llm import LLM, LLMError, LLMRequest, LLMResponse, StreamingLLM, TextSink
 from memory.errors import UserFacingError
@@ -73,6 +72,10 @@ def _provider(settings: Settings) -> ClosableLLM:
             "No LLM provider is configured: add ANTHROPIC_API_KEY=... to .env (or set "
             "LLM_PROVIDER=openai and OPENAI_BASE_URL=... for an OpenAI-compatible server)"
         )
+    # Imported here: the Anthropic SDK alone takes seconds to import, which every process
+    # start (a restarted worker, an OpenAI-compatible setup) would pay for nothing.
+    from bot.llm.anthropic_provider import AnthropicLLM
+
     return AnthropicLLM(
         settings.anthropic_api_key.get_secret_value(),
         settings.llm_model,

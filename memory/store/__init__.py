@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memory.store.errors import ConversationGone, SchemaTooNewError, StoreUnavailable
+from memory.store.inbox import Inbox
 from memory.store.protocols import MemoryStore
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -36,11 +37,30 @@ async def open_store(target: str | Path, *, migrate: bool = True) -> MemoryStore
     return await SqliteStore.open(path, migrate=migrate)
 
 
+def inbox_over(url: str) -> Inbox:
+    """The durable inbox of the PostgreSQL database at `url` (migrated by `open_store`), its
+    pool not yet connected (`await inbox.connect()`); only PostgreSQL has one."""
+    if not is_postgres(url):
+        raise ValueError("the inbox needs PostgreSQL: set DATABASE_URL=postgresql://...")
+    from memory.store.postgres.inbox import PostgresInbox
+
+    return PostgresInbox.over(url)
+
+
+async def open_inbox(url: str) -> Inbox:
+    inbox = inbox_over(url)
+    await inbox.connect()
+    return inbox
+
+
 __all__ = [
     "ConversationGone",
+    "Inbox",
     "MemoryStore",
     "SchemaTooNewError",
     "StoreUnavailable",
+    "inbox_over",
     "is_postgres",
+    "open_inbox",
     "open_store",
 ]

@@ -1,0 +1,137 @@
+"""The Telegram platform process: receive updates, store each one, then acknowledge it.
+
+Long polling: the updates of one getUpdates are stored in one transaction, and only then does
+the next getUpdates carry `offset` past them, which is Telegram's acknowledgement. A process
+killed between the two sees the same updates again at its next start (Telegram keeps what was
+not acknowledged for 24 hours) and the inbox's unique (platform, update id) drops the repeats.
+A webhook: the update is stored before the 200 goes back; Telegram retries anything else.
+Nothing here parses a message: workers do, with the adapter they already have.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from bot.config import Settings
+from bot.health import Metrics
+from bot.registry import menu
+from bot.texts import LANGUAGES
+from memory.store.inbox import Arrival, Inbox
+
+log = logging.getLogger(__name__)
+POLL_TIMEOUT_SECONDS = 20
+RETRY_SECONDS = 1.0
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+
+
+def telegram_arrival(update: dict[str, Any]) -> Arrival:
+    """The inbox row of an update: its pair is the sender in the chat it came from."""
+    body = next((v for k, v in update.items() if k != "update_id" and isinstance(v, dict)), {})
+    sender = body.get("from") or {}
+    chat = body.get("chat") or (body.get("message") or {}).get("chat") or {}
+    pair = f"telegram:{sender.get('id', '-')}:{chat.get('id', '-')}"
+    return Arrival("telegram", str(update["update_id"]), pair, update)
+
+
+class TelegramIngest:
+    def __init__(self, settings: Settings, inbox: Inbox, metrics: Metrics) -> None:
+        assert settings.telegram_bot_token is not None
+        token = settings.telegram_bot_token.get_secret_value()
+        self._api = f"{settings.telegram_api_base_url.rstrip('/')}/bot{token}"
+        self._settings = settings
+        self._inbox = inbox
+        self._metrics = metrics
+        self._session: aiohttp.ClientSession | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._runner: web.AppRunner | None = None
+        self.name = "telegram"
+
+    async def _call(self, method: str, params: dict[str, Any], timeout: float = 30) -> Any:  # noqa: ASYNC109
+        assert self._session is not None
+        async with self._session.post(
+            f"{self._api}/{method}", json=params, timeout=aiohttp.ClientTimeout(total=timeout)
+        ) as response:
+            body = await response.json()
+        if not body.get("ok"):
+            raise RuntimeError(f"telegram {method}: {body.get('description', 'failed')}")
+        return body["result"]
+
+    async def start(self) -> None:
+        self._session = aiohttp.ClientSession()
+        for language in LANGUAGES:
+            commands = [{"command": n, "description": d} for n, d in menu(language)]
+            await self._call("setMyCommands", {"commands": commands, "language_code": language})
+        await self._call(
+            "setMyCommands", {"commands": [{"command": n, "description": d} for n, d in menu("en")]}
+        )
+        if self._settings.telegram_webhook_url:
+            await self._start_webhook()
+        else:
+            await self._call("deleteWebhook", {})
+            self._task = asyncio.create_task(self._poll())
+        log.info("telegram platform: storing updates in the inbox")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._session is not None:
+            await self._session.close()
+
+    async def _poll(self) -> None:
+        offset: int | None = None
+        while True:
+            params: dict[str, Any] = {"timeout": POLL_TIMEOUT_SECONDS, "allowed_updates": []}
+            if offset is not None:
+                params["offset"] = offset  # the acknowledgement of everything stored before
+            try:
+                updates = await self._call("getUpdates", params, POLL_TIMEOUT_SECONDS + 10)
+                await self._store(updates)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self._metrics.errors += 1
+                log.warning("telegram: getUpdates or the store failed; retrying", exc_info=True)
+                await asyncio.sleep(RETRY_SECONDS)
+                continue
+            if updates:
+                offset = max(int(u["update_id"]) for u in updates) + 1
+
+    async def _store(self, updates: list[dict[str, Any]]) -> None:
+        if updates:
+            self._metrics.messages_stored += await self._inbox.put(
+                [telegram_arrival(u) for u in updates]
+            )
+
+    async def _start_webhook(self) -> None:
+        settings = self._settings
+        secret = settings.telegram_webhook_secret
+        app = web.Application()
+        app.router.add_post("/{tail:.*}", self._on_webhook)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        listen, port = settings.telegram_webhook_listen, settings.telegram_webhook_port
+        await web.TCPSite(self._runner, listen, port).start()
+        params: dict[str, Any] = {"url": settings.telegram_webhook_url, "allowed_updates": []}
+        if secret is not None:
+            params["secret_token"] = secret.get_secret_value()
+        await self._call("setWebhook", params)
+
+    async def _on_webhook(self, request: web.Request) -> web.Response:
+        secret = self._settings.telegram_webhook_secret
+        if secret is not None and request.headers.get(SECRET_HEADER) != secret.get_secret_value():
+            return web.Response(status=403)
+        try:
+            await self._store([await request.json()])
+        except Exception:
+            self._metrics.errors += 1
+            log.warning("telegram webhook: the update could not be stored", exc_info=True)
+            return web.Response(status=503)  # Telegram delivers it again later
+        return web.Response(text="ok")

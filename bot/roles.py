@@ -1,0 +1,182 @@
+"""`companion run --role all|platform|worker`.
+
+- all (the default): one process takes messages from the platforms and answers them, as
+  always (bot/runner.py), on SQLite or PostgreSQL.
+- platform: receives Telegram's updates and stores each one in the inbox before acknowledging
+  it (bot/inbox/telegram_platform.py); answers nothing. One per bot token.
+- worker: claims stored messages, answers them through Telegram's REST API, and runs the
+  background jobs, each claimed by one worker at a time (bot/inbox/). Run as many as needed.
+
+platform and worker need PostgreSQL (DATABASE_URL): the inbox and the claims are its tables and
+locks. Each process serves /healthz and /metrics when HEALTH_PORT is set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+import uuid
+
+from bot.app import App, open_app
+from bot.config import Settings
+from bot.health import HealthServer, Metrics, TimedLLM
+from bot.inbox.claimed_jobs import claim_extractions
+from bot.inbox.telegram_platform import TelegramIngest
+from bot.inbox.telegram_worker import TelegramWorker
+from bot.inbox.worker import ClaimLoop
+from bot.jobs import IDLE_SWEEP_SECONDS
+from bot.llm import ClosableLLM, build_llm
+from bot.runner import run_bot, settle_garbage_collector
+from memory.store import inbox_over, open_inbox, open_store
+from memory.store.inbox import SWEEP_LOCK, Inbox
+
+log = logging.getLogger(__name__)
+ROLES = ("all", "platform", "worker")
+NEEDS_POSTGRES = (
+    "--role {role} needs PostgreSQL: set DATABASE_URL=postgresql://... (the inbox and the "
+    "workers' claims live there); on SQLite, run one process with --role all"
+)
+NEEDS_TELEGRAM = (
+    "--role {role} runs Telegram only: set TELEGRAM_BOT_TOKEN=... (Discord runs in --role all)"
+)
+
+
+def _on_signals(stop: asyncio.Event) -> None:
+    """SIGINT/SIGTERM: finish the pairs in hand, then stop (their claims are released)."""
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+
+
+async def run_role(
+    settings: Settings,
+    role: str,
+    stop: asyncio.Event | None = None,
+    llm: ClosableLLM | None = None,
+) -> int:
+    """Run one role until a signal (or `stop`); `llm` replaces the configured provider in a
+    worker (the benches' fixed-latency fake)."""
+    if role == "all":
+        return await run_bot(settings, stop)
+    if settings.database_url is None:
+        print(f"companion: {NEEDS_POSTGRES.format(role=role)}", file=sys.stderr)
+        return 2
+    if settings.telegram_bot_token is None:
+        print(f"companion: {NEEDS_TELEGRAM.format(role=role)}", file=sys.stderr)
+        return 2
+    if settings.discord_bot_token is not None:
+        log.warning("DISCORD_BOT_TOKEN is ignored by --role %s: Discord runs in --role all", role)
+    stop = stop or asyncio.Event()
+    _on_signals(stop)
+    metrics = Metrics(role)
+    if role == "platform":
+        return await _platform(settings, metrics, stop)
+    return await _worker(settings, metrics, stop, llm)
+
+
+@contextlib.asynccontextmanager
+async def _health(settings: Settings, metrics: Metrics, inbox: Inbox):  # type: ignore[no-untyped-def]
+    server = None
+    if settings.health_port is not None:
+        server = HealthServer(metrics, inbox.stats, settings.health_host, settings.health_port)
+        await server.start()
+    try:
+        yield server
+    finally:
+        if server is not None:
+            await server.stop()
+
+
+async def _platform(settings: Settings, metrics: Metrics, stop: asyncio.Event) -> int:
+    assert settings.database_url is not None
+    url = settings.database_url.get_secret_value()
+    store = await open_store(url)  # applies the migrations, 0012's inbox among them
+    await store.close()
+    inbox = await open_inbox(url)
+    try:
+        async with _health(settings, metrics, inbox) as health:
+            ingest = TelegramIngest(settings, inbox, metrics)
+            await ingest.start()
+            if health is not None:
+                health.ready()
+            log.info("running: platform (telegram)")
+            await stop.wait()
+            await ingest.stop()
+    finally:
+        await inbox.close()
+    log.info("stopped cleanly")
+    return 0
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+async def _worker(
+    settings: Settings, metrics: Metrics, stop: asyncio.Event, llm: ClosableLLM | None
+) -> int:
+    assert settings.database_url is not None
+    # A streamed reply is a message sent before the answer is complete: one that a successor
+    # worker could neither finish nor take back. Workers send each reply whole.
+    settings = settings.model_copy(update={"stream_replies": False})
+    me = worker_id()
+    timed = TimedLLM(llm or build_llm(settings), metrics)
+    async with open_app(settings, llm=timed, start_scheduler=False) as app:
+        url = settings.database_url.get_secret_value()
+        # Before the first await: the start-up extraction catch-up is spawned, not yet run.
+        inbox = inbox_over(url)
+        claim_extractions(app.extractor, inbox)
+        await inbox.connect()
+        telegram = TelegramWorker(app, inbox, me, metrics, settings.inbox_lease_seconds)
+        try:
+            async with _health(settings, metrics, inbox) as health:
+                await telegram.start()
+                loop = ClaimLoop(
+                    inbox,
+                    telegram.answer,
+                    metrics,
+                    me,
+                    concurrency=settings.worker_concurrency,
+                    lease_seconds=settings.inbox_lease_seconds,
+                    poll_seconds=settings.inbox_poll_seconds,
+                    affinity_seconds=settings.inbox_affinity_ms / 1000,
+                )
+                sweeper = asyncio.create_task(_sweep_forever(app, inbox, settings))
+                settle_garbage_collector()
+                log.info("running: worker %s", me)
+                if health is not None:
+                    health.ready()
+                await loop.run(stop)
+                sweeper.cancel()
+                await asyncio.gather(sweeper, return_exceptions=True)
+                await telegram.stop()
+        finally:
+            await inbox.close()
+    log.info("stopped cleanly")
+    return 0
+
+
+async def _sweep_forever(app: App, inbox: Inbox, settings: Settings) -> None:
+    """The session-end sweep (ends idle conversations, extracts their profiles, finishes
+    purges) on one worker at a time: the others find the lock taken and skip that round."""
+    while True:
+        await asyncio.sleep(IDLE_SWEEP_SECONDS)
+        try:
+            await sweep_once(app, inbox, settings)
+        except Exception:
+            log.error("sweep failed", exc_info=True)
+
+
+async def sweep_once(app: App, inbox: Inbox, settings: Settings) -> bool:
+    """Run the sweep if no other worker runs it now; True when this one did."""
+    async with inbox.exclusive(SWEEP_LOCK) as held:
+        if not held:
+            return False
+        await app.sweep()
+        await inbox.prune(settings.inbox_keep_hours * 3600)
+        return True

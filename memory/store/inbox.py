@@ -1,0 +1,84 @@
+"""The durable inbox between platform processes and workers (issue 16): the records it holds
+and the interface the bot's roles use. Only PostgreSQL implements it (memory/store/postgres/
+inbox.py): several workers need a database server; one process (`--role all`) needs no inbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+# The session-end sweep's lock: held by one worker at a time (any constant of ours).
+SWEEP_LOCK = 0x636F6D71
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One update as the platform delivered it."""
+
+    platform: str
+    update_key: str
+    pair_key: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Pending:
+    id: int
+    payload: dict[str, Any]
+    attempts: int
+    sent: bool  # a send is recorded for it: answered already, by a worker that then died
+
+
+@dataclass(frozen=True)
+class Claim:
+    pair_key: str
+    # Another worker answered this pair last: what this worker holds of it in RAM is stale.
+    moved: bool
+    messages: tuple[Pending, ...]
+
+
+@dataclass(frozen=True)
+class InboxStats:
+    pending: int
+    oldest_pending_seconds: float
+    claimed_pairs: int
+    oldest_claim_seconds: float
+    answered: int
+
+
+class Inbox(Protocol):
+    """What a platform process stores and what workers claim, extend, send and finish."""
+
+    async def connect(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def put(self, arrivals: Sequence[Arrival]) -> int: ...
+
+    async def claim(
+        self, worker: str, lease_seconds: float, affinity_seconds: float = 0.0
+    ) -> Claim | None: ...
+
+    async def claim_many(
+        self, worker: str, lease_seconds: float, affinity_seconds: float, limit: int
+    ) -> list[Claim]: ...
+
+    async def extend(self, pair_key: str, worker: str, lease_seconds: float) -> bool: ...
+
+    async def record_send(self, inbox_id: int, seq: int, message_id: str, worker: str) -> None: ...
+
+    async def finish(self, pair_key: str, worker: str, answered: Sequence[int]) -> bool: ...
+
+    def wakeups(self) -> AbstractAsyncContextManager[asyncio.Event]: ...
+
+    def exclusive(self, key: int) -> AbstractAsyncContextManager[bool]: ...
+
+    def extraction_claim(self, conversation_id: int) -> AbstractAsyncContextManager[bool]: ...
+
+    async def prune(self, older_than_seconds: float) -> int: ...
+
+    async def stats(self) -> InboxStats: ...

@@ -1,0 +1,196 @@
+"""Several workers on one PostgreSQL (issue 16), killed at random: real `companion run --role`
+subprocesses (one platform process, five workers) against the fake Telegram API and a fake
+LLM of varying latency. Users write in bursts and one at a time while workers are SIGKILLed
+(at least 20 kills: some at a random moment, some just as an LLM request arrives) and
+restarted, two of five always running; the platform process is killed and restarted too.
+
+Every user's newest message is answered, no reply is sent twice, each user's replies come in
+the order of their messages, nothing the platform acknowledged is lost (Telegram has no update
+left unconfirmed, and every stored message ends answered).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from pathlib import Path
+
+import asyncpg
+
+from tests import pg_fixtures
+from tests.fakes.telegram_api import FakeTelegram
+from tests.fault_helpers import until
+from tests.scaleout_helpers import Delivery, FakeChatLLM, RoleProcess, role_env
+
+pytestmark = pg_fixtures.needs_postgres
+
+SEED = 20261130
+USERS = 6
+WORKERS = 5
+RUNNING = 2  # workers still running while one is down
+KILLS = 22
+PLATFORM_KILLS = 3
+# Longer than any stall of a process on a loaded machine between renewing its lease and
+# Telegram's answer to the send (a stalled worker past its lease would let a successor answer
+# again); short enough that the pairs of a killed worker are answered within the test.
+LEASE = "3.0"
+
+
+class Scene:
+    def __init__(self, tmp_path: Path, url: str, telegram: FakeTelegram, llm: FakeChatLLM):
+        self.tmp_path = tmp_path
+        self.url = url
+        self.telegram = telegram
+        self.llm = llm
+        self.rng = random.Random(SEED)
+        self.env = role_env(
+            tmp_path,
+            url,
+            telegram,
+            llm,
+            INBOX_LEASE_SECONDS=LEASE,
+            INBOX_POLL_SECONDS="0.5",
+            LOG_LEVEL="WARNING",
+        )
+        self.started = 0
+        self.workers: list[RoleProcess] = []
+        self.platform: RoleProcess | None = None
+        self.delivery = Delivery()
+        self.kills = 0
+        self.platform_kills = 0
+        self.killing = True
+
+    async def start(self, role: str) -> RoleProcess:
+        self.started += 1
+        return await RoleProcess.start(role, self.env, self.tmp_path, self.started)
+
+    async def user(self, user: int) -> None:
+        """Writes until the killing ends: sometimes waits for the answer, sometimes not."""
+        sent = 0
+        while self.killing:
+            # A burst of one to three messages, then the answer is awaited, then a pause.
+            for _ in range(self.rng.choice((1, 1, 2, 3))):
+                self.telegram.send_private_text(10_000 + user, f"u{user}-m{sent} sigo aqui")
+                sent += 1
+                self.delivery.sent[user] = sent
+                await asyncio.sleep(self.rng.uniform(0.0, 0.05))
+            await self._answered(user, sent - 1)
+            await asyncio.sleep(self.rng.uniform(0.2, 0.8))
+
+    async def _answered(self, user: int, message: int) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            self.delivery.read(self.telegram)
+            replies = self.delivery.replies.get(user) or []
+            if replies and replies[-1] >= message:
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"user {user} got no answer to m{message}")
+
+    async def killer(self) -> None:
+        """Kill one worker at a time and start another at once: two always run."""
+        for n in range(KILLS):
+            if n % 2:
+                seen = self.llm.requests
+                await until(lambda s=seen: self.llm.requests > s, 20, "an LLM request")
+                await asyncio.sleep(self.rng.uniform(0.0, 0.1))
+            else:
+                await asyncio.sleep(self.rng.uniform(0.1, 0.4))
+            victim = await self._victim()
+            await victim.kill()
+            self.kills += 1
+            self.workers.append(await self.start("worker"))
+            if n % (KILLS // PLATFORM_KILLS) == KILLS // PLATFORM_KILLS - 1:
+                await self._kill_platform()
+        self.killing = False
+
+    async def _victim(self) -> RoleProcess:
+        """A running worker, taken when RUNNING others run too (replacements start aside)."""
+        while True:
+            running = [w for w in self.workers if await w.is_ready()]
+            if len(running) > RUNNING:
+                victim = self.rng.choice(running)
+                self.workers.remove(victim)
+                return victim
+            await asyncio.sleep(0.05)
+
+    async def _kill_platform(self) -> None:
+        assert self.platform is not None
+        await self.platform.kill()
+        self.platform_kills += 1
+        await asyncio.sleep(self.rng.uniform(0.1, 0.5))  # messages arrive meanwhile
+        self.platform = await self.start("platform")
+        await self.platform.ready()
+
+
+async def inbox_state(url: str) -> str:
+    """The inbox's pending rows and claims, for a failure's message."""
+    con = await asyncpg.connect(url)
+    try:
+        pending = await con.fetch(
+            "SELECT id, pair_key, attempts, received_at FROM inbox WHERE answered_at IS NULL"
+        )
+        pairs = await con.fetch("SELECT * FROM inbox_pairs WHERE claimed_by IS NOT NULL")
+        now = await con.fetchval("SELECT clock_timestamp()")
+    finally:
+        await con.close()
+    return f"now={now}\npending={[dict(r) for r in pending]}\nclaims={[dict(r) for r in pairs]}"
+
+
+async def inbox_counts(url: str) -> tuple[int, int]:
+    """(rows, unanswered rows) of the inbox."""
+    con = await asyncpg.connect(url)
+    try:
+        row = await con.fetchrow(
+            "SELECT count(*) AS rows, count(*) FILTER (WHERE answered_at IS NULL) AS open"
+            " FROM inbox"
+        )
+        assert row is not None
+        return int(row["rows"]), int(row["open"])
+    finally:
+        await con.close()
+
+
+async def test_workers_killed_at_random_lose_and_repeat_nothing(
+    tmp_path: Path, pg_base: str
+) -> None:
+    url = await pg_fixtures.fresh_database(pg_base)
+    rng = random.Random(SEED + 1)
+    async with FakeTelegram() as telegram, FakeChatLLM(lambda: rng.uniform(0.02, 0.35)) as llm:
+        scene = Scene(tmp_path, url, telegram, llm)
+        scene.platform = await scene.start("platform")
+        scene.workers = [await scene.start("worker") for _ in range(WORKERS)]
+        await asyncio.gather(*(p.ready() for p in [scene.platform, *scene.workers]))
+        try:
+            await asyncio.wait_for(
+                asyncio.gather(scene.killer(), *(scene.user(u) for u in range(USERS))), 70
+            )
+
+            def done() -> bool:
+                scene.delivery.read(telegram)
+                return scene.delivery.complete()
+
+            await until(done, 30, "every user's newest message answered")
+            await until(lambda: not telegram.pending_updates, 10, "every update acknowledged")
+            stored, unanswered = await inbox_counts(url)
+        except BaseException:
+            print(f"kills={scene.kills} sent={scene.delivery.sent}")
+            print(f"got={dict(scene.delivery.replies)}\n{await inbox_state(url)}")
+            for process in [scene.platform, *scene.workers]:
+                print(f"---- {process.role} {process.log.name}\n{process.output()[-3000:]}")
+            raise
+        finally:
+            for process in [scene.platform, *scene.workers]:
+                await process.kill()
+    delivery = scene.delivery
+    total = sum(delivery.sent.values())
+    print(f"kills={scene.kills} platform_kills={scene.platform_kills} messages={total}")
+    assert scene.kills >= 20 and scene.platform_kills >= PLATFORM_KILLS
+    # Each message the users sent was stored once (a platform process killed before it acked
+    # saw its updates again: one row each), and each was answered.
+    assert (stored, unanswered) == (total, 0)
+    assert delivery.lost() == 0
+    assert delivery.duplicates() == 0, dict(delivery.replies)
+    assert delivery.order_violations() == 0, dict(delivery.replies)
+    assert total >= 40  # enough traffic for the kills to land mid-conversation
