@@ -19,6 +19,19 @@ from typing import Any
 from memory.store.protocols import DeploymentCopy
 
 PAGE_ROWS = 2000
+# The tables of a user's memory with a character, each with user_id and character_id columns:
+# what a forget deletes (children first) and what `characters_of` looks in.
+MEMORY_TABLES = (
+    "followups",
+    "followup_settings",
+    "conversations",
+    "turns",
+    "summaries",
+    "facts",
+    "llm_usage",
+    "memory_rejections",
+    "reply_sources",
+)
 
 # Every data table in foreign-key order, with its columns (those of the SQLite schema, in
 # its order) and the integer key rows are paged by (None: read in one page).

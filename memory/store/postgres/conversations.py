@@ -254,26 +254,11 @@ class PgConversationsMixin(PostgresStoreBase):
         await con.execute(
             "INSERT INTO llm_usage (user_id, character_id, conversation_id, turn_id, kind,"
             " model, ok, error, input_tokens, cache_read_tokens, cache_write_tokens,"
-            " output_tokens, latency_ms, created_at, tool_round, fragments, tools_called)"
+            " output_tokens, latency_ms, tool_round, fragments, tools_called, created_at)"
             " SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17"
             " WHERE $3::bigint IS NULL OR EXISTS (SELECT 1 FROM conversations WHERE id = $3)",
-            record.user_id,
-            record.character_id,
-            record.conversation_id,
-            record.turn_id,
-            record.kind,
-            record.model,
-            int(record.ok),
-            record.error,
-            record.input_tokens,
-            record.cache_read_tokens,
-            record.cache_write_tokens,
-            record.output_tokens,
-            float(record.latency_ms),
+            *_usage_values(record),
             ts(now),
-            record.tool_round,
-            record.fragments,
-            record.tools_called,
         )
 
     async def usage_records(

@@ -10,7 +10,7 @@ import asyncpg
 
 from memory.models import Fact, ReplySources, Summary, Thread, Turn
 from memory.profile.fact_keys import registry_key, storage_key
-from memory.store.copy import COPY_TABLES
+from memory.store.copy import COPY_TABLES, MEMORY_TABLES
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
 from memory.store.postgres.rows import ids_param, ts
@@ -18,18 +18,6 @@ from memory.store.postgres.terms import search_vector
 from memory.store.remap import evidence as remapped
 from memory.store.remap import summary_values
 
-# The tables of a user's memory with a character, each with user_id and character_id columns.
-_MEMORY_TABLES = (
-    "followups",
-    "followup_settings",
-    "conversations",
-    "turns",
-    "summaries",
-    "facts",
-    "llm_usage",
-    "memory_rejections",
-    "reply_sources",
-)
 # Children before parents: what forget deletes, in this order.
 _FORGET_ORDER = (
     "followups",
@@ -159,7 +147,7 @@ class PgPrivacyMixin(PostgresStoreBase):
         """Every character this user has any row with, loaded now or not."""
         union = " UNION ".join(
             f"SELECT character_id FROM {table} WHERE user_id = $1"
-            for table in (*_MEMORY_TABLES, "character_choices")
+            for table in (*MEMORY_TABLES, "character_choices")
         )
         found = await self._pool.fetch(
             f'SELECT character_id FROM ({union}) AS c ORDER BY character_id COLLATE "C"',
@@ -174,7 +162,7 @@ class PgPrivacyMixin(PostgresStoreBase):
         async with self._transaction() as con:
             # Locked first: a memory row written meanwhile for this user waits for the decision.
             await con.execute("SELECT 1 FROM users WHERE id = $1 FOR UPDATE", user_id)
-            for table in (*_MEMORY_TABLES, "fact_history"):
+            for table in (*MEMORY_TABLES, "fact_history"):
                 if await con.fetchval(f"SELECT 1 FROM {table} WHERE user_id = $1 LIMIT 1", user_id):
                     return False
             for table in ("character_choices", "user_preferences"):

@@ -14,24 +14,12 @@ from memory.models import (
     Turn,
 )
 from memory.profile.fact_keys import registry_key, storage_key
+from memory.store.copy import MEMORY_TABLES
 from memory.store.records import fact as _fact
 from memory.store.records import ts as _ts
 from memory.store.remap import evidence as remapped
 from memory.store.remap import summary_values
 from memory.store.sqlite.base import StoreBase, on_db_thread
-
-# The tables of a user's memory with a character, each with user_id and character_id columns.
-_MEMORY_TABLES = (
-    "followups",
-    "followup_settings",
-    "conversations",
-    "turns",
-    "summaries",
-    "facts",
-    "llm_usage",
-    "memory_rejections",
-    "reply_sources",
-)
 
 
 class PrivacyMixin(StoreBase):
@@ -152,7 +140,7 @@ class PrivacyMixin(StoreBase):
     @on_db_thread
     def characters_of(self, user_id: int) -> list[str]:
         """Every character this user has any row with, loaded now or not."""
-        tables = (*_MEMORY_TABLES, "character_choices")
+        tables = (*MEMORY_TABLES, "character_choices")
         union = " UNION ".join(
             f"SELECT character_id FROM {table} WHERE user_id = ?1" for table in tables
         )
@@ -170,7 +158,7 @@ class PrivacyMixin(StoreBase):
     @on_db_thread
     def _forget_user_rows(self, user_id: int) -> bool:
         with self._transaction() as db:
-            for table in (*_MEMORY_TABLES, "fact_history"):
+            for table in (*MEMORY_TABLES, "fact_history"):
                 if db.execute(
                     f"SELECT 1 FROM {table} WHERE user_id = ? LIMIT 1", (user_id,)
                 ).fetchall():
