@@ -1,6 +1,6 @@
 """Realistic stores of a given number of turns, built fast and cached under the temp folder.
 
-The schema is the real one: `Store.open` creates the file, so every migration and trigger
+The schema is the real one: `SqliteStore.open` creates the file, so every migration and trigger
 applies, including the FTS5 trigger that indexes each turn as it is inserted. Rows are then bulk
 inserted with plain sqlite3 `executemany` in one transaction.
 
