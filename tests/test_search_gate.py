@@ -34,3 +34,11 @@ def test_the_gate_decides_once_per_query() -> None:
     # The gate looks at the best hits only, not at a strong match far down the ranking.
     far = [*vague, exchange(6, 0.1, 1.9), exchange(7, 0.1, 1.8), exchange(8, 0.9, 1.7)]
     assert chosen(far, config) == []
+
+
+def test_an_exchange_below_the_threshold_stays_out_even_above_the_floor() -> None:
+    config = RankConfig(gate=0.45, threshold=0.2, relative=0.3)
+    # Exchange 9 ranks high by bm25 (well above the relative floor) but matches a tenth of
+    # the query: the threshold alone keeps it out.
+    ranked = [exchange(4, 0.8, 5.0), exchange(9, 0.1, 4.0), exchange(10, 0.5, 3.0)]
+    assert chosen(ranked, config) == [4, 10]

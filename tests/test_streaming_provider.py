@@ -117,3 +117,25 @@ async def test_a_provider_that_cannot_stream_shows_nothing_before_the_end() -> N
 
     response = await llm.stream(REQUEST, sink)
     assert response.text.startswith("Hola") and seen == []  # the adapter sends it whole
+
+
+async def test_each_breakpoint_reaches_the_api_with_its_lifetime(
+    fake_anthropic: FakeAnthropic,
+) -> None:
+    """The sheet is cached for an hour, what changes more often for the default 5 minutes:
+    the request the SDK sends says so, block by block."""
+    fake_anthropic.queue(Text("Hola."))
+    request = LLMRequest(
+        kind="reply",
+        system=(TextBlock("sheet", cache="1h"), TextBlock("profile", cache="5m"), TextBlock("x")),
+        messages=(ChatMessage("user", (TextBlock("Hola", cache="5m"),)),),
+    )
+    llm = _llm(fake_anthropic)
+    try:
+        await llm.complete(request)
+    finally:
+        await llm.close()
+    body = fake_anthropic.bodies()[-1]
+    marks = [block.get("cache_control") for block in body["system"]]
+    assert marks == [{"type": "ephemeral", "ttl": "1h"}, {"type": "ephemeral"}, None]
+    assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
