@@ -17,7 +17,7 @@ from memory.engine.companion import EngineSettings
 from memory.engine.prompt import Budgets, min_cacheable_tokens
 from memory.models import FACT_KINDS
 from memory.profile.view import Lifetimes
-from memory.store import POSTGRES_SCHEMES
+from memory.store import POSTGRES_SCHEMES, public_name
 
 
 class Settings(BaseSettings):
@@ -157,10 +157,7 @@ class Settings(BaseSettings):
     @property
     def database_name(self) -> str:
         """The database as logs and messages may name it: never the URL's password."""
-        if self.database_url is None:
-            return str(self.database_path)
-        url = urlsplit(self.database_url.get_secret_value())
-        return f"postgresql://{url.hostname or 'localhost'}:{url.port or 5432}{url.path}"
+        return public_name(self.database_target)
 
     @field_validator("timezone")
     @classmethod

@@ -5,6 +5,7 @@ called by the composition root and the admin CLI, is the one place that picks a 
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from memory.store.errors import ConversationGone, SchemaTooNewError, StoreUnavailable
 from memory.store.inbox import Inbox
@@ -15,6 +16,15 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 def is_postgres(target: str | Path) -> bool:
     return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
+
+
+def public_name(target: str | Path) -> str:
+    """The database as logs and messages may name it: a file path, or a server's host, port
+    and database, never the URL's user or password."""
+    if not is_postgres(target):
+        return str(target)
+    url = urlsplit(str(target))
+    return f"postgresql://{url.hostname or 'localhost'}:{url.port or 5432}{url.path}"
 
 
 async def open_store(target: str | Path, *, migrate: bool = True) -> MemoryStore:
@@ -63,4 +73,5 @@ __all__ = [
     "is_postgres",
     "open_inbox",
     "open_store",
+    "public_name",
 ]

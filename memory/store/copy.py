@@ -19,18 +19,18 @@ from typing import Any
 from memory.store.protocols import DeploymentCopy
 
 PAGE_ROWS = 2000
-# The tables of a user's memory with a character, each with user_id and character_id columns:
-# what a forget deletes (children first) and what `characters_of` looks in.
+# The tables of a user's memory with a character, each with user_id and character_id columns,
+# children before parents: the order a forget deletes them in (and where `characters_of` looks).
 MEMORY_TABLES = (
     "followups",
     "followup_settings",
-    "conversations",
-    "turns",
-    "summaries",
-    "facts",
+    "reply_sources",
     "llm_usage",
     "memory_rejections",
-    "reply_sources",
+    "summaries",
+    "facts",
+    "turns",
+    "conversations",
 )
 
 # Every data table in foreign-key order, with its columns (those of the SQLite schema, in

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
+from memory.store import public_name
 from memory.store.errors import SchemaTooNewError
 from memory.store.postgres.changes import ChangeFeed
 from memory.store.purge import BackgroundPurge
@@ -85,8 +86,7 @@ def redact_url(url: str) -> str:
 def connection_problem(url: str, error: BaseException) -> str | None:
     """One line for an admin when `error` means the server cannot be used (unreachable, a
     wrong password, no such database); None for any other error."""
-    parts = urlsplit(url)
-    where = f"postgresql://{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path}"
+    where = public_name(url)
     if isinstance(error, OSError | TimeoutError):
         reason = error.strerror or str(error) or type(error).__name__
     elif isinstance(

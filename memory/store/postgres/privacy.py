@@ -18,18 +18,6 @@ from memory.store.postgres.terms import search_vector
 from memory.store.remap import evidence as remapped
 from memory.store.remap import summary_values
 
-# Children before parents: what forget deletes, in this order.
-_FORGET_ORDER = (
-    "followups",
-    "followup_settings",
-    "reply_sources",
-    "llm_usage",
-    "memory_rejections",
-    "summaries",
-    "facts",
-    "turns",
-    "conversations",
-)
 _EXPORTED = ("conversations", "turns", "summaries", "facts")
 
 
@@ -132,7 +120,7 @@ class PgPrivacyMixin(PostgresStoreBase):
         background (base.py's `_purge_step` says what it does and does not do to the bytes)."""
         counts: dict[str, int] = {}
         async with self._transaction() as con:
-            for table in _FORGET_ORDER:
+            for table in MEMORY_TABLES:
                 status = await con.execute(
                     f"DELETE FROM {table} WHERE user_id = $1 AND character_id = $2",
                     user_id,

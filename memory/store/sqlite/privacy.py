@@ -121,17 +121,7 @@ class PrivacyMixin(StoreBase):
         owned = "WHERE user_id = ? AND character_id = ?"
         counts: dict[str, int] = {}
         with self._transaction() as db:
-            for table in (
-                "followups",
-                "followup_settings",
-                "reply_sources",
-                "llm_usage",
-                "memory_rejections",
-                "summaries",
-                "facts",
-                "turns",
-                "conversations",
-            ):
+            for table in MEMORY_TABLES:  # children before parents
                 cursor = db.execute(f"DELETE FROM {table} {owned}", (user_id, character_id))
                 counts[table] = cursor.rowcount
             self._record_pending_purge()
