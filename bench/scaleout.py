@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import tempfile
 import time
@@ -111,6 +112,7 @@ async def run(rates: Sequence[float], step: float, latency: float, history: int)
     peaks = result["peak_msgs_per_s"]
     if peaks["workers_1"]:
         result["peak_workers_2_over_workers_1"] = round(peaks["workers_2"] / peaks["workers_1"], 2)
+    result.update(cpu_ceiling(result))
     result["targets"] = {
         "0 lost, 0 duplicated, 0 out of order": result["lost_messages"] == 0
         and result["duplicate_replies"] == 0
@@ -119,6 +121,38 @@ async def run(rates: Sequence[float], step: float, latency: float, history: int)
     }
     result["run_seconds"] = round(time.perf_counter() - started, 1)
     return result
+
+
+def cpu_ceiling(result: dict[str, Any]) -> dict[str, Any]:
+    """Why two workers cannot double one here: every process of a set-up (workers, platform,
+    database server, and this driver's fakes) shares the machine's cores, so the answered rate
+    can never pass cores x 1000 / (CPU ms per message, all processes). Its share busy at the
+    peak says how close a set-up already ran to that wall."""
+    cores = len(os.sched_getaffinity(0))
+    totals, ceilings, busy = {}, {}, {}
+    for name in ("workers_1", "workers_2"):
+        total = sum(
+            result[key][name]
+            for key in (
+                "worker_cpu_ms_per_msg",
+                "platform_cpu_ms_per_msg",
+                "database_cpu_ms_per_msg",
+                "driver_cpu_ms_per_msg",
+            )
+        )
+        totals[name] = round(total, 2)
+        ceilings[name] = round(cores * 1000 / total, 1) if total else None
+        busy[name] = round(result["peak_msgs_per_s"][name] * total / (cores * 1000), 2)
+    target = SCALE_TARGET * result["peak_msgs_per_s"]["workers_1"]
+    return {
+        "cores": cores,
+        "cpu_ms_per_msg_all_processes": totals,
+        "cpu_ceiling_msgs_per_s": ceilings,
+        "cpu_busy_share_at_peak": busy,
+        # The cores' share that 1.6x workers_1's peak would take at workers_2's CPU per message:
+        # above 1, no code can reach the target on this machine.
+        "cpu_share_needed_for_target": round(target * totals["workers_2"] / (cores * 1000), 2),
+    }
 
 
 def table(result: dict[str, Any]) -> str:
@@ -144,6 +178,13 @@ def table(result: dict[str, Any]) -> str:
     lines.append(
         f"workers_2 / workers_1: capacity {result['workers_2_over_workers_1']}, "
         f"peak {result.get('peak_workers_2_over_workers_1')}"
+    )
+    lines.append(
+        f"CPU wall on {result['cores']} cores: all processes use "
+        f"{result['cpu_ms_per_msg_all_processes']} ms/msg, so at most "
+        f"{result['cpu_ceiling_msgs_per_s']} msgs/s; busy at peak "
+        f"{result['cpu_busy_share_at_peak']}; {SCALE_TARGET}x workers_1's peak would need "
+        f"{result['cpu_share_needed_for_target']} of the cores"
     )
     lines.append(
         f"lost {result['lost_messages']}, duplicated {result['duplicate_replies']}, "

@@ -77,3 +77,26 @@ def test_memory_bound_evicts_idle_sessions() -> None:
     assert result["sessions_in_ram_cap_100"] == 60
     assert result["rss_mb_after_60_users"] > 0
     assert result["runs"]["10"]["failed_answers"] == 0
+
+
+def test_scaleout_names_the_cpu_wall_from_every_process_share() -> None:
+    from bench.scaleout import cpu_ceiling
+
+    per_process = {"workers_1": 4.0, "workers_2": 5.0}
+    result = {
+        key: per_process
+        for key in (
+            "worker_cpu_ms_per_msg",
+            "platform_cpu_ms_per_msg",
+            "database_cpu_ms_per_msg",
+            "driver_cpu_ms_per_msg",
+        )
+    }
+    result["peak_msgs_per_s"] = {"workers_1": 50.0, "workers_2": 60.0}
+    wall = cpu_ceiling(result)
+    cores = wall["cores"]
+    assert wall["cpu_ms_per_msg_all_processes"] == {"workers_1": 16.0, "workers_2": 20.0}
+    assert wall["cpu_ceiling_msgs_per_s"]["workers_2"] == round(cores * 1000 / 20.0, 1)
+    assert wall["cpu_busy_share_at_peak"]["workers_1"] == round(50 * 16.0 / (cores * 1000), 2)
+    # 1.6 x 50 msgs/s at 20 ms each is 1,600 ms of CPU per second.
+    assert wall["cpu_share_needed_for_target"] == round(1600 / (cores * 1000), 2)
