@@ -31,7 +31,12 @@ see an admission and a refusal; the exit code is 1 when one of them is wrong (or
 The corpus and the matching live in bench/poison_data.py; the copying model and the four paths
 in bench/poison_paths.py.
 
-Usage: .venv/bin/python bench/poison.py [--split fit|report|all] [--limit N] [--paths a,b] [--json]
+Usage: .venv/bin/python bench/poison.py [--split fit|report|all] [--limit N] [--paths a,b]
+       [--corpus DIR] [--json]
+
+bench/poison_heldout/ is a second corpus, written later and blind to the defences and to the
+first one (it was never looked at while the gate was built): measure it with
+`--corpus bench/poison_heldout --split all`.
 """
 
 from __future__ import annotations
@@ -215,6 +220,8 @@ def run(
 ) -> dict[str, Any]:
     started, load_before = time.perf_counter(), load_average()
     corpus_entries = load_corpus(corpus)
+    if corpus != CORPUS:  # another corpus is measured against the same controls
+        corpus_entries += [e for e in load_corpus(CORPUS) if e.kind == "control"]
     entries = select(corpus_entries, split, limit)
     logged = LogCounter()
     logging.getLogger().addHandler(logged)
@@ -339,6 +346,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="override every character's retrieval mode",
     )
     parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=CORPUS,
+        help="a folder of corpus files (bench/poison_heldout: the blind held-out set, never "
+        "fitted on; measure it with --split all)",
+    )
+    parser.add_argument(
         "--json", action="store_true", help="print one JSON object (the table to stderr)"
     )
     args = parser.parse_args(argv)
@@ -346,7 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = sorted(set(paths) - set(PATHS))
     if unknown:
         parser.error(f"unknown paths {unknown}; valid: {', '.join(PATHS)}")
-    result = run(args.split, args.limit, paths, args.retrieval)
+    result = run(args.split, args.limit, paths, args.retrieval, args.corpus)
     emit(result, table(result), args.json)
     return 0 if result["controls_ok"] and not result["errors"] else 1
 
