@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from cards.character import Character, CharacterBook
 from memory.engine.bursts import Burst, BurstAnswering, Bursts, CallGate
-from memory.engine.compaction import BackgroundWork
+from memory.engine.compaction import BackgroundWork, OwnCompactions
 from memory.engine.followups import FollowUpWriting
 from memory.engine.llm import TextSink
 from memory.engine.off_record import OffRecordAnswering, OffRecordSessions
@@ -95,6 +95,7 @@ class Companion(BurstAnswering, BackgroundWork, OffRecordAnswering, FollowUpWrit
         self._end_listeners: list[Callable[[Conversation], Awaitable[None]]] = []
         self._forget_listeners: list[Callable[[int, str], Awaitable[None]]] = []
         self._users_seen_at_changes = 0
+        self._compaction_claims = OwnCompactions()
 
     @property
     def characters(self) -> CharacterBook:
