@@ -179,23 +179,33 @@ class BurstAnswering:
             async with self._sessions.lock(thread):
                 now = self._clock()
                 session = await self._store_burst(user, thread, burst, now)
-                if burst.stored_reply is not None:
-                    self._bursts.close(burst)
-                    return Reply(burst.stored_reply.text, turn_id=burst.stored_reply.id)
-                key = f"{first.platform}:{first.platform_user_id}"
-                wait = await gate.take(key) if gate is not None else 0.0
+                wait = 0.0
+                if gate is not None and burst.stored_reply is None:
+                    wait = await gate.take(f"{first.platform}:{first.platform_user_id}")
+                    if wait <= 0:
+                        # The gate may have waited on the database (workers count calls
+                        # there): messages that joined meanwhile are stored too, or the
+                        # answer would go on one whose turn is not in the window.
+                        session = await self._store_burst(user, thread, burst, now)
                 if wait <= 0:
                     self._bursts.close(burst)  # no await since the last store: none is left
-                    assert burst.last_turn is not None
-                    return await self._reply(
-                        session, character, burst.last_turn, now, burst.on_text
-                    )
+                    return await self._answer_stored(session, character, burst, now)
                 burst.held = True
             if on_held is not None and not notified:
                 notified = True
                 await on_held(wait)
             assert gate is not None
             await gate.wait(wait)
+
+    async def _answer_stored(
+        self, session: Session, character: Character, burst: Burst, now: datetime
+    ) -> Reply:
+        """The reply to the burst's newest turn: the one already stored, when the burst ran
+        before in a process that died before sending it; else one LLM call."""
+        if burst.stored_reply is not None:
+            return Reply(burst.stored_reply.text, turn_id=burst.stored_reply.id)
+        assert burst.last_turn is not None
+        return await self._reply(session, character, burst.last_turn, now, burst.on_text)
 
     async def _store_held(self, burst: Burst) -> None:
         _, user, thread = await self._open_thread(burst.messages[0])
