@@ -88,9 +88,11 @@ class BackgroundWork:
         folded = False
         try:
             async with self._compaction_claims.claim(job) as mine:
-                if not mine:  # another worker folds it (or did): its summary reaches this
+                if not mine:
+                    # Another worker folds it (or did): its summary reaches this session
+                    # through the change feed, at the next message.
                     log.debug("compaction of %s: claimed elsewhere or done", session.thread)
-                    return  # session through the change feed
+                    return
                 folded = await self._fold(session, job)
         finally:
             session.compacting = False
