@@ -20,6 +20,7 @@ from bot.registry import help_lines
 from bot.reload import CharacterReloader
 from bot.texts import fact_key_label, pick_language, text
 from cards.character import Character, CharacterFileError
+from memory.engine.bursts import CallGate
 from memory.engine.companion import Companion
 from memory.engine.llm import TextSink
 from memory.errors import UserFacingError
@@ -86,6 +87,10 @@ class RateLimiter:
             return 0.0
         return self._window - (now - hits[0])
 
+    async def take(self, key: str) -> float:
+        """The engine's gate (memory.engine.bursts.CallGate): `reserve`, counted in RAM."""
+        return self.reserve(key)
+
     async def wait(self, seconds: float) -> None:
         await self._sleep(seconds)
 
@@ -146,7 +151,9 @@ class Commands:
         self._limits = limits
         self._admins = set(admin_ids)
         self._clock = clock
-        self._rate = RateLimiter(limits.rate_limit_messages, limits.rate_limit_window_seconds)
+        self._rate: CallGate = RateLimiter(
+            limits.rate_limit_messages, limits.rate_limit_window_seconds
+        )
         self._memoria_rate = RateLimiter(limits.memoria_limit, limits.memoria_window_seconds)
         self._order = ArrivalOrder()
         self.photos: Photos | None = None  # set by the composition root (bot/app.py)
@@ -239,8 +246,9 @@ class Commands:
         )
         return _answer_of(pending)
 
-    def use_rate_limiter(self, limiter: RateLimiter) -> None:
-        """Replace the rate limiter (tests give one with a clock and a sleep of their own)."""
+    def use_rate_limiter(self, limiter: CallGate) -> None:
+        """Replace the rate limiter: tests give one with a clock and a sleep of their own, and
+        workers one counted in the database (bot/inbox/shared_limits.py)."""
         self._rate = limiter
 
     def character_choices(self) -> list[tuple[str, str]]:

@@ -25,7 +25,8 @@ import uuid
 from bot.app import App, open_app
 from bot.config import Settings
 from bot.health import HealthServer, Metrics, TimedLLM
-from bot.inbox.claimed_jobs import claim_extractions
+from bot.inbox.claimed_jobs import ClaimedCompactions, claim_extractions
+from bot.inbox.shared_limits import SharedRateLimiter
 from bot.inbox.telegram_platform import TelegramIngest
 from bot.inbox.telegram_worker import TelegramWorker
 from bot.inbox.worker import ClaimLoop
@@ -131,6 +132,9 @@ async def _worker(
         # Before the first await: the start-up extraction catch-up is spawned, not yet run.
         inbox = inbox_over(url)
         claim_extractions(app.extractor, inbox)
+        app.companion.claim_compactions(ClaimedCompactions(inbox, app.store))
+        limit, window = settings.rate_limit_messages, settings.rate_limit_window_seconds
+        app.commands.use_rate_limiter(SharedRateLimiter(inbox, limit, window))
         await inbox.connect()
         telegram = TelegramWorker(app, inbox, me, metrics, settings.inbox_lease_seconds)
         try:

@@ -58,6 +58,16 @@ class Turn:
 
 
 @dataclass(frozen=True, slots=True)
+class UserTurn:
+    """A user's turn as the store holds it: stored now, or found by its source key because the
+    message ran before (then `reply` is the character's stored answer to it, if any)."""
+
+    turn: Turn
+    existed: bool = False
+    reply: Turn | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SummaryFields:
     """The six fields of the rolling summary, in the fixed order they are rendered in."""
 
@@ -142,6 +152,15 @@ class Incoming:
     @property
     def scope(self) -> str:
         return "dm" if self.channel_kind == "dm" else f"group:{self.platform}:{self.channel_id}"
+
+    @property
+    def source_key(self) -> str | None:
+        """Where the message came from, when the platform names it (the adapters pass
+        Telegram's message_id, Discord's message id; the terminal none): a message run again
+        (after a crash, a redelivery) is recognised by it and stored once."""
+        if self.platform_message_id is None:
+            return None
+        return f"{self.platform}:{self.channel_id}:{self.platform_message_id}"
 
 
 @dataclass(frozen=True, slots=True)

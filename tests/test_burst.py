@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bot.app import App
 from bot.commands import RateLimiter
 from bot.texts import text
 from tests.conftest import FakeClock
@@ -16,6 +17,7 @@ from tests.fakes.anthropic_api import Delay, FakeAnthropic, Text, route_of
 from tests.fakes.anthropic_api import _default as fake_default
 from tests.fakes.discord_api import FakeDiscord
 from tests.fault_helpers import newest_user_text, request_texts, telegram_bot, turns
+from tests.helpers import dm
 from tests.test_discord_adapter import ALICE, reply_target, running
 
 ANA = 1001
@@ -195,3 +197,35 @@ async def test_a_held_call_on_discord_is_announced_then_answered_once(
         assert len(fake.sent_dms(ALICE)) == 3
     assert answer.content == "Re: tres" and reply_target(answer) == int(held[-1]["id"])
     assert request_texts(fake_anthropic.bodies()[1])[-2:] == ["dos", "tres"]
+
+
+class CountingGate:
+    """A call gate that waits while it counts the call, as the workers' one waits on the
+    database (bot/inbox/shared_limits.py)."""
+
+    def __init__(self) -> None:
+        self.counting = asyncio.Event()
+        self.counted = asyncio.Event()
+
+    async def take(self, key: str) -> float:
+        self.counting.set()
+        await self.counted.wait()
+        return 0.0
+
+    async def wait(self, seconds: float) -> None:
+        raise AssertionError("never held")
+
+
+async def test_a_message_arriving_while_the_gate_counts_the_call_joins_it(
+    app: App, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.default = echo()
+    gate = CountingGate()
+    first = app.companion.submit(dm("uno"), gate)
+    await gate.counting.wait()
+    second = app.companion.submit(dm("dos"), gate)  # joins the burst while the gate counts
+    gate.counted.set()
+    replies = await asyncio.gather(first, second)
+    assert [r.text for r in replies] == ["", "Re: dos"]
+    assert user_turns(app.settings.database_target) == ["uno", "dos"]
+    assert len(fake_anthropic.bodies()) == 1

@@ -6,7 +6,8 @@ restarted, two of five always running; the platform process is killed and restar
 
 Every user's newest message is answered, no reply is sent twice, each user's replies come in
 the order of their messages, nothing the platform acknowledged is lost (Telegram has no update
-left unconfirmed, and every stored message ends answered).
+left unconfirmed, and every stored message ends answered), and the turn log holds each user
+message once, however often a killed worker's successor ran it again.
 """
 
 from __future__ import annotations
@@ -133,9 +134,23 @@ async def inbox_state(url: str) -> str:
         )
         pairs = await con.fetch("SELECT * FROM inbox_pairs WHERE claimed_by IS NOT NULL")
         now = await con.fetchval("SELECT clock_timestamp()")
+        rows = await con.fetch(
+            "SELECT i.id, i.update_key, i.pair_key, i.attempts, i.answered_at IS NOT NULL AS done,"
+            " i.answered_by, (SELECT count(*) FROM outbox o WHERE o.inbox_id = i.id) AS sends"
+            " FROM inbox i ORDER BY i.id"
+        )
+        log = await con.fetch(
+            "SELECT t.id, u.platform_user_id AS user, t.role, left(t.text, 24) AS text,"
+            " t.source_key FROM turns t JOIN users u ON u.id = t.user_id ORDER BY t.id"
+        )
     finally:
         await con.close()
-    return f"now={now}\npending={[dict(r) for r in pending]}\nclaims={[dict(r) for r in pairs]}"
+    turns = "\n".join(str(tuple(r)) for r in log)
+    inbox = "\n".join(str(tuple(r)) for r in rows)
+    return (
+        f"now={now}\npending={[dict(r) for r in pending]}\nclaims={[dict(r) for r in pairs]}"
+        f"\nturns:\n{turns}\ninbox:\n{inbox}"
+    )
 
 
 async def inbox_counts(url: str) -> tuple[int, int]:
@@ -148,6 +163,20 @@ async def inbox_counts(url: str) -> tuple[int, int]:
         )
         assert row is not None
         return int(row["rows"]), int(row["open"])
+    finally:
+        await con.close()
+
+
+async def turn_counts(url: str) -> tuple[int, int]:
+    """(user turns, user turns of a message stored more than once) in the turn log."""
+    con = await asyncpg.connect(url)
+    try:
+        row = await con.fetchrow(
+            "SELECT count(*) AS turns, count(*) - count(DISTINCT (user_id, platform_message_id))"
+            " AS repeated FROM turns WHERE role = 'user'"
+        )
+        assert row is not None
+        return int(row["turns"]), int(row["repeated"])
     finally:
         await con.close()
 
@@ -174,11 +203,13 @@ async def test_workers_killed_at_random_lose_and_repeat_nothing(
             await until(done, 30, "every user's newest message answered")
             await until(lambda: not telegram.pending_updates, 10, "every update acknowledged")
             stored, unanswered = await inbox_counts(url)
+            user_turns, repeated_turns = await turn_counts(url)
         except BaseException:
             print(f"kills={scene.kills} sent={scene.delivery.sent}")
             print(f"got={dict(scene.delivery.replies)}\n{await inbox_state(url)}")
             for process in [scene.platform, *scene.workers]:
                 print(f"---- {process.role} {process.log.name}\n{process.output()[-3000:]}")
+            print("sent:", [m.get("text") for m in telegram.sent_messages()][-60:])
             raise
         finally:
             for process in [scene.platform, *scene.workers]:
@@ -190,6 +221,9 @@ async def test_workers_killed_at_random_lose_and_repeat_nothing(
     # Each message the users sent was stored once (a platform process killed before it acked
     # saw its updates again: one row each), and each was answered.
     assert (stored, unanswered) == (total, 0)
+    # A message run again by the successor of a worker killed mid-answer found its turn: the
+    # turn log holds each message once (a second copy would show in the next prompts).
+    assert (user_turns, repeated_turns) == (total, 0)
     assert delivery.lost() == 0
     assert delivery.duplicates() == 0, dict(delivery.replies)
     assert delivery.order_violations() == 0, dict(delivery.replies)

@@ -3,20 +3,51 @@
 The session-end sweep runs under one advisory lock (bot/roles.py); a conversation's profile
 extraction, however it is reached (the sweep, a conversation ended by a message, the start-up
 catch-up every worker runs), under that conversation's own lock, and only while it is still
-owed: two workers never extract one conversation, and neither extracts it twice.
+owed: two workers never extract one conversation, and neither extracts it twice. A thread's
+compaction runs under the thread's claim, and only while the summary it folds into is still
+the newest: a user whose messages moved to another worker mid-compaction is compacted once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from memory.models import Conversation
 from memory.profile.extraction import ProfileExtractor
 from memory.store.inbox import Inbox
+from memory.store.protocols import Summaries
+from memory.summary.rolling import CompactionInput
 
 log = logging.getLogger(__name__)
 CLAIMED_ELSEWHERE = "claimed elsewhere"
+# How long a compaction's claim outlives a worker that died holding it: longer than any
+# summary call with its retries; until then that thread is compacted by nobody (its window
+# only grows a little).
+COMPACTION_CLAIM_SECONDS = 600.0
+
+
+class ClaimedCompactions:
+    """The engine's CompactionClaims over the inbox's job claims (memory/engine/compaction.py)."""
+
+    def __init__(self, inbox: Inbox, summaries: Summaries) -> None:
+        self._inbox = inbox
+        self._summaries = summaries
+
+    @contextlib.asynccontextmanager
+    async def claim(self, job: CompactionInput) -> AsyncIterator[bool]:
+        thread = job.thread
+        key = f"compaction:{thread.user_id}:{thread.character_id}:{thread.scope}"
+        async with self._inbox.job_claim(key, COMPACTION_CLAIM_SECONDS) as held:
+            if not held:
+                yield False
+                return
+            # Another worker may have folded this window a moment ago: then the job's summary
+            # is no longer the newest, and folding again would overwrite that worker's.
+            newest = await self._summaries.latest_summary(thread)
+            previous = job.previous.id if job.previous is not None else None
+            yield (newest.id if newest is not None else None) == previous
 
 
 def claim_extractions(extractor: ProfileExtractor, inbox: Inbox) -> None:

@@ -25,7 +25,7 @@ class CallGate(Protocol):
     """A cap on LLM calls per user (the chat platforms' rate limit). Messages are never refused
     by it: a call it holds back waits, and the messages that arrive meanwhile join that call."""
 
-    def reserve(self, key: str) -> float:
+    async def take(self, key: str) -> float:
         """0 when a call may be made now (and is counted); else the seconds until one may."""
         ...
 
@@ -45,6 +45,9 @@ class Burst:
     done: asyncio.Future[Reply]
     stored: int = 0  # messages[:stored] are in the turn log
     last_turn: Turn | None = None
+    # The character's reply to `last_turn`, already stored: the burst ran before, in a process
+    # that died before the reply was sent. It is sent as it is, with no LLM call.
+    stored_reply: Turn | None = None
     held: bool = False  # the rate limit holds the call: members store their own turns
     closed: bool = False  # the call has begun: later messages start the next burst
     # Where the answer is shown while it is written: the newest message's, as the answer is
@@ -176,20 +179,33 @@ class BurstAnswering:
             async with self._sessions.lock(thread):
                 now = self._clock()
                 session = await self._store_burst(user, thread, burst, now)
-                key = f"{first.platform}:{first.platform_user_id}"
-                wait = gate.reserve(key) if gate is not None else 0.0
+                wait = 0.0
+                if gate is not None and burst.stored_reply is None:
+                    wait = await gate.take(f"{first.platform}:{first.platform_user_id}")
+                    if wait <= 0:
+                        # The gate may have waited on the database (workers count calls
+                        # there): messages that joined meanwhile are stored too, or the
+                        # answer would go on one whose turn is not in the window.
+                        session = await self._store_burst(user, thread, burst, now)
                 if wait <= 0:
                     self._bursts.close(burst)  # no await since the last store: none is left
-                    assert burst.last_turn is not None
-                    return await self._reply(
-                        session, character, burst.last_turn, now, burst.on_text
-                    )
+                    return await self._answer_stored(session, character, burst, now)
                 burst.held = True
             if on_held is not None and not notified:
                 notified = True
                 await on_held(wait)
             assert gate is not None
             await gate.wait(wait)
+
+    async def _answer_stored(
+        self, session: Session, character: Character, burst: Burst, now: datetime
+    ) -> Reply:
+        """The reply to the burst's newest turn: the one already stored, when the burst ran
+        before in a process that died before sending it; else one LLM call."""
+        if burst.stored_reply is not None:
+            return Reply(burst.stored_reply.text, turn_id=burst.stored_reply.id)
+        assert burst.last_turn is not None
+        return await self._reply(session, character, burst.last_turn, now, burst.on_text)
 
     async def _store_held(self, burst: Burst) -> None:
         _, user, thread = await self._open_thread(burst.messages[0])

@@ -5,11 +5,13 @@ and owned by a user and character, so that a forget can cancel them)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cards.character import Character
 from memory.engine.session import Session, SessionCache
@@ -23,6 +25,22 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+class CompactionClaims(Protocol):
+    """Who may fold a thread's window now. Several workers on one database may each hold a
+    session of one user (their messages moved between workers mid-compaction): the claim
+    lets one of them compact, and only while the job is still owed."""
+
+    def claim(self, job: CompactionInput) -> AbstractAsyncContextManager[bool]: ...
+
+
+class OwnCompactions:
+    """One process (`--role all`): every compaction is its own."""
+
+    @contextlib.asynccontextmanager
+    async def claim(self, job: CompactionInput) -> AsyncIterator[bool]:
+        yield True
+
+
 class BackgroundWork:
     """What it needs of the engine is declared here and set by `Companion.__init__`."""
 
@@ -34,6 +52,11 @@ class BackgroundWork:
     _clock: Callable[[], datetime]
     _tasks: set[asyncio.Task[Any]]
     _owned_tasks: dict[tuple[int, str], set[asyncio.Task[Any]]]
+    _compaction_claims: CompactionClaims
+
+    def claim_compactions(self, claims: CompactionClaims) -> None:
+        """Compact only under `claims` (workers sharing one database: bot/inbox/)."""
+        self._compaction_claims = claims
 
     # ---- compaction -------------------------------------------------------------------------
 
@@ -64,25 +87,34 @@ class BackgroundWork:
     async def _compact(self, session: Session, job: CompactionInput) -> None:
         folded = False
         try:
-            summary = await self._summariser.compact(job, self._clock())
-            if summary is None:
-                return
-            async with self._sessions.lock(session.thread):
-                summary_id = await self._store.save_summary(
-                    session.thread, summary, job.conversation_id
-                )
-                if summary_id is None:  # forgotten meanwhile: nothing was written
+            async with self._compaction_claims.claim(job) as mine:
+                if not mine:
+                    # Another worker folds it (or did): its summary reaches this session
+                    # through the change feed, at the next message.
+                    log.debug("compaction of %s: claimed elsewhere or done", session.thread)
                     return
-                session.summary = replace(summary, id=summary_id)
-                # Turns that arrived during the call stay: the window is append-only.
-                session.window = [t for t in session.window if t.id > summary.covers_up_to_turn_id]
-            folded = True
+                folded = await self._fold(session, job)
         finally:
             session.compacting = False
             # A failure waits for `window_keep_turns` more turns: while the summary model
             # keeps failing, each message must not pay for another round of attempts.
             keep = self._settings.window_keep_turns
             session.compaction_retry_at = 0 if folded else len(session.window) + keep
+
+    async def _fold(self, session: Session, job: CompactionInput) -> bool:
+        summary = await self._summariser.compact(job, self._clock())
+        if summary is None:
+            return False
+        async with self._sessions.lock(session.thread):
+            summary_id = await self._store.save_summary(
+                session.thread, summary, job.conversation_id
+            )
+            if summary_id is None:  # forgotten meanwhile: nothing was written
+                return False
+            session.summary = replace(summary, id=summary_id)
+            # Turns that arrived during the call stay: the window is append-only.
+            session.window = [t for t in session.window if t.id > summary.covers_up_to_turn_id]
+        return True
 
     # ---- background work --------------------------------------------------------------------
 

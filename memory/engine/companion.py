@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from cards.character import Character, CharacterBook
 from memory.engine.bursts import Burst, BurstAnswering, Bursts, CallGate
-from memory.engine.compaction import BackgroundWork
+from memory.engine.compaction import BackgroundWork, OwnCompactions
 from memory.engine.followups import FollowUpWriting
 from memory.engine.llm import TextSink
 from memory.engine.off_record import OffRecordAnswering, OffRecordSessions
@@ -29,6 +29,7 @@ from memory.models import (
     Thread,
     Turn,
     User,
+    UserTurn,
 )
 from memory.profile.view import ProfileLines
 from memory.store import ConversationGone
@@ -94,6 +95,7 @@ class Companion(BurstAnswering, BackgroundWork, OffRecordAnswering, FollowUpWrit
         self._end_listeners: list[Callable[[Conversation], Awaitable[None]]] = []
         self._forget_listeners: list[Callable[[int, str], Awaitable[None]]] = []
         self._users_seen_at_changes = 0
+        self._compaction_claims = OwnCompactions()
 
     @property
     def characters(self) -> CharacterBook:
@@ -196,12 +198,17 @@ class Companion(BurstAnswering, BackgroundWork, OffRecordAnswering, FollowUpWrit
         await self._refresh_profile_if_changed(session, now)
         while burst.stored < len(burst.messages):
             before = session
-            session, turn = await self._add_user_turn(session, burst.messages[burst.stored], now)
+            session, stored = await self._add_user_turn(
+                session, burst.messages[burst.stored], now
+            )
             if burst.stored == 0 and session.conversation.id == before.conversation.id:
                 session.previous_activity = before.last_activity
             session.last_activity = now
             burst.stored += 1
-            burst.last_turn = turn
+            burst.last_turn = stored.turn
+            # Only the newest message's stored reply answers the burst: one that arrived after
+            # it still needs the LLM.
+            burst.stored_reply = stored.reply
         return session
 
     async def _reply(
@@ -263,14 +270,17 @@ class Companion(BurstAnswering, BackgroundWork, OffRecordAnswering, FollowUpWrit
 
     async def _add_user_turn(
         self, session: Session, incoming: Incoming, now: datetime
-    ) -> tuple[Session, Turn]:
-        """Store the user's turn and end the window with it. If another process wrote to the
-        database since the session was read (the admin CLI: `companion memory import`,
-        `forget`), the session is read again, so no reply is built from memory that was
-        changed or deleted; a conversation deleted under it is begun anew."""
-        text, message_id = incoming.text, incoming.platform_message_id
+    ) -> tuple[Session, UserTurn]:
+        """Store the user's turn (once: see TurnLog.add_user_turn) and end the window with it.
+        If another process wrote to the database since the session was read (the admin CLI:
+        `companion memory import`, `forget`), the session is read again, so no reply is built
+        from memory that was changed or deleted; a conversation deleted under it is begun
+        anew."""
+        text, message_id, key = incoming.text, incoming.platform_message_id, incoming.source_key
         try:
-            turn = await self._store.add_turn(session.conversation, "user", text, now, message_id)
+            stored = await self._store.add_user_turn(
+                session.conversation, text, now, message_id, key
+            )
         except ConversationGone:
             log.info("conversation %s was deleted by another process", session.conversation.id)
             self._sessions.drop(session.thread)
@@ -281,13 +291,20 @@ class Companion(BurstAnswering, BackgroundWork, OffRecordAnswering, FollowUpWrit
             )
             thread = replace(session.thread, user_id=user.id)
             session = await self._session(user, thread, now)
-            turn = await self._store.add_turn(session.conversation, "user", text, now, message_id)
-        if self._store.external_changes == session.store_changes or session.compacting:
+            stored = await self._store.add_user_turn(
+                session.conversation, text, now, message_id, key
+            )
+        turn = stored.turn
+        if stored.existed:
+            # The message ran before (a process died after storing it): its turn, and the
+            # reply if one was stored, are read back with the window instead of appended.
+            log.info("message %s was stored before (turn %s): not stored again", key, turn.id)
+        elif self._store.external_changes == session.store_changes or session.compacting:
             session.window.append(turn)  # (a compaction in flight finishes first; next time)
-            return session, turn
+            return session, stored
         fresh = await self._restore(session.user, session.thread, session.conversation, now)
         self._sessions.put(fresh)
-        return fresh, turn
+        return fresh, stored
 
     async def _refresh_profile_if_changed(self, session: Session, now: datetime) -> None:
         thread = session.thread

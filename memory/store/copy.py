@@ -44,7 +44,7 @@ COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
     ),
     "turns": (
         ("id", "conversation_id", "user_id", "character_id", "scope", "role", "text",
-         "created_at", "platform_message_id"),
+         "created_at", "platform_message_id", "source_key"),
         "id",
     ),
     "summaries": (

@@ -79,6 +79,16 @@ class Inbox(Protocol):
 
     def extraction_claim(self, conversation_id: int) -> AbstractAsyncContextManager[bool]: ...
 
+    def job_claim(self, job_key: str, lease_seconds: float) -> AbstractAsyncContextManager[bool]:
+        """True when this process holds the job now (nobody else does, or their claim ran out);
+        let go when the block ends."""
+        ...
+
+    async def take_call(self, rate_key: str, limit: int, window_seconds: float) -> float:
+        """The per-user rate limit shared by every worker: 0 when a call may be made now (it
+        is counted), else the seconds until the oldest call in the window leaves it."""
+        ...
+
     async def prune(self, older_than_seconds: float) -> int: ...
 
     async def stats(self) -> InboxStats: ...

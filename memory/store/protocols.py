@@ -25,6 +25,7 @@ from memory.models import (
     Turn,
     UsageRecord,
     User,
+    UserTurn,
 )
 from memory.search.terms import Term
 
@@ -59,6 +60,18 @@ class TurnLog(Protocol):
         now: datetime,
         platform_message_id: str | None = None,
     ) -> Turn: ...
+
+    async def add_user_turn(
+        self,
+        conversation: Conversation,
+        text: str,
+        now: datetime,
+        platform_message_id: str | None,
+        source_key: str | None,
+    ) -> UserTurn:
+        """A user's turn; with a source key already stored in the thread, nothing is written
+        and the stored turn comes back (`existed`), with the first reply after it, if any."""
+        ...
 
     async def add_reply(
         self,

@@ -8,7 +8,16 @@ from typing import Any
 
 import asyncpg
 
-from memory.models import Conversation, ReplySources, Summary, Thread, Turn, UsageRecord, User
+from memory.models import (
+    Conversation,
+    ReplySources,
+    Summary,
+    Thread,
+    Turn,
+    UsageRecord,
+    User,
+    UserTurn,
+)
 from memory.store.errors import ConversationGone
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
@@ -29,6 +38,25 @@ _WITH_SOURCES = (
     ", s AS (INSERT INTO reply_sources (turn_id, user_id, character_id, fact_ids, summary_id,"
     " window_turn_ids, fragment_turn_ids, created_at) SELECT t.id, $3, $4, $10, $11, $12,"
     " $13, $1 FROM t)"
+)
+# A user's turn with its source key: a key already stored in the thread writes nothing (the
+# unique index turns_source), told apart from a deleted conversation by `c`.
+_WITH_USER_TURN = (
+    "WITH c AS (UPDATE conversations SET last_activity_at = $1 WHERE id = $2 RETURNING id),"
+    " t AS (INSERT INTO turns (conversation_id, user_id, character_id, scope, role, text,"
+    " created_at, platform_message_id, search, source_key) SELECT c.id, $3, $4, $5, $6, $7, $1,"
+    " $8, $9::tsvector, $10 FROM c ON CONFLICT DO NOTHING RETURNING id)"
+    " SELECT (SELECT id FROM c) AS conversation, (SELECT id FROM t) AS turn"
+)
+# The turn a source key names in a thread, and the first turn after it that is not a tool's,
+# which is the reply to it when it is the character's.
+_SOURCED = (
+    "SELECT t.id, t.conversation_id, t.role, t.text, t.created_at, t.platform_message_id,"
+    " n.id AS next_id, n.role AS next_role, n.text AS next_text,"
+    " n.created_at AS next_created_at FROM turns t"
+    " LEFT JOIN LATERAL (SELECT id, role, text, created_at FROM turns WHERE conversation_id ="
+    " t.conversation_id AND id > t.id AND role <> 'tool' ORDER BY id LIMIT 1) n ON true"
+    " WHERE t.user_id = $1 AND t.character_id = $2 AND t.scope = $3 AND t.source_key = $4"
 )
 # A usage row of a conversation is written only while it exists (a forget may have won).
 _WITH_USAGE = (
@@ -152,6 +180,42 @@ class PgConversationsMixin(PostgresStoreBase):
         if turn_id is None:
             raise ConversationGone(conversation.id)
         return Turn(turn_id, conversation.id, role, text, now, platform_message_id)
+
+    async def add_user_turn(
+        self,
+        conversation: Conversation,
+        text: str,
+        now: datetime,
+        platform_message_id: str | None,
+        source_key: str | None,
+    ) -> UserTurn:
+        """See TurnLog.add_user_turn: one round trip unless the message was stored before."""
+        row = await self._pool.fetchrow(
+            _WITH_USER_TURN,
+            *_turn_values(conversation, "user", text, now, platform_message_id),
+            source_key,
+        )
+        assert row is not None
+        if row["conversation"] is None:
+            raise ConversationGone(conversation.id)
+        if row["turn"] is not None:
+            turn_id = row["turn"]
+            return UserTurn(Turn(turn_id, conversation.id, "user", text, now, platform_message_id))
+        thread = conversation.thread
+        found = await self._pool.fetchrow(
+            _SOURCED, thread.user_id, thread.character_id, thread.scope, source_key
+        )
+        assert found is not None  # the key's row blocked the insert; a turn is never updated
+        reply = None
+        if found["next_role"] == "assistant":
+            reply = Turn(
+                found["next_id"],
+                found["conversation_id"],
+                "assistant",
+                found["next_text"],
+                datetime.fromisoformat(found["next_created_at"]),
+            )
+        return UserTurn(rows.turn(found), existed=True, reply=reply)
 
     async def add_reply(
         self,

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Self
 
@@ -73,6 +74,34 @@ WITH released AS (
     RETURNING id
 )
 SELECT EXISTS (SELECT 1 FROM released)
+"""
+
+_JOB_CLAIM = """
+INSERT INTO job_claims (job_key, holder, held_until)
+VALUES ($1, $2, clock_timestamp() + make_interval(secs => $3))
+ON CONFLICT (job_key) DO UPDATE SET holder = excluded.holder, held_until = excluded.held_until
+WHERE job_claims.held_until < clock_timestamp()
+RETURNING true
+"""
+
+# The key's calls inside the window, oldest first; this one is added when fewer than the limit
+# are. ON CONFLICT DO UPDATE locks the row and reads its newest version, so concurrent calls
+# for one key are counted one after another. Returns 0 when this call was taken (its time is
+# the newest), else the seconds until the oldest call in the window leaves it.
+_TAKE_CALL = """
+WITH now AS (SELECT statement_timestamp() AS t)
+INSERT INTO rate_limits AS r (rate_key, hits) SELECT $1, ARRAY[now.t] FROM now
+ON CONFLICT (rate_key) DO UPDATE SET hits = (
+    WITH kept AS (
+        SELECT array(SELECT h FROM unnest(r.hits) AS h
+                     WHERE h > statement_timestamp() - make_interval(secs => $3) ORDER BY h) AS a
+    )
+    SELECT CASE WHEN cardinality(kept.a) < $2 THEN kept.a || statement_timestamp() ELSE kept.a END
+    FROM kept
+)
+RETURNING CASE WHEN r.hits[cardinality(r.hits)] = statement_timestamp() THEN 0
+    ELSE extract(epoch FROM r.hits[1] + make_interval(secs => $3) - statement_timestamp())
+END
 """
 
 
@@ -254,12 +283,38 @@ class PostgresInbox:
                         "SELECT pg_advisory_unlock($1, $2)", EXTRACTION_LOCKS, conversation_id
                     )
 
+    @contextlib.asynccontextmanager
+    async def job_claim(self, job_key: str, lease_seconds: float) -> AsyncIterator[bool]:
+        """A claim row (job_claims) held for the block, taken over once its lease ran out."""
+        holder = uuid.uuid4().hex
+        held = bool(await self._pool.fetchval(_JOB_CLAIM, job_key, holder, lease_seconds))
+        try:
+            yield held
+        finally:
+            if held:
+                await self._pool.execute(
+                    "DELETE FROM job_claims WHERE job_key = $1 AND holder = $2", job_key, holder
+                )
+
+    async def take_call(self, rate_key: str, limit: int, window_seconds: float) -> float:
+        """One statement under the key's row lock, so two workers never both take the last
+        call of a window; the wait is the database's clock, like every lease here."""
+        wait = await self._pool.fetchval(_TAKE_CALL, rate_key, limit, window_seconds)
+        return max(0.0, float(wait))
+
     async def prune(self, older_than_seconds: float) -> int:
-        """Delete answered messages past the redelivery horizon (their sends go with them)."""
+        """Delete answered messages past the redelivery horizon (their sends go with them),
+        and the rate counts and job claims that no longer hold anything."""
         status = await self._pool.execute(
             "DELETE FROM inbox WHERE answered_at < clock_timestamp() - make_interval(secs => $1)",
             older_than_seconds,
         )
+        await self._pool.execute(
+            "DELETE FROM rate_limits WHERE hits[cardinality(hits)]"
+            " < clock_timestamp() - make_interval(secs => $1)",
+            older_than_seconds,
+        )
+        await self._pool.execute("DELETE FROM job_claims WHERE held_until < clock_timestamp()")
         return int(status.split()[-1])
 
     async def stats(self) -> InboxStats:

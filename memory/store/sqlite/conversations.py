@@ -15,6 +15,7 @@ from memory.models import (
     Turn,
     UsageRecord,
     User,
+    UserTurn,
 )
 from memory.store import records
 from memory.store.errors import ConversationGone
@@ -110,6 +111,51 @@ class ConversationsMixin(StoreBase):
             raise
 
     @on_db_thread
+    def add_user_turn(
+        self,
+        conversation: Conversation,
+        text: str,
+        now: datetime,
+        platform_message_id: str | None,
+        source_key: str | None,
+    ) -> UserTurn:
+        """See TurnLog.add_user_turn (one method on the store's thread: atomic)."""
+        try:
+            with self._transaction():
+                found = self._sourced_turn(conversation.thread, source_key)
+                if found is not None:
+                    return found
+                turn = self._insert_turn(
+                    conversation, "user", text, now, platform_message_id, source_key
+                )
+                return UserTurn(turn)
+        except sqlite3.IntegrityError as error:
+            if self._one("SELECT 1 FROM conversations WHERE id = ?", (conversation.id,)) is None:
+                raise ConversationGone(conversation.id) from error
+            raise
+
+    def _sourced_turn(self, thread: Thread, source_key: str | None) -> UserTurn | None:
+        """The thread's turn with this source key and the reply after it (the first turn of
+        its conversation after it that is not a tool's, when it is the character's)."""
+        if source_key is None:
+            return None
+        row = self._one(
+            "SELECT * FROM turns WHERE user_id = ? AND character_id = ? AND scope = ?"
+            " AND source_key = ?",
+            (thread.user_id, thread.character_id, thread.scope, source_key),
+        )
+        if row is None:
+            return None
+        turn = self._turn(row)
+        after = self._one(
+            "SELECT * FROM turns WHERE conversation_id = ? AND id > ? AND role <> 'tool'"
+            " ORDER BY id LIMIT 1",
+            (turn.conversation_id, turn.id),
+        )
+        reply = self._turn(after) if after is not None and after["role"] == "assistant" else None
+        return UserTurn(turn, existed=True, reply=reply)
+
+    @on_db_thread
     def add_reply(
         self,
         conversation: Conversation,
@@ -153,11 +199,12 @@ class ConversationsMixin(StoreBase):
         text: str,
         now: datetime,
         platform_message_id: str | None,
+        source_key: str | None = None,
     ) -> Turn:
         thread = conversation.thread
         row = self._one(
             "INSERT INTO turns (conversation_id, user_id, character_id, scope, role, text,"
-            " created_at, platform_message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            " created_at, platform_message_id, source_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " RETURNING id",
             (
                 conversation.id,
@@ -168,6 +215,7 @@ class ConversationsMixin(StoreBase):
                 text,
                 _ts(now),
                 platform_message_id,
+                source_key,
             ),
         )
         self._con.execute(

@@ -1,0 +1,164 @@
+"""What several workers share on one PostgreSQL besides the inbox (issue 16): a thread's
+compaction is claimed by one worker and done once, and the per-user rate limit is counted in
+the database, so two workers together hold a user to one limit and the notice that says when
+the character will answer stays true."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from bot.answers import Answer, Caller
+from bot.app import App, open_app
+from bot.inbox.claimed_jobs import ClaimedCompactions
+from bot.inbox.shared_limits import SharedRateLimiter
+from memory.models import Summary, SummaryFields, Thread
+from memory.store.postgres import PostgresStore
+from memory.store.postgres.inbox import PostgresInbox
+from memory.summary.rolling import CompactionInput
+from tests import pg_fixtures
+from tests.conftest import FakeClock, make_settings
+from tests.fakes.anthropic_api import Delay, FakeAnthropic, ToolUse
+from tests.helpers import dm
+
+pytestmark = pg_fixtures.needs_postgres
+
+NOW = datetime(2026, 11, 2, 18, 30, tzinfo=UTC)
+SUMMARY = {
+    "established_facts": ["Ane vive en Bilbao"],
+    "relationship": [],
+    "commitments": [],
+    "tone": [],
+    "open_threads": [],
+    "canon": [],
+}
+
+
+@pytest.fixture
+async def inboxes(pg_url: str) -> AsyncIterator[tuple[PostgresInbox, PostgresInbox]]:
+    one, two = await PostgresInbox.open(pg_url), await PostgresInbox.open(pg_url)
+    try:
+        yield one, two
+    finally:
+        await one.close()
+        await two.close()
+
+
+async def workers(
+    stack: AsyncExitStack, tmp_path: Path, fake: FakeAnthropic, url: str, **overrides: Any
+) -> list[App]:
+    """Two workers' engines on one database, each with its own inbox connection."""
+    apps = []
+    for n in range(2):
+        settings = make_settings(tmp_path / f"w{n}", fake, database_url=url, **overrides)
+        app = await stack.enter_async_context(
+            open_app(settings, clock=FakeClock(), start_scheduler=False)
+        )
+        inbox = await PostgresInbox.open(url)
+        stack.push_async_callback(inbox.close)
+        app.companion.claim_compactions(ClaimedCompactions(inbox, app.store))
+        limit, window = settings.rate_limit_messages, settings.rate_limit_window_seconds
+        app.commands.use_rate_limiter(SharedRateLimiter(inbox, limit, window))
+        apps.append(app)
+    return apps
+
+
+async def count(url: str, sql: str) -> int:
+    connection = await asyncpg.connect(url)
+    try:
+        return int(await connection.fetchval(sql))
+    finally:
+        await connection.close()
+
+
+async def test_a_thread_moved_mid_compaction_is_compacted_once(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, pg_url: str
+) -> None:
+    # The first worker's summary call is slow: the user's next message reaches the second
+    # worker meanwhile, whose session (read from the store) is due for compaction too.
+    fake_anthropic.queue(Delay(1.0, ToolUse("write_summary", SUMMARY)), route="write_summary")
+    async with AsyncExitStack() as stack:
+        one, two = await workers(
+            stack, tmp_path, fake_anthropic, pg_url, window_trigger_turns=4, window_keep_turns=2
+        )
+        await one.companion.handle(dm("Hola, soy Ane"))
+        await one.companion.handle(dm("Vivo en Bilbao"))  # the window is due: compacting
+        await two.companion.handle(dm("Y tengo un perro"))
+        await asyncio.gather(one.companion.drain(), two.companion.drain())
+    assert len(fake_anthropic.bodies("write_summary")) == 1
+    assert await count(pg_url, "SELECT count(*) FROM summaries") == 1
+
+
+async def test_a_compaction_claim_is_exclusive_owed_and_outlived_by_nobody(
+    inboxes: tuple[PostgresInbox, PostgresInbox], pg_url: str
+) -> None:
+    store = await PostgresStore.open(pg_url)
+    try:
+        user = await store.upsert_user("telegram", "1", "Ane", NOW)
+        thread = Thread(user.id, "detective_bilbao", "dm")
+        conversation = await store.start_conversation(thread, NOW)
+        turn = await store.add_turn(conversation, "user", "hola", NOW)
+        job = CompactionInput(thread, "Koldo", "es", None, (turn,), conversation.id)
+        one, two = (ClaimedCompactions(inbox, store) for inbox in inboxes)
+        async with one.claim(job) as first:
+            async with two.claim(job) as second:
+                assert (first, second) == (True, False)
+            summary = Summary(SummaryFields(established_facts=("x",)), frozenset(), turn.id, NOW)
+            await store.save_summary(thread, summary, conversation.id)
+        async with two.claim(job) as again:
+            assert not again  # folded already: its summary is no longer the newest
+        # A worker that dies holding a claim loses it when the lease runs out.
+        async with inboxes[0].job_claim("compaction:x", 0.1) as dead:
+            await asyncio.sleep(0.2)
+            async with inboxes[1].job_claim("compaction:x", 30) as successor:
+                assert dead and successor
+    finally:
+        await store.close()
+
+
+async def test_two_workers_count_one_limit_per_user(
+    inboxes: tuple[PostgresInbox, PostgresInbox],
+) -> None:
+    one, two = (SharedRateLimiter(inbox, 3, 60) for inbox in inboxes)
+    taken = await asyncio.gather(*(w.take("telegram:1") for w in (one, two) * 4))
+    assert sorted(taken)[:3] == [0.0] * 3
+    assert all(59 < wait <= 60 for wait in sorted(taken)[3:])  # the oldest call leaves at 60 s
+    assert await two.take("telegram:2") == 0.0  # per user
+
+
+async def test_a_call_held_by_the_shared_limit_is_made_when_the_notice_says(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, pg_url: str
+) -> None:
+    caller = Caller("telegram", "1", "Ane", "dm", "1")
+    notices: list[tuple[float, str]] = []
+
+    async def notify(answer: Answer) -> None:
+        notices.append((time.monotonic(), answer.text))
+
+    async with AsyncExitStack() as stack:
+        one, two = await workers(
+            stack,
+            tmp_path,
+            fake_anthropic,
+            pg_url,
+            rate_limit_messages=2,
+            rate_limit_window_seconds=2.0,
+        )
+        await one.commands.chat(caller, "uno", "1", notify)
+        await two.commands.chat(caller, "dos", "2", notify)
+        answer = await one.commands.chat(caller, "tres", "3", notify)  # the third in 2 s
+        answered = time.monotonic()
+    assert answer.ok and len(fake_anthropic.bodies()) == 3
+    [(held_at, notice)] = notices
+    seconds = int("".join(c for c in notice if c.isdigit()))
+    assert seconds == 2
+    # The call was made within the time the notice gave (it is rounded up), not long after.
+    assert 1.0 < answered - held_at <= seconds + 0.5
