@@ -23,7 +23,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from memory.engine.prompt import Fragment
@@ -68,11 +68,6 @@ class RankConfig:
     # Share of a matching fact's or summary claim's score its cited exchanges gain. Not fitted:
     # the bench's conversations have no facts nor summaries; the neighbours' share.
     citation: float = 0.5
-    # How a fact's or claim's words reach the exchanges it cites: "lend" (a share of the
-    # claim's own score, added) or "join" (scored as part of the exchange's text, as an index
-    # expanded with them would: one BM25 over the union, so a query split between the turn's
-    # words and the claim's covers more of itself).
-    cited_mode: str = "lend"
     coverage_power: float = 0.5  # bm25 x (share of the query matched) ** this
     # Fragments, in two steps (fitted together by `--fit`, at most 3% of foreign questions
     # getting any): does the query concern this thread at all (one of the best hits matches at
@@ -91,8 +86,6 @@ class _Query:
     patterns: list[re.Pattern[str]]
     idf: list[float]
     average: float  # characters in an average exchange
-    # turn id -> the folded texts of the facts and claims citing it ("join" mode)
-    cited: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -185,9 +178,6 @@ class Retriever:
             return []  # (with citations, a fact may still name an exchange in other words)
         candidates = _group(rows)
         scoring = await self._query(terms, candidates, ids, (user_id, character_id, scope))
-        joining = config.citation > 0 and config.cited_mode == "join"
-        if joining:
-            await self._join_cited((user_id, character_id, scope), candidates, scoring)
         for candidate in candidates:
             self._score(candidate, scoring)
         if config.neighbour > 0:
@@ -197,7 +187,7 @@ class Retriever:
                 self._score(candidate, scoring)
                 candidates.append(candidate)
             _spread_to_neighbours(candidates, config.neighbour)
-        if config.citation > 0 and not joining:
+        if config.citation > 0:
             await self._add_cited((user_id, character_id, scope), candidates, scoring)
         months = named_months(query)
         spans = when.spans if when else ()
@@ -240,7 +230,6 @@ class Retriever:
 
     def _score(self, candidate: _Candidate, query: _Query) -> None:
         texts = [fold(t.text) for t in candidate.turns if t.role != "tool"]
-        texts += dict.fromkeys(c for t in candidate.turns for c in query.cited.get(t.id, ()))
         # One string per exchange: a newline never joins two words, so the patterns find
         # exactly what they would in each turn alone, with one search per term.
         length = sum(len(text) for text in texts)
@@ -261,26 +250,6 @@ class Retriever:
         score = matched / sum(query.idf) if sum(query.idf) > 0 else 0.0
         # Matching more of the query counts beyond what the sum gives (Lucene's "coord").
         return total * score**self.config.coverage_power, score
-
-    async def _join_cited(
-        self, where: tuple[int, str, str | None], candidates: list[_Candidate], query: _Query
-    ) -> None:
-        """The facts and claims citing a turn become part of its exchange's text, and the
-        exchanges cited by a claim matching the query join the candidates."""
-        cited: dict[int, list[str]] = {}
-        wanted: set[int] = set()
-        for claim in await known_claims(self.store, *where):
-            text = fold(claim.text)
-            for turn_id in claim.turn_ids:
-                cited.setdefault(turn_id, []).append(text)
-            pairs = zip(query.terms, query.patterns, strict=True)
-            if any(pattern.search(text) for term, pattern in pairs if term.stem in text):
-                wanted.update(claim.turn_ids)
-        query.cited.update((turn_id, tuple(texts)) for turn_id, texts in cited.items())
-        present = {turn.id for c in candidates for turn in c.turns}
-        missing = sorted(wanted - present)
-        if missing:
-            candidates += _group(await self.store.exchange_turns(*where, missing))
 
     async def _add_cited(
         self, where: tuple[int, str, str | None], candidates: list[_Candidate], query: _Query
