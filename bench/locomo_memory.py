@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from memory.engine.llm import LLMRequest, LLMResponse, ToolCall
 from memory.engine.tokens import TokenEstimator
-from memory.models import Conversation, Thread, Turn, UsageRecord
+from memory.models import Conversation, Fact, Summary, SummaryFields, Thread, Turn, UsageRecord
 from memory.profile.extraction import (
     ExtractionOutput,
     ExtractionRejected,
@@ -44,13 +44,29 @@ from memory.profile.extraction import (
     plan_operations,
 )
 from memory.profile.view import Lifetimes
+from memory.search.terms import Term
 from memory.store import MemoryStore
-from memory.summary.rolling import MAX_CLAIM_CHARS, SUMMARY_TOOL, CompactionInput, Summariser
+from memory.store.protocols import ExchangeRow
+from memory.summary.rolling import (
+    CITE,
+    MAX_CLAIM_CHARS,
+    SUMMARY_TOOL,
+    CompactionInput,
+    Summariser,
+)
 
 SUMMARY_CAP_TOKENS = 450  # bot/config.py: Settings.summary_cap_tokens
 MAX_OPERATIONS = 40  # memory/profile/extraction.py: ExtractionOutput.operations
 _DIA = re.compile(r"D:?(\d+):(\d+)")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass(frozen=True)
+class MemoryMode:
+    """What the bench stores besides the turns, and how recall reads it."""
+
+    memory: bool = True  # facts and the rolling summary after each session (--no-memory: off)
+    versions: bool = False  # recall through every summary version (--summary-versions)
 
 
 @dataclass
@@ -235,3 +251,55 @@ def session_memory(item: dict[str, Any], number: int) -> tuple[dict[str, Any], s
     observations = item.get("observation", {}).get(f"session_{number}_observation", {})
     summary = item.get("session_summary", {}).get(f"session_{number}_summary", "")
     return (observations if isinstance(observations, dict) else {}), str(summary or "")
+
+
+class EverySummary:
+    """A RecallStore whose `latest_summary` holds every cited claim any stored version of the
+    thread's summary held (`--summary-versions`): a probe of a lever the product could have, as
+    it keeps every version (table summaries) but recalls through the latest only. The versions
+    are found by id, 1 to the latest's, once per thread: a scan fit for the bench's fresh
+    database only."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self._merged: dict[Thread, Summary | None] = {}
+
+    async def latest_summary(self, thread: Thread) -> Summary | None:
+        if thread not in self._merged:
+            self._merged[thread] = await self._merge(thread)
+        return self._merged[thread]
+
+    async def _merge(self, thread: Thread) -> Summary | None:
+        latest = await self.store.latest_summary(thread)
+        if latest is None:
+            return None
+        claims: dict[str, None] = {}
+        for summary_id in range(1, latest.id + 1):
+            version = await self.store.summary_by_id(thread.user_id, summary_id)
+            for _, items in version.fields.items() if version else ():
+                claims.update((claim, None) for claim in items if CITE.search(claim))
+        fields = SummaryFields(established_facts=tuple(claims))
+        return replace(latest, fields=fields)
+
+    async def facts(self, user_id: int, character_id: str, scope: str | None = None) -> list[Fact]:
+        return await self.store.facts(user_id, character_id, scope)
+
+    async def search_term_counts(
+        self, user_id: int, character_id: str, scope: str | None, terms: list[Term]
+    ) -> list[int]:
+        return await self.store.search_term_counts(user_id, character_id, scope, terms)
+
+    async def thread_text_stats(
+        self, user_id: int, character_id: str, scope: str | None
+    ) -> tuple[int, int]:
+        return await self.store.thread_text_stats(user_id, character_id, scope)
+
+    async def search_exchanges(
+        self, user_id: int, character_id: str, scope: str | None, terms: list[Term], limit: int
+    ) -> tuple[list[int], list[ExchangeRow]]:
+        return await self.store.search_exchanges(user_id, character_id, scope, terms, limit)
+
+    async def exchange_turns(
+        self, user_id: int, character_id: str, scope: str | None, turn_ids: list[int]
+    ) -> list[ExchangeRow]:
+        return await self.store.exchange_turns(user_id, character_id, scope, turn_ids)

@@ -37,7 +37,6 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -45,32 +44,22 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.backends import add_backend_arguments, databases
-from bench.locomo import load_conversations, parse_locomo_date, sessions_of
-from bench.locomo_memory import MemoryTally, SessionMemory, session_memory
+from bench.locomo import load_conversations
+from bench.locomo_load import CATEGORIES, Loaded, load
+from bench.locomo_memory import EverySummary, MemoryMode, MemoryTally
 from bench.locomo_report import side_by_side, table
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.credentials import mask_credentials
-from memory.models import Thread
+from memory.search.cited import RecallStore
 from memory.search.retrieval import Exchange, RankConfig, Retriever, select_fragments
-from memory.store import MemoryStore, open_store
+from memory.store import open_store
 
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 BUDGET = 600
 POOL = 50  # exchanges fetched per question: enough for every metric below
 # --fit and --loo: the highest foreign-fragment rate a fitted setting may have. The target is
 # 0.05; on held-out conversations the rate has run up to twice the FIT split's, hence 0.03.
 ALARM = 0.03
-CHARACTER = "locomo"
 _DIA = re.compile(r"D(\d+):(\d+)")
-
-
-@dataclass
-class Loaded:
-    sample_id: str
-    thread: Thread
-    names: tuple[str, str]
-    turn_of: dict[str, int]  # dia_id -> turn id
-    questions: list[dict[str, Any]]
 
 
 @dataclass
@@ -92,42 +81,6 @@ def _evidence_ids(raw: list[str], turn_of: dict[str, int]) -> set[int]:
             if turn is not None:
                 found.add(turn)
     return found
-
-
-def _line_text(line: dict[str, Any]) -> str:
-    # A shared photo is part of what was said; LoCoMo gives it as a caption.
-    caption = line.get("blip_caption")
-    return f"{line['text']} [shares a photo: {caption}]" if caption else str(line["text"])
-
-
-async def load(
-    store: MemoryStore, item: dict[str, Any], tally: MemoryTally | None = None
-) -> Loaded:
-    """One conversation into the store; with a `tally`, each session is followed by what
-    extraction and compaction would have stored (bench/locomo_memory.py)."""
-    body = item["conversation"]
-    user_name, character_name = body["speaker_a"], body["speaker_b"]
-    sample_id = str(item.get("sample_id", "?"))
-    sessions = sessions_of(body)
-    first = sessions[0][1] if sessions else parse_locomo_date("12:00 pm on 1 January, 2023")
-    user = await store.upsert_user("locomo", sample_id, user_name, first)
-    thread = Thread(user.id, CHARACTER, "dm")
-    turn_of: dict[str, int] = {}
-    memory = SessionMemory(store, (user_name, character_name), tally) if tally else None
-    for number, start, lines in sessions:
-        conversation = await store.start_conversation(thread, start)
-        at, turns = start, []
-        for line in lines:
-            role = "user" if line["speaker"] == user_name else "assistant"
-            turns.append(await store.add_turn(conversation, role, _line_text(line), at))
-            turn_of[str(line["dia_id"])] = turns[-1].id
-            at += timedelta(minutes=1)
-        await store.end_conversation(conversation.id, "bench", at)
-        if memory is not None:
-            observations, summary = session_memory(item, number)
-            await memory.after_session(conversation, turns, turn_of, observations, summary, at)
-    questions = [q for q in item.get("qa", []) if q.get("category") in CATEGORIES]
-    return Loaded(sample_id, thread, (user_name, character_name), turn_of, questions)
 
 
 async def evaluate(retriever: Retriever, loaded: Loaded, foreign: Loaded | None) -> list[Outcome]:
@@ -233,6 +186,7 @@ async def collect(
     config: RankConfig | None,
     database: str | Path | None = None,
     tally: MemoryTally | None = None,
+    versions: bool = False,
 ) -> list[tuple[str, list[Outcome]]]:
     """Load every conversation into one empty database (a temporary SQLite file unless
     `database` names one), with its memory when given a `tally`, and search every question."""
@@ -241,7 +195,8 @@ async def collect(
         store = await open_store(database or Path(folder) / "locomo.db")
         try:
             loaded = [await load(store, item, tally) for item in data]
-            retriever = Retriever(store, TokenEstimator(), config)
+            recall: RecallStore = EverySummary(store) if versions else store
+            retriever = Retriever(recall, TokenEstimator(), config)
             results = []
             for index, conversation in enumerate(loaded):
                 foreign = loaded[(index + 1) % len(loaded)] if len(loaded) > 1 else None
@@ -257,11 +212,11 @@ async def run(
     fit_share: float,
     config: RankConfig | None = None,
     database: str | Path | None = None,
-    memory: bool = True,
+    mode: MemoryMode | None = None,
 ) -> dict[str, Any]:
-    config = config or RankConfig()
-    tally = MemoryTally() if memory else None
-    results = await collect(path, config, database, tally)
+    config, mode = config or RankConfig(), mode or MemoryMode()
+    tally = MemoryTally() if mode.memory else None
+    results = await collect(path, config, database, tally, mode.versions)
     cut = fit_count(len(results), fit_share)
     fit, held = results[:cut], results[cut:]
     report = summarise([o for _, outcomes in held for o in outcomes], config)
@@ -270,6 +225,7 @@ async def run(
     report["fit_conversations"] = [sample for sample, _ in fit]
     report["config"] = asdict(config)
     report["memory"] = asdict(tally) if tally else None
+    report["summary_versions"] = mode.versions
     return report
 
 
@@ -349,44 +305,48 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the turns only: no facts nor summary (bench/locomo_memory.py)",
     )
+    parser.add_argument(
+        "--summary-versions",
+        action="store_true",
+        help="recall through every stored summary version, not the latest only (a probe)",
+    )
     args = parser.parse_args(argv)
+    mode = MemoryMode(not args.no_memory, args.summary_versions)
     if args.loo:
-        tally = None if args.no_memory else MemoryTally()
-        results = asyncio.run(collect(args.data, RankConfig(), None, tally))
+        tally = MemoryTally() if mode.memory else None
+        results = asyncio.run(collect(args.data, RankConfig(), None, tally, mode.versions))
         report = leave_one_out(results, RankConfig(), ALARM)
         report["memory"] = asdict(tally) if tally else None
         report.pop("by_category")
         print(json.dumps(report) if args.json else json.dumps(report, indent=1))
         return 0
     if args.fit:
-        tally = None if args.no_memory else MemoryTally()
-        results = asyncio.run(collect(args.data, RankConfig(), None, tally))
+        tally = MemoryTally() if mode.memory else None
+        results = asyncio.run(collect(args.data, RankConfig(), None, tally, mode.versions))
         fit = results[: fit_count(len(results), args.fit_share)]
         chosen = fit_fragments([o for _, outcomes in fit for o in outcomes], RankConfig(), ALARM)
         print(f"gate={chosen.gate} threshold={chosen.threshold} relative={chosen.relative}")
         return 0
     if args.backend == "postgres":
-        reports = asyncio.run(
-            on_both_backends(args.data, args.fit_share, args.database_url, not args.no_memory)
-        )
+        reports = asyncio.run(on_both_backends(args.data, args.fit_share, args.database_url, mode))
         if args.json:
             print(json.dumps(reports))
         else:
             print(side_by_side(reports))
         return 0
-    report = asyncio.run(run(args.data, args.fit_share, memory=not args.no_memory))
+    report = asyncio.run(run(args.data, args.fit_share, mode=mode))
     print(json.dumps(report) if args.json else table(report))
     return 0
 
 
 async def on_both_backends(
-    path: Path, fit_share: float, server: str | None, memory: bool = True
+    path: Path, fit_share: float, server: str | None, mode: MemoryMode | None = None
 ) -> dict[str, Any]:
     """The same questions over SQLite FTS5 and PostgreSQL full-text search, in one run."""
-    reports = {"sqlite": await run(path, fit_share, memory=memory)}
+    reports = {"sqlite": await run(path, fit_share, mode=mode)}
     async with databases("postgres", server) as postgres:
         database = await postgres.fresh("locomo")
-        reports["postgres"] = await run(path, fit_share, None, database, memory)
+        reports["postgres"] = await run(path, fit_share, None, database, mode)
     return reports
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from bench.locomo_memory import SUMMARY_CAP_TOKENS, MemoryTally
-from bench.locomo_retrieval import Loaded, load
+from bench.locomo_load import Loaded, load
+from bench.locomo_memory import SUMMARY_CAP_TOKENS, EverySummary, MemoryTally
 from bench.locomo_retrieval import main as bench_main
 from memory.engine.prompt import format_summary
 from memory.engine.tokens import TokenEstimator
@@ -122,6 +122,12 @@ async def test_the_rolling_summary_keeps_only_what_fits_its_cap(store: MemorySto
     assert TokenEstimator().count(format_summary(summary.fields, "en")) <= SUMMARY_CAP_TOKENS
     assert loaded.turn_of["D1:2"] not in summary.cited_ids  # the oldest claims were trimmed
     assert loaded.turn_of["D30:2"] in summary.cited_ids
+    # The probe of every version (--summary-versions) still reads what the cap trimmed.
+    merged = await EverySummary(store).latest_summary(loaded.thread)
+    assert merged is not None
+    cited = " ".join(merged.fields.established_facts)
+    assert all(f"{{cite:{loaded.turn_of[f'D{n}:2']}}}" in cited for n in range(1, 31))
+    assert len(merged.fields.established_facts) == 60
 
 
 async def test_memory_finds_an_exchange_in_words_it_never_used(store: MemoryStore) -> None:
