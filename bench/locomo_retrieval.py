@@ -1,6 +1,7 @@
 """Evidence recall of `Retriever.search` on LoCoMo: does recall bring back the turns that answer?
 
-    python bench/locomo_retrieval.py DATA_PATH [--json] [--fit-share 0.3]
+    python bench/locomo_retrieval.py DATA_PATH [--json] [--fit-share 0.3] [--loo | --fit]
+        [--no-memory] [--summary-versions] [--backend postgres]
 
 Each conversation is written into its own user's turn log through the real `Store`, on a
 temporary SQLite file: speaker_a is the user, speaker_b the character, one stored conversation
