@@ -1,11 +1,17 @@
 """Evidence recall of `Retriever.search` on LoCoMo: does recall bring back the turns that answer?
 
-    python bench/locomo_retrieval.py DATA_PATH [--json] [--fit-share 0.3]
+    python bench/locomo_retrieval.py DATA_PATH [--json] [--fit-share 0.3] [--loo | --fit]
+        [--no-memory] [--summary-versions] [--backend postgres]
 
 Each conversation is written into its own user's turn log through the real `Store`, on a
 temporary SQLite file: speaker_a is the user, speaker_b the character, one stored conversation
-per session, dated from `session_N_date_time` (a minute per line). Every question of categories
-1-4 is then searched for, with the two speakers' names passed as the Retriever's `names`.
+per session, dated from `session_N_date_time` (a minute per line). After each session, unless
+`--no-memory`, what the product's extraction and compaction would have kept is stored too: the
+user's facts citing their evidence turns and the thread's one rolling summary citing turns,
+drawn from LoCoMo's own `observation` and `session_summary` (never from the QA annotations) and
+passed through the product's gate, planning and trimming code; bench/locomo_memory.py says
+exactly what stands in for what. Every question of categories 1-4 is then searched for, with
+the two speakers' names passed as the Retriever's `names`.
 
 - recall@k: share of a question's evidence turns inside the top k exchanges; averaged per
   question.
@@ -32,7 +38,6 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -40,30 +45,22 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.backends import add_backend_arguments, databases
-from bench.locomo import load_conversations, parse_locomo_date, sessions_of
+from bench.locomo import load_conversations
+from bench.locomo_load import CATEGORIES, Loaded, load
+from bench.locomo_memory import EverySummary, MemoryMode, MemoryTally
+from bench.locomo_report import side_by_side, table
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.credentials import mask_credentials
-from memory.models import Thread
+from memory.search.cited import RecallStore
 from memory.search.retrieval import Exchange, RankConfig, Retriever, select_fragments
-from memory.store import MemoryStore, open_store
+from memory.store import open_store
 
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 BUDGET = 600
 POOL = 50  # exchanges fetched per question: enough for every metric below
 # --fit and --loo: the highest foreign-fragment rate a fitted setting may have. The target is
 # 0.05; on held-out conversations the rate has run up to twice the FIT split's, hence 0.03.
 ALARM = 0.03
-CHARACTER = "locomo"
 _DIA = re.compile(r"D(\d+):(\d+)")
-
-
-@dataclass
-class Loaded:
-    sample_id: str
-    thread: Thread
-    names: tuple[str, str]
-    turn_of: dict[str, int]  # dia_id -> turn id
-    questions: list[dict[str, Any]]
 
 
 @dataclass
@@ -85,34 +82,6 @@ def _evidence_ids(raw: list[str], turn_of: dict[str, int]) -> set[int]:
             if turn is not None:
                 found.add(turn)
     return found
-
-
-def _line_text(line: dict[str, Any]) -> str:
-    # A shared photo is part of what was said; LoCoMo gives it as a caption.
-    caption = line.get("blip_caption")
-    return f"{line['text']} [shares a photo: {caption}]" if caption else str(line["text"])
-
-
-async def load(store: MemoryStore, item: dict[str, Any]) -> Loaded:
-    body = item["conversation"]
-    user_name, character_name = body["speaker_a"], body["speaker_b"]
-    sample_id = str(item.get("sample_id", "?"))
-    sessions = sessions_of(body)
-    first = sessions[0][1] if sessions else parse_locomo_date("12:00 pm on 1 January, 2023")
-    user = await store.upsert_user("locomo", sample_id, user_name, first)
-    thread = Thread(user.id, CHARACTER, "dm")
-    turn_of: dict[str, int] = {}
-    for _, start, lines in sessions:
-        conversation = await store.start_conversation(thread, start)
-        at = start
-        for line in lines:
-            role = "user" if line["speaker"] == user_name else "assistant"
-            turn = await store.add_turn(conversation, role, _line_text(line), at)
-            turn_of[str(line["dia_id"])] = turn.id
-            at += timedelta(minutes=1)
-        await store.end_conversation(conversation.id, "bench", at)
-    questions = [q for q in item.get("qa", []) if q.get("category") in CATEGORIES]
-    return Loaded(sample_id, thread, (user_name, character_name), turn_of, questions)
 
 
 async def evaluate(retriever: Retriever, loaded: Loaded, foreign: Loaded | None) -> list[Outcome]:
@@ -214,16 +183,21 @@ def fit_count(conversations: int, share: float) -> int:
 
 
 async def collect(
-    path: Path, config: RankConfig | None, database: str | Path | None = None
+    path: Path,
+    config: RankConfig | None,
+    database: str | Path | None = None,
+    tally: MemoryTally | None = None,
+    versions: bool = False,
 ) -> list[tuple[str, list[Outcome]]]:
     """Load every conversation into one empty database (a temporary SQLite file unless
-    `database` names one) and search every question."""
+    `database` names one), with its memory when given a `tally`, and search every question."""
     data = load_conversations(path)
     with tempfile.TemporaryDirectory() as folder:
         store = await open_store(database or Path(folder) / "locomo.db")
         try:
-            loaded = [await load(store, item) for item in data]
-            retriever = Retriever(store, TokenEstimator(), config)
+            loaded = [await load(store, item, tally) for item in data]
+            recall: RecallStore = EverySummary(store) if versions else store
+            retriever = Retriever(recall, TokenEstimator(), config)
             results = []
             for index, conversation in enumerate(loaded):
                 foreign = loaded[(index + 1) % len(loaded)] if len(loaded) > 1 else None
@@ -239,9 +213,11 @@ async def run(
     fit_share: float,
     config: RankConfig | None = None,
     database: str | Path | None = None,
+    mode: MemoryMode | None = None,
 ) -> dict[str, Any]:
-    config = config or RankConfig()
-    results = await collect(path, config, database)
+    config, mode = config or RankConfig(), mode or MemoryMode()
+    tally = MemoryTally() if mode.memory else None
+    results = await collect(path, config, database, tally, mode.versions)
     cut = fit_count(len(results), fit_share)
     fit, held = results[:cut], results[cut:]
     report = summarise([o for _, outcomes in held for o in outcomes], config)
@@ -249,6 +225,8 @@ async def run(
     report["fit"] = summarise([o for _, outcomes in fit for o in outcomes], config)
     report["fit_conversations"] = [sample for sample, _ in fit]
     report["config"] = asdict(config)
+    report["memory"] = asdict(tally) if tally else None
+    report["summary_versions"] = mode.versions
     return report
 
 
@@ -308,35 +286,6 @@ def leave_one_out(
     return report
 
 
-def table(report: dict[str, Any]) -> str:
-    columns = ["questions", "recall_at_5", "recall_at_10", "recall_600_tokens"]
-    columns += ["fragment_recall", "fragments_per_question", "foreign_fragment_rate"]
-    heads = ["n", "R@5", "R@10", "R@600tok", "frag R", "frag/q", "foreign"]
-    lines = [f"{'':24}" + "".join(f"{h:>9}" for h in heads)]
-
-    def row(name: str, figures: dict[str, Any]) -> None:
-        cells = "".join(
-            f"{figures.get(c) if figures.get(c) is not None else '-':>9}" for c in columns
-        )
-        lines.append(f"{name:24}{cells}")
-
-    for label, part in (("FIT", report["fit"]), ("HELD-OUT", report)):
-        if not part.get("questions"):
-            continue
-        row(f"{label} overall", part)
-        for name, figures in part["by_category"].items():
-            row(f"  {name}", figures)
-        lines.append(
-            f"{'':24}search latency p50 {part['search_p50_ms']} ms, p95 {part['search_p95_ms']} ms"
-        )
-    lines.append(
-        f"fit: {', '.join(report['fit_conversations']) or '-'}; "
-        f"held out: {', '.join(report['held_out_conversations'])}"
-    )
-    lines.append(f"config: {report['config']}")
-    return "\n".join(lines)
-
-
 def add_split_arguments(parser: argparse.ArgumentParser) -> None:
     """The data path, --json and --fit-share: the same in every bench over this split."""
     parser.add_argument("data", type=Path, help="LoCoMo JSON (locomo10.json or a cut of it)")
@@ -352,47 +301,54 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--loo", action="store_true", help="leave-one-conversation-out over every conversation"
     )
+    parser.add_argument(
+        "--no-memory",
+        action="store_true",
+        help="the turns only: no facts nor summary (bench/locomo_memory.py)",
+    )
+    parser.add_argument(
+        "--summary-versions",
+        action="store_true",
+        help="recall through every stored summary version, not the latest only (a probe)",
+    )
     args = parser.parse_args(argv)
+    mode = MemoryMode(not args.no_memory, args.summary_versions)
     if args.loo:
-        report = leave_one_out(asyncio.run(collect(args.data, RankConfig())), RankConfig(), ALARM)
+        tally = MemoryTally() if mode.memory else None
+        results = asyncio.run(collect(args.data, RankConfig(), None, tally, mode.versions))
+        report = leave_one_out(results, RankConfig(), ALARM)
+        report["memory"] = asdict(tally) if tally else None
         report.pop("by_category")
         print(json.dumps(report) if args.json else json.dumps(report, indent=1))
         return 0
     if args.fit:
-        results = asyncio.run(collect(args.data, RankConfig()))
+        tally = MemoryTally() if mode.memory else None
+        results = asyncio.run(collect(args.data, RankConfig(), None, tally, mode.versions))
         fit = results[: fit_count(len(results), args.fit_share)]
         chosen = fit_fragments([o for _, outcomes in fit for o in outcomes], RankConfig(), ALARM)
         print(f"gate={chosen.gate} threshold={chosen.threshold} relative={chosen.relative}")
         return 0
     if args.backend == "postgres":
-        reports = asyncio.run(on_both_backends(args.data, args.fit_share, args.database_url))
+        reports = asyncio.run(on_both_backends(args.data, args.fit_share, args.database_url, mode))
         if args.json:
             print(json.dumps(reports))
         else:
             print(side_by_side(reports))
         return 0
-    report = asyncio.run(run(args.data, args.fit_share))
+    report = asyncio.run(run(args.data, args.fit_share, mode=mode))
     print(json.dumps(report) if args.json else table(report))
     return 0
 
 
-async def on_both_backends(path: Path, fit_share: float, server: str | None) -> dict[str, Any]:
+async def on_both_backends(
+    path: Path, fit_share: float, server: str | None, mode: MemoryMode | None = None
+) -> dict[str, Any]:
     """The same questions over SQLite FTS5 and PostgreSQL full-text search, in one run."""
-    reports = {"sqlite": await run(path, fit_share)}
+    reports = {"sqlite": await run(path, fit_share, mode=mode)}
     async with databases("postgres", server) as postgres:
-        reports["postgres"] = await run(path, fit_share, None, await postgres.fresh("locomo"))
+        database = await postgres.fresh("locomo")
+        reports["postgres"] = await run(path, fit_share, None, database, mode)
     return reports
-
-
-def side_by_side(reports: dict[str, Any]) -> str:
-    keys = ["recall_at_5", "recall_at_10", "recall_600_tokens", "fragment_recall"]
-    keys += ["foreign_fragment_rate", "search_p50_ms", "search_p95_ms"]
-    lines = [f"{'held-out':24}{'sqlite':>10}{'postgres':>10}{'diff':>10}"]
-    for key in keys:
-        a, b = reports["sqlite"].get(key), reports["postgres"].get(key)
-        if isinstance(a, int | float) and isinstance(b, int | float):
-            lines.append(f"{key:24}{a:>10.3f}{b:>10.3f}{b - a:>+10.3f}")
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":
