@@ -7,6 +7,7 @@ Every request is recorded; unknown routes answer 404 JSON like Discord and are l
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
@@ -92,6 +93,11 @@ class FakeRest:
         self.followups: list[Followup] = []
         self.unknown_routes: list[tuple[str, str]] = []
         self.errors: list[BaseException] = []
+        # Create-message nonces sent with enforce_nonce, and the sends they made a repeat of.
+        self.nonces: dict[str, JSON] = {}
+        self.deduplicated: list[SentMessage] = []
+        # Set: each created message's response waits for it (a sender killed meanwhile).
+        self.send_gate: asyncio.Event | None = None
         self._command_ids: dict[tuple[int | None, str, int], int] = {}
 
     def routes(self) -> list[web.RouteDef]:
@@ -107,6 +113,7 @@ class FakeRest:
             web.get(API + "/gateway/bot", self._get_gateway),
             web.post(API + "/users/@me/channels", self._create_dm),
             web.get(API + r"/channels/{channel_id:\d+}", self._get_channel),
+            web.get(API + r"/guilds/{guild_id:\d+}", self._get_guild),
             web.post(API + r"/channels/{channel_id:\d+}/messages", self._post_message),
             web.get(msg, self._get_message),
             web.patch(msg, self._edit_message),
@@ -193,18 +200,38 @@ class FakeRest:
         channel = self.world.channel_payload(int(request.match_info["channel_id"]))
         return json_response(channel) if channel else error(404, "Unknown Channel", 10003)
 
+    async def _get_guild(self, request: web.Request) -> web.Response:
+        if int(request.match_info["guild_id"]) != self.world.guild_id:
+            return error(404, "Unknown Guild", 10004)
+        gateway_only = ("members", "channels", "threads", "presences", "voice_states")
+        guild = {k: v for k, v in self.world.guild_create().items() if k not in gateway_only}
+        return json_response(guild)
+
     async def _post_message(self, request: web.Request) -> web.Response:
         channel_id = int(request.match_info["channel_id"])
         if self.world.channel_payload(channel_id) is None:
             return error(404, "Unknown Channel", 10003)
         payload, files = await read_body(request)
+        nonce = (
+            str(payload["nonce"]) if payload.get("enforce_nonce") and "nonce" in payload else None
+        )
+        if nonce is not None and nonce in self.nonces:
+            # Discord: the same author's message with this nonce, sent again, is returned as
+            # it was and not created twice.
+            earlier = self.nonces[nonce]
+            self.deduplicated.append(SentMessage(int(earlier["id"]), channel_id, payload, earlier))
+            return json_response(earlier)
         message = self._bot_message(channel_id, payload, files)
+        if nonce is not None:
+            self.nonces[nonce] = message
         self.sent.append(SentMessage(int(message["id"]), channel_id, payload, message, files))
         if self.echo_own_messages and self.gateway.current is not None:
             # Discord echoes the bot's own messages on the gateway; bots must ignore them. A
             # gateway closing at this moment must not turn the REST call into an error.
             with suppress(ConnectionError, RuntimeError):
                 await self.gateway.dispatch("MESSAGE_CREATE", message)
+        if self.send_gate is not None:
+            await self.send_gate.wait()
         return json_response(message)
 
     def _bot_message(
