@@ -1,5 +1,6 @@
-"""The Discord platform process: one gateway connection (one shard) that stores each event the
-bot answers in the inbox before anything else is done with it.
+"""The Discord platform process: one gateway connection (one shard: DISCORD_SHARD_ID of
+DISCORD_SHARD_COUNT, or all guilds) that stores each event the bot answers in the inbox before
+anything else is done with it.
 
 discord.py turns each gateway dispatch into objects through its connection state's parsers, a
 plain dict from event name to function; MESSAGE_CREATE and INTERACTION_CREATE are replaced
@@ -33,6 +34,7 @@ from bot.adapters.discord_adapter import DiscordRedirect, intents, wait_until_re
 from bot.config import Settings
 from bot.health import Metrics
 from bot.registry import REGISTRY
+from memory.errors import UserFacingError
 from memory.store.inbox import Arrival, Inbox
 
 log = logging.getLogger(__name__)
@@ -118,8 +120,19 @@ class DiscordIngest:
         self._inbox = inbox
         self._metrics = metrics
         self._bindings = bindings
+        shard_id, shard_count = settings.discord_shard_id, settings.discord_shard_count
+        if (shard_id is None) != (shard_count is None) or (shard_id or 0) >= (shard_count or 1):
+            raise UserFacingError(
+                "set both DISCORD_SHARD_ID and DISCORD_SHARD_COUNT (the id below the count), "
+                "or neither"
+            )
         self._redirect = DiscordRedirect(settings.discord_api_base_url)
-        self._client = discord.Client(intents=intents(), guild_ready_timeout=guild_ready_timeout)
+        self._client = discord.Client(
+            intents=intents(),
+            guild_ready_timeout=guild_ready_timeout,
+            shard_id=shard_id,
+            shard_count=shard_count,
+        )
         parsers = self._client._connection.parsers
         for event in (MESSAGE_CREATE, INTERACTION_CREATE):
             parsers[event] = functools.partial(self._arrived, event)
