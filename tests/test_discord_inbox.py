@@ -16,14 +16,17 @@ import asyncpg
 from bot.config import Settings
 from bot.inbox.discord_platform import addressed, discord_arrival, personal
 from bot.roles import run_role
+from bot.texts import text
 from tests import pg_fixtures
 from tests.fakes.discord_api import FakeDiscord
+from tests.fakes.discord_world import JSON
 from tests.fault_helpers import subprocess_env, until
 from tests.scaleout_helpers import FakeChatLLM, RoleProcess
 
 pytestmark = pg_fixtures.needs_postgres
 
 ALICE, BOB = 4242, 5353
+MAGGIE = "lighthouse_keeper"
 EPHEMERAL = 64
 
 
@@ -130,6 +133,68 @@ async def test_a_message_and_a_slash_command_are_stored_then_answered_by_a_worke
     assert [r["update_key"][0] for r in rows] == ["m", "i", "m"]
     assert all(r["answered"] and r["sends"] == 1 for r in rows)
     assert rows[0]["pair_key"] == f"discord:{ALICE}:{fake.dm_channel_id(ALICE)}"
+
+
+async def test_buttons_and_autocomplete_are_answered_by_a_worker(
+    tmp_path: Path, pg_base: str
+) -> None:
+    """A button press is deferred by the platform and its answer fills the deferred response;
+    an autocomplete (which cannot be deferred) is answered by the worker directly."""
+    url = await pg_fixtures.fresh_database(pg_base)
+    async with FakeDiscord() as fake, FakeChatLLM(lambda: 0.05) as llm:
+        roles = Roles(tmp_path, discord_env(tmp_path, url, fake, llm))
+        failed = True
+        try:
+            await roles.start("platform")
+            await roles.start("worker")
+            listing = await fake.slash_command(
+                "personaje", user_id=ALICE, guild=False, subcommand="lista"
+            )
+            panel = (await fake.wait_for_followups(listing, timeout=20))[0].message
+            assert panel is not None
+            ids = [c["custom_id"] for row in panel["components"] for c in row["components"]]
+            assert f"char:{MAGGIE}" in ids
+            pressed = await press(fake, ALICE, panel, f"char:{MAGGIE}")
+            deferred = await fake.wait_for_interaction_response(pressed, timeout=10)
+            assert deferred.type == 5
+            switched = (await fake.wait_for_followups(pressed, timeout=20))[0]
+            assert (switched.method, switched.target) == ("PATCH", "@original")
+            assert switched.content == text("es", "switched", name="Maggie Thornton")
+
+            suggest = await autocomplete(fake, ALICE, "light")
+            choices = await fake.wait_for_interaction_response(suggest, timeout=10)
+            assert choices.type == 8
+            assert choices.data["choices"] == [
+                {"name": f"Maggie Thornton ({MAGGIE})", "value": MAGGIE}
+            ]
+            failed = False
+        finally:
+            await roles.close(failed)
+    assert fake.errors == []
+
+
+async def press(fake: FakeDiscord, user_id: int, message: JSON, custom_id: str) -> int:
+    """Press a button of a DM's ``message``; the interaction's id."""
+    state = fake.world.new_interaction(int(message["channel_id"]), None)
+    data = {"custom_id": custom_id, "component_type": 2}
+    payload = fake.world.interaction_payload(state, fake.world.user(user_id), data)
+    await fake.dispatch("INTERACTION_CREATE", {**payload, "type": 3, "message": message})
+    return state.id
+
+
+async def autocomplete(fake: FakeDiscord, user_id: int, typed: str) -> int:
+    """`/personaje cambiar id:<typed>` being typed in a DM; the interaction's id."""
+    state = fake.world.new_interaction(fake.dm_channel_id(user_id), None)
+    focused = {"name": "id", "type": 3, "value": typed, "focused": True}
+    data = {
+        "id": "1",
+        "name": "personaje",
+        "type": 1,
+        "options": [{"name": "cambiar", "type": 1, "options": [focused]}],
+    }
+    payload = fake.world.interaction_payload(state, fake.world.user(user_id), data)
+    await fake.dispatch("INTERACTION_CREATE", {**payload, "type": 4})
+    return state.id
 
 
 async def test_a_worker_killed_mid_reply_is_followed_by_one_that_sends_it_once(
