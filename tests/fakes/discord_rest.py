@@ -8,15 +8,23 @@ Every request is recorded; unknown routes answer 404 JSON like Discord and are l
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
 from tests.fakes.discord_gateway import FakeGateway
+from tests.fakes.discord_hooks import InteractionRoutes
+from tests.fakes.discord_http import (
+    API,
+    OCTET_STREAM,
+    RECORD,
+    Handler,
+    apply_edit,
+    error,
+    json_response,
+    read_body,
+)
 from tests.fakes.discord_records import (
     Changes,
     Followup,
@@ -27,55 +35,13 @@ from tests.fakes.discord_records import (
 )
 from tests.fakes.discord_world import (
     APPLICATION_FLAGS,
-    EPHEMERAL,
     JSON,
-    LOADING,
     FakeAttachment,
     FakeWorld,
-    InteractionState,
-    now_iso,
 )
 
-API = r"/api/v{version:\d+}"
-OCTET_STREAM = "application/octet-stream"
-JSON_TYPE = "application/json"
-RECORD = web.RequestKey("record", RecordedRequest)
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-
-def json_response(data: object, status: int = 200) -> web.Response:
-    # discord.py parses a body as JSON only if Content-Type is exactly "application/json";
-    # aiohttp's json_response appends "; charset=utf-8", which discord.py then treats as text.
-    return web.Response(body=json.dumps(data).encode(), status=status, content_type=JSON_TYPE)
-
-
-def error(status: int, message: str, code: int = 0) -> web.Response:
-    return json_response({"message": message, "code": code}, status=status)
-
-
-async def read_body(request: web.Request) -> tuple[Any, list[UploadedFile]]:
-    """The JSON body, or payload_json plus files for the multipart form discord.py uploads."""
-    payload: Any = {}
-    files: list[UploadedFile] = []
-    if request.content_type.startswith("multipart/"):
-        reader = await request.multipart()
-        while (part := await reader.next()) is not None:
-            if not isinstance(part, aiohttp.BodyPartReader):
-                continue
-            if part.name == "payload_json":
-                payload = json.loads(await part.text())
-            else:
-                data = bytes(await part.read())
-                ctype = part.headers.get("Content-Type")
-                files.append(UploadedFile(part.name or "", part.filename, ctype, data))
-    else:
-        raw = await request.read()
-        payload = json.loads(raw) if raw else {}
-    request[RECORD].body = payload
-    return payload, files
-
-
-class FakeRest:
+class FakeRest(InteractionRoutes):
     def __init__(self, world: FakeWorld, changes: Changes, gateway: FakeGateway, token: str | None):
         self.world = world
         self.changes = changes
@@ -342,99 +308,3 @@ class FakeRest:
             if (scope, name, 1) in self._command_ids and scope in self.registered_commands:
                 return self._command_ids[(scope, name, 1)]
         return None
-
-    # -- interactions ---------------------------------------------------------------------------
-
-    def _interaction(self, request: web.Request) -> InteractionState | None:
-        return self.world.interactions.get(request.match_info["token"])
-
-    async def _callback(self, request: web.Request) -> web.Response:
-        state = self._interaction(request)
-        if state is None or str(state.id) != request.match_info["interaction_id"]:
-            return error(404, "Unknown interaction", 10062)
-        if state.callback_types:
-            return error(400, "Interaction has already been acknowledged.", 40060)
-        payload, files = await read_body(request)
-        kind, data = int(payload["type"]), payload.get("data") or {}
-        state.callback_types.append(kind)
-        self.interaction_responses.append(InteractionCallback(state.id, kind, data, files))
-        if kind in (4, 5):
-            flags = int(data.get("flags") or 0) | (LOADING if kind == 5 else 0)
-            state.original = self._bot_message(
-                state.channel_id, {**data, "flags": flags}, files, **self._webhook_fields()
-            )
-        if request.query.get("with_response") not in ("1", "true", "True"):
-            return web.Response(status=204)
-        return json_response(self._callback_response(state, kind))
-
-    def _callback_response(self, state: InteractionState, kind: int) -> JSON:
-        original = state.original or {}
-        flags = int(original.get("flags") or 0)
-        response: JSON = {
-            "interaction": {
-                "id": str(state.id),
-                "type": 2,
-                "response_message_id": original.get("id"),
-                "response_message_loading": bool(flags & LOADING),
-                "response_message_ephemeral": bool(flags & EPHEMERAL),
-            }
-        }
-        if state.original is not None:
-            response["resource"] = {"type": kind, "message": state.original}
-        return response
-
-    def _webhook_fields(self) -> JSON:
-        app_id = str(self.world.application_id)
-        return {"webhook_id": app_id, "application_id": app_id}
-
-    async def _followup(self, request: web.Request) -> web.Response:
-        state = self._interaction(request)
-        if state is None:
-            return error(404, "Unknown Webhook", 10015)
-        payload, files = await read_body(request)
-        message = self._bot_message(state.channel_id, payload, files, **self._webhook_fields())
-        self.followups.append(Followup(state.id, "POST", "followup", payload, message, files))
-        if request.query.get("wait") not in ("1", "true", "True"):
-            return web.Response(status=204)
-        return json_response(message)
-
-    def _hook_message(self, request: web.Request) -> tuple[InteractionState | None, JSON | None]:
-        state = self._interaction(request)
-        target = request.match_info["message_id"]
-        if state is None:
-            return None, None
-        if target == "@original":
-            return state, state.original
-        return state, self.world.messages.get(int(target)) if target.isdigit() else None
-
-    async def _get_hook_message(self, request: web.Request) -> web.Response:
-        _, message = self._hook_message(request)
-        return json_response(message) if message else error(404, "Unknown Message", 10008)
-
-    async def _edit_hook_message(self, request: web.Request) -> web.Response:
-        state, message = self._hook_message(request)
-        if state is None or message is None:
-            return error(404, "Unknown Message", 10008)
-        payload, files = await read_body(request)
-        apply_edit(message, payload)
-        target = request.match_info["message_id"]
-        self.followups.append(Followup(state.id, "PATCH", target, payload, message, files))
-        return json_response(message)
-
-    async def _delete_hook_message(self, request: web.Request) -> web.Response:
-        state, message = self._hook_message(request)
-        if state is None or message is None:
-            return error(404, "Unknown Message", 10008)
-        target = request.match_info["message_id"]
-        self.followups.append(Followup(state.id, "DELETE", target, {}, None))
-        return web.Response(status=204)
-
-
-def apply_edit(message: JSON, payload: JSON) -> None:
-    for key, empty in (("content", ""), ("embeds", []), ("components", [])):
-        if key in payload:
-            # An explicit null removes the field's value, as on Discord.
-            message[key] = empty if payload[key] is None else payload[key]
-    # Editing a deferred response is what ends its "thinking..." state.
-    message["flags"] = int(message.get("flags") or 0) & ~LOADING
-    message["edited_timestamp"] = now_iso()
