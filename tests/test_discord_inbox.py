@@ -19,7 +19,6 @@ from bot.roles import run_role
 from bot.texts import text
 from tests import pg_fixtures
 from tests.fakes.discord_api import FakeDiscord
-from tests.fakes.discord_world import JSON
 from tests.fault_helpers import subprocess_env, until
 from tests.scaleout_helpers import FakeChatLLM, RoleProcess
 
@@ -124,7 +123,7 @@ async def test_a_message_and_a_slash_command_are_stored_then_answered_by_a_worke
             await fake.guild_message(BOB, "u2-m1 oye", mention_bot=True)
             in_guild = await fake.wait_for_messages(fake.channel_id, timeout=20)
             assert (in_guild[0].content or "").startswith("Re: u2-m1")
-            rows = await inbox_rows(url)
+            rows = await rows_when(url, lambda rs: all(r["answered"] for r in rs), "answered")
             failed = False
         finally:
             await roles.close(failed)
@@ -138,8 +137,9 @@ async def test_a_message_and_a_slash_command_are_stored_then_answered_by_a_worke
 async def test_buttons_and_autocomplete_are_answered_by_a_worker(
     tmp_path: Path, pg_base: str
 ) -> None:
-    """A button press is deferred by the platform and its answer fills the deferred response;
-    an autocomplete (which cannot be deferred) is answered by the worker directly."""
+    """A button press on a DM panel is deferred by the platform as an update, and the worker's
+    answer replaces the panel; an autocomplete (which cannot be deferred) is answered by the
+    worker directly."""
     url = await pg_fixtures.fresh_database(pg_base)
     async with FakeDiscord() as fake, FakeChatLLM(lambda: 0.05) as llm:
         roles = Roles(tmp_path, discord_env(tmp_path, url, fake, llm))
@@ -154,12 +154,14 @@ async def test_buttons_and_autocomplete_are_answered_by_a_worker(
             assert panel is not None
             ids = [c["custom_id"] for row in panel["components"] for c in row["components"]]
             assert f"char:{MAGGIE}" in ids
-            pressed = await press(fake, ALICE, panel, f"char:{MAGGIE}")
+            pressed = await fake.press_button(ALICE, panel, f"char:{MAGGIE}")
             deferred = await fake.wait_for_interaction_response(pressed, timeout=10)
-            assert deferred.type == 5
+            assert deferred.type == 6  # a DM panel: the answer replaces it
             switched = (await fake.wait_for_followups(pressed, timeout=20))[0]
             assert (switched.method, switched.target) == ("PATCH", "@original")
+            assert switched.message is not None and switched.message["id"] == panel["id"]
             assert switched.content == text("es", "switched", name="Maggie Thornton")
+            assert switched.message["components"] == []
 
             suggest = await autocomplete(fake, ALICE, "light")
             choices = await fake.wait_for_interaction_response(suggest, timeout=10)
@@ -171,15 +173,6 @@ async def test_buttons_and_autocomplete_are_answered_by_a_worker(
         finally:
             await roles.close(failed)
     assert fake.errors == []
-
-
-async def press(fake: FakeDiscord, user_id: int, message: JSON, custom_id: str) -> int:
-    """Press a button of a DM's ``message``; the interaction's id."""
-    state = fake.world.new_interaction(int(message["channel_id"]), None)
-    data = {"custom_id": custom_id, "component_type": 2}
-    payload = fake.world.interaction_payload(state, fake.world.user(user_id), data)
-    await fake.dispatch("INTERACTION_CREATE", {**payload, "type": 3, "message": message})
-    return state.id
 
 
 async def autocomplete(fake: FakeDiscord, user_id: int, typed: str) -> int:
@@ -273,7 +266,7 @@ def test_what_the_platform_stores_and_under_which_pair() -> None:
     stored = discord_arrival("INTERACTION_CREATE", command)
     assert (stored.update_key, stored.pair_key) == ("i11", "discord:5:7")
     suggest = discord_arrival("INTERACTION_CREATE", {**command, "type": 4})
-    assert suggest.pair_key == "discord:5:7:i11"  # waits behind no conversation
+    assert suggest.pair_key == "discord:5:7:autocomplete"  # waits behind no conversation
     assert personal({"name": "memoria", "options": [{"name": "ver", "type": 1}]})
     bind = {"name": "personaje-admin", "options": [{"name": "vincular", "type": 1}]}
     assert not personal(bind)  # public: answered visibly in the channel

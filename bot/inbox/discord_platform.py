@@ -11,10 +11,11 @@ answer (other bots, system messages, guild chatter not addressed to the bot) is 
 
 Discord has no acknowledgement of a gateway event, except for interactions: an interaction not
 answered within 3 s fails on the user's screen. So an interaction is stored first and then
-deferred from here (type 5, "thinking"), which leaves its webhook open 15 minutes for the
-worker that answers it by editing that deferred response. Autocomplete cannot be deferred: it
-is stored under a pair of its own, so that it waits behind no conversation, and a worker
-answers it directly, usually within Discord's 3 s.
+deferred from here (type 5, "thinking"; a button on the presser's own panel: type 6, the
+panel is what the answer replaces), which leaves its webhook open 15 minutes for the worker
+that answers it by editing that deferred response. Autocomplete cannot be deferred: it is
+stored under a pair of its own (per user and channel), so that it waits behind no
+conversation, and a worker answers it directly, usually within Discord's 3 s.
 
 What Discord sends while no platform process is connected is lost: a new process identifies
 afresh and Discord replays nothing to it. What was stored is answered whatever happens to the
@@ -43,6 +44,7 @@ MESSAGE_CREATE, INTERACTION_CREATE = "MESSAGE_CREATE", "INTERACTION_CREATE"
 CHAT_MESSAGE_TYPES = (0, 19)  # default and reply, as discord_adapter.CHAT_MESSAGE_TYPES
 COMMAND, COMPONENT, AUTOCOMPLETE = 2, 3, 4
 SUBCOMMAND = 1
+EPHEMERAL = 64  # a message flag
 MAX_BATCH = 100
 RETRY_SECONDS = 1.0
 READY_TIMEOUT = 60.0
@@ -66,7 +68,7 @@ def discord_arrival(event: str, data: dict[str, Any]) -> Arrival:
         key = f"m{data['id']}"
     pair = f"{PLATFORM}:{user.get('id', '-')}:{data.get('channel_id', '-')}"
     if event == INTERACTION_CREATE and data.get("type") == AUTOCOMPLETE:
-        pair = f"{pair}:{key}"  # answered at once, not after the user's pending messages
+        pair = f"{pair}:autocomplete"  # waits behind no conversation
     return Arrival(PLATFORM, key, pair, {"t": event, "d": data})
 
 
@@ -102,6 +104,13 @@ def personal(data: dict[str, Any]) -> bool:
             return not command.public
         return not any(c.public for c in command.subcommands if c.names.es == sub)
     return True
+
+
+def own_panel(data: dict[str, Any]) -> bool:
+    """A button on a message only its presser sees (a DM, an ephemeral message): its answer
+    replaces that message, as the adapter's press does."""
+    flags = int((data.get("message") or {}).get("flags") or 0)
+    return "guild_id" not in data or bool(flags & EPHEMERAL)
 
 
 class DiscordIngest:
@@ -211,12 +220,15 @@ class DiscordIngest:
             data=data,  # type: ignore[arg-type]
             state=self._client._connection,
         )
-        if data["type"] == COMPONENT:
-            ephemeral = True  # a button's answer goes to the presser
-        else:
-            ephemeral = "guild_id" in data and personal(data.get("data") or {})
         try:
-            await interaction.response.defer(ephemeral=ephemeral, thinking=True)
+            if data["type"] == COMPONENT and own_panel(data):
+                await interaction.response.defer()  # the answer will replace the panel
+            else:
+                # A new response: a button's answer goes to the presser alone.
+                ephemeral = data["type"] == COMPONENT or (
+                    "guild_id" in data and personal(data.get("data") or {})
+                )
+                await interaction.response.defer(ephemeral=ephemeral, thinking=True)
         except discord.HTTPException:
             # Too late (over 3 s) or a replayed event: the worker's answer then fails alone.
             self._metrics.errors += 1

@@ -12,7 +12,7 @@ Discord allows:
   back from Discord instead of a second message, which closes the moment between Discord's
   answer and the record's commit;
 * an interaction was deferred by the platform process; its first answer edits that deferred
-  response (an edit done twice is one message), the rest are follow-ups.
+  response, or the pressed panel (an edit done twice is one message), the rest are follow-ups.
 """
 
 from __future__ import annotations
@@ -30,7 +30,13 @@ from bot.adapters.discord_views import NO_PINGS, InteractionAnswers, Send
 from bot.app import App
 from bot.commands import Commands
 from bot.health import Metrics
-from bot.inbox.discord_platform import AUTOCOMPLETE, COMMAND, COMPONENT, INTERACTION_CREATE
+from bot.inbox.discord_platform import (
+    AUTOCOMPLETE,
+    COMMAND,
+    COMPONENT,
+    INTERACTION_CREATE,
+    own_panel,
+)
 from bot.inbox.sends import SendRecorder, Slot, answer_claim, drop_stale_sessions
 from memory.store.inbox import Claim, Inbox
 
@@ -164,10 +170,12 @@ class DiscordWorker:
         )
         kind = data.get("type")
         if kind in (COMMAND, COMPONENT):
-            # Deferred by the platform process: discord.py must not acknowledge it again.
-            interaction.response._response_type = (
-                discord.InteractionResponseType.deferred_channel_message
-            )
+            # Deferred by the platform process (as it decides there): discord.py must not
+            # acknowledge it again.
+            deferred = discord.InteractionResponseType.deferred_channel_message
+            if kind == COMPONENT and own_panel(data):
+                deferred = discord.InteractionResponseType.deferred_message_update
+            interaction.response._response_type = deferred
             self._answers.deferred.add(interaction.id)
         try:
             if kind in (COMMAND, AUTOCOMPLETE):

@@ -41,6 +41,9 @@ class InteractionRoutes:
             state.original = self._bot_message(
                 state.channel_id, {**data, "flags": flags}, files, **self._webhook_fields()
             )
+        elif kind == 6 and state.message is not None:
+            # A deferred update: the response to edit later is the message the button is on.
+            state.original = self.world.messages.get(int(state.message["id"]), state.message)
         if request.query.get("with_response") not in ("1", "true", "True"):
             return web.Response(status=204)
         return json_response(self._callback_response(state, kind))
