@@ -13,6 +13,11 @@ Discord allows:
   answer and the record's commit;
 * an interaction was deferred by the platform process; its first answer edits that deferred
   response, or the pressed panel (an edit done twice is one message), the rest are follow-ups.
+
+discord.py has no public way in for events that did not come from its gateway; the internals
+used (as of 2.7, each exercised by tests/test_discord_inbox.py): the connection state's
+`_get_guild_channel` and `_add_guild`, `CommandTree._call` and `_dispatch_error`, and an
+interaction response's `_response_type` (to say the platform process deferred it).
 """
 
 from __future__ import annotations
