@@ -112,12 +112,15 @@ async def test_a_message_and_a_slash_command_are_stored_then_answered_by_a_worke
             assert reply.message["message_reference"]["message_id"]  # a reply to the message
             assert reply.payload["enforce_nonce"] and reply.payload["nonce"]
 
+            # The deferral lands after the worker's answer is ready: the worker waits for it.
+            fake.rest.callback_delay = 1.0
             interaction = await fake.slash_command("memoria", user_id=ALICE, subcommand="ver")
             deferred = await fake.wait_for_interaction_response(interaction, timeout=10)
             assert deferred.type == 5 and deferred.flags & EPHEMERAL  # personal, in a guild
             answer = (await fake.wait_for_followups(interaction, timeout=20))[0]
             assert (answer.method, answer.target) == ("PATCH", "@original")
             assert answer.content
+            fake.rest.callback_delay = 0.0
 
             await fake.guild_message(BOB, "u2-m0 charla entre humanos")  # not for the bot
             await fake.guild_message(BOB, "u2-m1 oye", mention_bot=True)

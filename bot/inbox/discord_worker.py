@@ -22,8 +22,10 @@ interaction response's `_response_type` (to say the platform process deferred it
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
 from typing import Any
 
 import discord
@@ -48,6 +50,10 @@ from memory.store.inbox import Claim, Inbox
 log = logging.getLogger(__name__)
 # The lock of the slash commands' sync: one worker syncs at a time (any constant of ours).
 COMMAND_SYNC_LOCK = 0x636F6D73
+# Discord's 3 s to acknowledge an interaction, and some margin: by then the platform process
+# has deferred it or never will.
+DEFERRAL_WAIT_SECONDS = 4.0
+DEFERRAL_RETRY_SECONDS = 0.1
 
 
 def with_nonce(params: MultipartParameters, slot: Slot) -> None:
@@ -59,6 +65,25 @@ def with_nonce(params: MultipartParameters, slot: Slot) -> None:
     for part in params.multipart or []:
         if part.get("name") == "payload_json":
             part["value"] = json.dumps({**json.loads(part["value"]), **extra})
+
+
+async def fill_deferred(interaction: discord.Interaction, send: Send) -> discord.Message:
+    """Edit the response the platform process deferred. The platform stores an interaction
+    before it defers it, so a quick worker can get here first: Discord then knows no response
+    to edit yet, and the edit is tried again until the deferral's window has passed."""
+    deadline = time.monotonic() + DEFERRAL_WAIT_SECONDS
+    while True:
+        try:
+            return await interaction.edit_original_response(
+                content=send.get("content"),
+                attachments=[send["file"]] if "file" in send else MISSING,
+                view=send.get("view"),
+                allowed_mentions=NO_PINGS,
+            )
+        except discord.NotFound:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(DEFERRAL_RETRY_SECONDS)
 
 
 class RecordingAnswers(InteractionAnswers):
@@ -81,12 +106,7 @@ class RecordingAnswers(InteractionAnswers):
         for send in sends:
             slot = await self._recorder.before()
             if interaction.id in self.deferred:
-                sent: discord.Message = await interaction.edit_original_response(
-                    content=send.get("content"),
-                    attachments=[send["file"]] if "file" in send else MISSING,
-                    view=send.get("view"),
-                    allowed_mentions=NO_PINGS,
-                )
+                sent: discord.Message = await fill_deferred(interaction, send)
                 self.deferred.discard(interaction.id)
             else:
                 sent = await interaction.followup.send(

@@ -4,6 +4,8 @@ original response go through."""
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
 from tests.fakes.discord_http import apply_edit, error, json_response, read_body
@@ -17,6 +19,8 @@ class InteractionRoutes:
     world: FakeWorld
     interaction_responses: list[InteractionCallback]
     followups: list[Followup]
+    # Seconds an interaction's acknowledgement takes to land (a slow network, a busy Discord).
+    callback_delay: float = 0.0
 
     def _bot_message(
         self, channel_id: int, payload: JSON, files: list[UploadedFile], **extra: object
@@ -27,6 +31,7 @@ class InteractionRoutes:
         return self.world.interactions.get(request.match_info["token"])
 
     async def _callback(self, request: web.Request) -> web.Response:
+        await asyncio.sleep(self.callback_delay)
         state = self._interaction(request)
         if state is None or str(state.id) != request.match_info["interaction_id"]:
             return error(404, "Unknown interaction", 10062)
