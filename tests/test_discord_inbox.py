@@ -234,7 +234,7 @@ async def test_a_restarted_platform_loses_nothing_it_stored(tmp_path: Path, pg_b
             await fake.dm(ALICE, "u1-m0 uno")
             await rows_when(url, lambda rows: len(rows) == 1, "the first message stored")
             await platform.kill()  # no worker has seen it yet
-            await roles.start("platform")
+            again = await roles.start("platform")
             await fake.dm(ALICE, "u1-m1 dos")
             await rows_when(url, lambda rows: len(rows) == 2, "the second message stored")
             await roles.start("worker")
@@ -244,6 +244,7 @@ async def test_a_restarted_platform_loses_nothing_it_stored(tmp_path: Path, pg_b
 
             await until(lambda: any("u1-m1" in r for r in replies()), 20, "m1 answered")
             rows = await rows_when(url, lambda rs: all(r["answered"] for r in rs), "answered")
+            assert await again.stop() == 0  # SIGTERM: a clean stop
             failed = False
         finally:
             await roles.close(failed)

@@ -25,6 +25,7 @@ platform process afterwards.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 from typing import Any, Protocol
@@ -47,6 +48,7 @@ SUBCOMMAND = 1
 EPHEMERAL = 64  # a message flag
 MAX_BATCH = 100
 RETRY_SECONDS = 1.0
+DRAIN_SECONDS = 5.0  # at a stop, for what arrived before the gateway closed
 READY_TIMEOUT = 60.0
 Event = tuple[str, dict[str, Any]]
 
@@ -164,7 +166,10 @@ class DiscordIngest:
         log.info("discord platform: storing messages and interactions in the inbox")
 
     async def stop(self) -> None:
+        """Disconnect, store what had arrived (bounded), then end."""
         await self._client.close()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._queue.join(), DRAIN_SECONDS)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -176,13 +181,14 @@ class DiscordIngest:
             while not self._queue.empty() and len(batch) < MAX_BATCH:
                 batch.append(self._queue.get_nowait())
             wanted = [(e, d) for e, d in batch if await self._wanted(e, d)]
-            if not wanted:
-                continue
-            await self._store([discord_arrival(e, d) for e, d in wanted])
+            if wanted:
+                await self._store([discord_arrival(e, d) for e, d in wanted])
             for event, data in wanted:
                 if event == INTERACTION_CREATE and data.get("type") in (COMMAND, COMPONENT):
                     self._tasks.append(asyncio.create_task(self._defer(data)))
             self._tasks = [t for t in self._tasks if not t.done()]
+            for _ in batch:
+                self._queue.task_done()
 
     async def _store(self, arrivals: list[Arrival]) -> None:
         """Stored, or tried again until it is: a dropped batch would be lost for good."""
