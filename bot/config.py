@@ -78,6 +78,11 @@ class Settings(BaseSettings):
     telegram_webhook_secret: SecretStr | None = None
     discord_bot_token: SecretStr | None = None
     discord_api_base_url: str = "https://discord.com/api/v10"
+    # The gateway shard a Discord platform process connects (`--role platform`): shard
+    # DISCORD_SHARD_ID of DISCORD_SHARD_COUNT, one process each; unset, one connection serves
+    # every guild (Discord requires sharding from 2,500 guilds).
+    discord_shard_id: int | None = Field(None, ge=0)
+    discord_shard_count: int | None = Field(None, ge=1)
 
     # Chat limits
     default_character: str | None = None

@@ -2,9 +2,10 @@
 
 - all (the default): one process takes messages from the platforms and answers them, as
   always (bot/runner.py), on SQLite or PostgreSQL.
-- platform: receives Telegram's updates and stores each one in the inbox before acknowledging
-  it (bot/inbox/telegram_platform.py); answers nothing. One per bot token.
-- worker: claims stored messages, answers them through Telegram's REST API, and runs the
+- platform: receives Telegram's updates and Discord's gateway events (each platform whose token
+  is set) and stores each one in the inbox before acknowledging it (bot/inbox/*_platform.py);
+  answers nothing. One per bot token (per Discord shard).
+- worker: claims stored messages, answers them through the platforms' REST APIs, and runs the
   background jobs, each claimed by one worker at a time (bot/inbox/). Run as many as needed.
 
 platform and worker need PostgreSQL (DATABASE_URL): the inbox and the claims are its tables and
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -26,6 +28,8 @@ from bot.app import App, open_app
 from bot.config import Settings
 from bot.health import HealthServer, Metrics, TimedLLM
 from bot.inbox.claimed_jobs import ClaimedCompactions, claim_extractions
+from bot.inbox.discord_platform import DiscordIngest
+from bot.inbox.discord_worker import DiscordWorker
 from bot.inbox.shared_limits import SharedRateLimiter
 from bot.inbox.telegram_platform import TelegramIngest
 from bot.inbox.telegram_worker import TelegramWorker
@@ -34,7 +38,7 @@ from bot.jobs import IDLE_SWEEP_SECONDS
 from bot.llm import ClosableLLM, build_llm
 from bot.runner import run_bot, settle_garbage_collector
 from memory.store import inbox_over, open_inbox, open_store
-from memory.store.inbox import SWEEP_LOCK, Inbox
+from memory.store.inbox import SWEEP_LOCK, Claim, Inbox
 
 log = logging.getLogger(__name__)
 ROLES = ("all", "platform", "worker")
@@ -42,8 +46,8 @@ NEEDS_POSTGRES = (
     "--role {role} needs PostgreSQL: set DATABASE_URL=postgresql://... (the inbox and the "
     "workers' claims live there); on SQLite, run one process with --role all"
 )
-NEEDS_TELEGRAM = (
-    "--role {role} runs Telegram only: set TELEGRAM_BOT_TOKEN=... (Discord runs in --role all)"
+NEEDS_PLATFORM = (
+    "--role {role} needs a platform: set TELEGRAM_BOT_TOKEN=..., DISCORD_BOT_TOKEN=... or both"
 )
 
 
@@ -67,11 +71,9 @@ async def run_role(
     if settings.database_url is None:
         print(f"companion: {NEEDS_POSTGRES.format(role=role)}", file=sys.stderr)
         return 2
-    if settings.telegram_bot_token is None:
-        print(f"companion: {NEEDS_TELEGRAM.format(role=role)}", file=sys.stderr)
+    if settings.telegram_bot_token is None and settings.discord_bot_token is None:
+        print(f"companion: {NEEDS_PLATFORM.format(role=role)}", file=sys.stderr)
         return 2
-    if settings.discord_bot_token is not None:
-        log.warning("DISCORD_BOT_TOKEN is ignored by --role %s: Discord runs in --role all", role)
     stop = stop or asyncio.Event()
     _on_signals(stop)
     metrics = Metrics(role)
@@ -96,20 +98,28 @@ async def _health(settings: Settings, metrics: Metrics, inbox: Inbox):  # type: 
 async def _platform(settings: Settings, metrics: Metrics, stop: asyncio.Event) -> int:
     assert settings.database_url is not None
     url = settings.database_url.get_secret_value()
-    store = await open_store(url)  # applies the migrations, 0012's inbox among them
-    await store.close()
+    # Migrates (0012's inbox among them); kept open for the one read Discord needs: whether a
+    # channel is bound to a character (its messages are stored even unaddressed).
+    store = await open_store(url)
     inbox = await open_inbox(url)
+    ingests: list[TelegramIngest | DiscordIngest] = []
     try:
         async with _health(settings, metrics, inbox) as health:
-            ingest = TelegramIngest(settings, inbox, metrics)
-            await ingest.start()
+            if settings.telegram_bot_token is not None:
+                ingests.append(TelegramIngest(settings, inbox, metrics))
+            if settings.discord_bot_token is not None:
+                ingests.append(DiscordIngest(settings, inbox, metrics, store))
+            for ingest in ingests:
+                await ingest.start()
             if health is not None:
                 health.ready()
-            log.info("running: platform (telegram)")
+            log.info("running: platform (%s)", ", ".join(i.name for i in ingests))
             await stop.wait()
-            await ingest.stop()
     finally:
+        for ingest in reversed(ingests):
+            await ingest.stop()
         await inbox.close()
+        await store.close()
     log.info("stopped cleanly")
     return 0
 
@@ -136,13 +146,14 @@ async def _worker(
         limit, window = settings.rate_limit_messages, settings.rate_limit_window_seconds
         app.commands.use_rate_limiter(SharedRateLimiter(inbox, limit, window))
         await inbox.connect()
-        telegram = TelegramWorker(app, inbox, me, metrics, settings.inbox_lease_seconds)
+        platforms = _platform_workers(app, inbox, me, metrics)
         try:
             async with _health(settings, metrics, inbox) as health:
-                await telegram.start()
+                for platform in platforms.values():
+                    await platform.start()
                 loop = ClaimLoop(
                     inbox,
-                    telegram.answer,
+                    functools.partial(_answer, platforms),
                     metrics,
                     me,
                     concurrency=settings.worker_concurrency,
@@ -158,11 +169,37 @@ async def _worker(
                 await loop.run(stop)
                 sweeper.cancel()
                 await asyncio.gather(sweeper, return_exceptions=True)
-                await telegram.stop()
         finally:
+            for platform in platforms.values():
+                await platform.stop()
             await inbox.close()
     log.info("stopped cleanly")
     return 0
+
+
+PlatformWorker = TelegramWorker | DiscordWorker
+
+
+def _platform_workers(
+    app: App, inbox: Inbox, me: str, metrics: Metrics
+) -> dict[str, PlatformWorker]:
+    """The platforms this worker answers, by the prefix of their pair keys."""
+    settings = app.settings
+    lease = settings.inbox_lease_seconds
+    platforms: dict[str, PlatformWorker] = {}
+    if settings.telegram_bot_token is not None:
+        platforms["telegram"] = TelegramWorker(app, inbox, me, metrics, lease)
+    if settings.discord_bot_token is not None:
+        platforms["discord"] = DiscordWorker(app, inbox, me, metrics, lease)
+    return platforms
+
+
+async def _answer(platforms: dict[str, PlatformWorker], claim: Claim) -> list[int]:
+    platform = claim.pair_key.split(":", 1)[0]
+    worker = platforms.get(platform)
+    if worker is None:  # left claimed: a worker that has this platform's token answers it
+        raise RuntimeError(f"no {platform} token in this worker for {claim.pair_key}")
+    return await worker.answer(claim)
 
 
 async def _sweep_forever(app: App, inbox: Inbox, settings: Settings) -> None:

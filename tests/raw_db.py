@@ -94,8 +94,9 @@ def traces_of(where: HasDatabase, canary: str) -> list[str]:
         return [
             table
             for table in COPY_TABLES
-            if raw.execute(f"SELECT 1 FROM {table} t WHERE t::text ILIKE ?", (f"%{canary}%",))
-            .fetchall()
+            if raw.execute(
+                f"SELECT 1 FROM {table} t WHERE t::text ILIKE ?", (f"%{canary}%",)
+            ).fetchall()
         ]
 
 

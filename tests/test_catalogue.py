@@ -43,7 +43,7 @@ SEND_CALLS = {"send_message", "edit_message_text", "reply_text", "send", "print"
 WORDING = re.compile(r"[^\W\d_]{3,}")  # a word of three letters or more
 COMMAND_NAME = re.compile(r"/\w+")  # "/press": a command is a name, not wording
 # Messages for the operator starting the bot (console, English), not for people chatting.
-OPERATOR = {("bot/adapters/discord_adapter.py", "start")}
+OPERATOR = {("bot/adapters/discord_adapter.py", "login")}
 
 
 def placeholders(template: str) -> set[str]:

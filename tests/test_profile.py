@@ -162,9 +162,7 @@ async def test_update_moves_the_old_value_to_history(
     with raw_database(app.settings) as raw:
         history = raw.execute("SELECT value, reason FROM fact_history").fetchall()
     assert history == [("vegetariana", "se hizo vegana")]
-    fact_id = (
-        raw_database(app.settings).execute("SELECT id FROM facts").fetchone()[0]
-    )
+    fact_id = raw_database(app.settings).execute("SELECT id FROM facts").fetchone()[0]
     user = await app.store.find_user("telegram", "u1")
     assert user is not None
     versions = await app.store.fact_history(user.id, fact_id)

@@ -71,6 +71,31 @@ def intents() -> discord.Intents:
     return chosen
 
 
+async def wait_until_ready(
+    client: discord.Client,
+    gateway: asyncio.Task[None],
+    timeout: float,  # noqa: ASYNC109
+) -> None:
+    """Return once the gateway said READY; close the client and say why if it never does."""
+    ready = asyncio.ensure_future(client.wait_until_ready())
+    done, _ = await asyncio.wait(
+        {gateway, ready}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+    )
+    if ready in done:
+        return
+    ready.cancel()
+    await client.close()
+    if gateway in done:
+        error = None if gateway.cancelled() else gateway.exception()
+        raise RuntimeError(
+            f"discord: the gateway connection ended before READY: {gateway_failure(error)}"
+        ) from error
+    raise TimeoutError(
+        f"discord: no READY from the gateway within {timeout:.0f} s; check "
+        "network access to Discord, DISCORD_API_BASE_URL and DISCORD_BOT_TOKEN"
+    )
+
+
 class DiscordRedirect:
     """Point discord.py at another Discord API (DISCORD_API_BASE_URL): a proxy or a test fake.
 
@@ -119,9 +144,11 @@ class DiscordAdapter:
         *,
         guild_ready_timeout: float = 2.0,
         ready_timeout: float = DEFAULT_READY_TIMEOUT,
+        responder: InteractionAnswers | None = None,
     ) -> None:
         """``guild_ready_timeout``: how long discord.py waits for more guilds before on_ready
-        (tests pass a tiny value); ``ready_timeout``: how long start() waits to be connected."""
+        (tests pass a tiny value); ``ready_timeout``: how long start() waits to be connected;
+        ``responder``: how interactions are answered (a worker records its sends)."""
         self._settings = settings
         self._commands = commands
         self._ready_timeout = ready_timeout
@@ -131,7 +158,7 @@ class DiscordAdapter:
         self._client = discord.Client(
             intents=intents(), allowed_mentions=NO_PINGS, guild_ready_timeout=guild_ready_timeout
         )
-        self._responder = InteractionAnswers(commands)
+        self._responder = responder or InteractionAnswers(commands)
         self._client.add_dynamic_items(self._responder.button_type)
         self._tree = app_commands.CommandTree(self._client)
         self._tree.error(self._responder.on_command_error)
@@ -144,8 +171,23 @@ class DiscordAdapter:
     def client(self) -> discord.Client:
         return self._client
 
+    @property
+    def tree(self) -> app_commands.CommandTree[discord.Client]:
+        return self._tree
+
+    @property
+    def responder(self) -> InteractionAnswers:
+        return self._responder
+
     async def start(self) -> None:
         """Log in, sync the slash commands, connect, and return once Discord says READY."""
+        await self.login()
+        self._gateway_task = asyncio.create_task(self._client.connect(), name="discord-gateway")
+        await wait_until_ready(self._client, self._gateway_task, self._ready_timeout)
+
+    async def login(self, *, sync: bool = True) -> None:
+        """Log in over REST (a worker stops here: it answers without a gateway) and sync the
+        slash commands when `sync` and they changed."""
         token = self._settings.discord_bot_token
         if token is None:
             raise UserFacingError("DISCORD_BOT_TOKEN is not set; put the bot's token in .env.")
@@ -155,31 +197,11 @@ class DiscordAdapter:
             await self._tree.set_translator(RegistryTranslator())
             assert self._client.application_id is not None  # known once logged in
             state = self._settings.database_path.parent / "discord-commands.sha256"
-            await sync_if_changed(self._tree, self._client.application_id, state)
+            if sync:
+                await sync_if_changed(self._tree, self._client.application_id, state)
         except BaseException:
             await self._client.close()  # login opened an HTTP session
             raise
-        self._gateway_task = asyncio.create_task(self._client.connect(), name="discord-gateway")
-        await self._wait_until_ready(self._gateway_task)
-
-    async def _wait_until_ready(self, gateway: asyncio.Task[None]) -> None:
-        ready = asyncio.ensure_future(self._client.wait_until_ready())
-        done, _ = await asyncio.wait(
-            {gateway, ready}, timeout=self._ready_timeout, return_when=asyncio.FIRST_COMPLETED
-        )
-        if ready in done:
-            return
-        ready.cancel()
-        await self._client.close()
-        if gateway in done:
-            error = None if gateway.cancelled() else gateway.exception()
-            raise RuntimeError(
-                f"discord: the gateway connection ended before READY: {gateway_failure(error)}"
-            ) from error
-        raise TimeoutError(
-            f"discord: no READY from the gateway within {self._ready_timeout:.0f} s; check "
-            "network access to Discord, DISCORD_API_BASE_URL and DISCORD_BOT_TOKEN"
-        )
 
     async def send_private(self, platform_user_id: str, message: str) -> bool:
         """An unprompted message to the user's DM channel, opened when needed."""

@@ -142,10 +142,11 @@ def live_reply(message: discord.Message, settings: Settings) -> LiveReply[discor
 async def within_deadline(
     interaction: discord.Interaction, work: Awaitable[Answer], *, ephemeral: bool
 ) -> Answer:
-    """Await ``work``; if it outlasts Discord's acknowledgement window, defer first."""
+    """Await ``work``; if it outlasts Discord's acknowledgement window, defer first (unless
+    deferred already: a platform process defers every interaction it stores)."""
     task = asyncio.ensure_future(work)
     done, _ = await asyncio.wait({task}, timeout=DEFER_AFTER_SECONDS)
-    if not done:
+    if not done and not interaction.response.is_done():
         await interaction.response.defer(ephemeral=ephemeral, thinking=True)
     return await task
 

@@ -198,9 +198,7 @@ class Companion(BurstAnswering, BackgroundWork, OffRecordAnswering, FollowUpWrit
         await self._refresh_profile_if_changed(session, now)
         while burst.stored < len(burst.messages):
             before = session
-            session, stored = await self._add_user_turn(
-                session, burst.messages[burst.stored], now
-            )
+            session, stored = await self._add_user_turn(session, burst.messages[burst.stored], now)
             if burst.stored == 0 and session.conversation.id == before.conversation.id:
                 session.previous_activity = before.last_activity
             session.last_activity = now

@@ -312,6 +312,21 @@ class FakeDiscord:
         await self.gateway.dispatch("INTERACTION_CREATE", payload)
         return state.id
 
+    async def press_button(
+        self, user_id: int, message: JSON, custom_id: str, *, guild: bool = False
+    ) -> int:
+        """Press the button ``custom_id`` of ``message``; returns the interaction id."""
+        state = self.world.new_interaction(
+            int(message["channel_id"]), self.guild_id if guild else None
+        )
+        state.message = message
+        data = {"custom_id": custom_id, "component_type": 2}
+        payload = self.world.interaction_payload(state, self.world.user(user_id), data)
+        await self.gateway.dispatch(
+            "INTERACTION_CREATE", {**payload, "type": 3, "message": message}
+        )
+        return state.id
+
     # -- recordings -----------------------------------------------------------------------------
 
     def sent_messages(self, channel_id: int | None = None) -> list[SentMessage]:

@@ -7,15 +7,24 @@ Every request is recorded; unknown routes answer 404 JSON like Discord and are l
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable
+import asyncio
 from contextlib import suppress
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
 from tests.fakes.discord_gateway import FakeGateway
+from tests.fakes.discord_hooks import InteractionRoutes
+from tests.fakes.discord_http import (
+    API,
+    OCTET_STREAM,
+    RECORD,
+    Handler,
+    apply_edit,
+    error,
+    json_response,
+    read_body,
+)
 from tests.fakes.discord_records import (
     Changes,
     Followup,
@@ -26,55 +35,13 @@ from tests.fakes.discord_records import (
 )
 from tests.fakes.discord_world import (
     APPLICATION_FLAGS,
-    EPHEMERAL,
     JSON,
-    LOADING,
     FakeAttachment,
     FakeWorld,
-    InteractionState,
-    now_iso,
 )
 
-API = r"/api/v{version:\d+}"
-OCTET_STREAM = "application/octet-stream"
-JSON_TYPE = "application/json"
-RECORD = web.RequestKey("record", RecordedRequest)
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-
-def json_response(data: object, status: int = 200) -> web.Response:
-    # discord.py parses a body as JSON only if Content-Type is exactly "application/json";
-    # aiohttp's json_response appends "; charset=utf-8", which discord.py then treats as text.
-    return web.Response(body=json.dumps(data).encode(), status=status, content_type=JSON_TYPE)
-
-
-def error(status: int, message: str, code: int = 0) -> web.Response:
-    return json_response({"message": message, "code": code}, status=status)
-
-
-async def read_body(request: web.Request) -> tuple[Any, list[UploadedFile]]:
-    """The JSON body, or payload_json plus files for the multipart form discord.py uploads."""
-    payload: Any = {}
-    files: list[UploadedFile] = []
-    if request.content_type.startswith("multipart/"):
-        reader = await request.multipart()
-        while (part := await reader.next()) is not None:
-            if not isinstance(part, aiohttp.BodyPartReader):
-                continue
-            if part.name == "payload_json":
-                payload = json.loads(await part.text())
-            else:
-                data = bytes(await part.read())
-                ctype = part.headers.get("Content-Type")
-                files.append(UploadedFile(part.name or "", part.filename, ctype, data))
-    else:
-        raw = await request.read()
-        payload = json.loads(raw) if raw else {}
-    request[RECORD].body = payload
-    return payload, files
-
-
-class FakeRest:
+class FakeRest(InteractionRoutes):
     def __init__(self, world: FakeWorld, changes: Changes, gateway: FakeGateway, token: str | None):
         self.world = world
         self.changes = changes
@@ -92,6 +59,11 @@ class FakeRest:
         self.followups: list[Followup] = []
         self.unknown_routes: list[tuple[str, str]] = []
         self.errors: list[BaseException] = []
+        # Create-message nonces sent with enforce_nonce, and the sends they made a repeat of.
+        self.nonces: dict[str, JSON] = {}
+        self.deduplicated: list[SentMessage] = []
+        # Set: each created message's response waits for it (a sender killed meanwhile).
+        self.send_gate: asyncio.Event | None = None
         self._command_ids: dict[tuple[int | None, str, int], int] = {}
 
     def routes(self) -> list[web.RouteDef]:
@@ -107,6 +79,7 @@ class FakeRest:
             web.get(API + "/gateway/bot", self._get_gateway),
             web.post(API + "/users/@me/channels", self._create_dm),
             web.get(API + r"/channels/{channel_id:\d+}", self._get_channel),
+            web.get(API + r"/guilds/{guild_id:\d+}", self._get_guild),
             web.post(API + r"/channels/{channel_id:\d+}/messages", self._post_message),
             web.get(msg, self._get_message),
             web.patch(msg, self._edit_message),
@@ -193,18 +166,38 @@ class FakeRest:
         channel = self.world.channel_payload(int(request.match_info["channel_id"]))
         return json_response(channel) if channel else error(404, "Unknown Channel", 10003)
 
+    async def _get_guild(self, request: web.Request) -> web.Response:
+        if int(request.match_info["guild_id"]) != self.world.guild_id:
+            return error(404, "Unknown Guild", 10004)
+        gateway_only = ("members", "channels", "threads", "presences", "voice_states")
+        guild = {k: v for k, v in self.world.guild_create().items() if k not in gateway_only}
+        return json_response(guild)
+
     async def _post_message(self, request: web.Request) -> web.Response:
         channel_id = int(request.match_info["channel_id"])
         if self.world.channel_payload(channel_id) is None:
             return error(404, "Unknown Channel", 10003)
         payload, files = await read_body(request)
+        nonce = (
+            str(payload["nonce"]) if payload.get("enforce_nonce") and "nonce" in payload else None
+        )
+        if nonce is not None and nonce in self.nonces:
+            # Discord: the same author's message with this nonce, sent again, is returned as
+            # it was and not created twice.
+            earlier = self.nonces[nonce]
+            self.deduplicated.append(SentMessage(int(earlier["id"]), channel_id, payload, earlier))
+            return json_response(earlier)
         message = self._bot_message(channel_id, payload, files)
+        if nonce is not None:
+            self.nonces[nonce] = message
         self.sent.append(SentMessage(int(message["id"]), channel_id, payload, message, files))
         if self.echo_own_messages and self.gateway.current is not None:
             # Discord echoes the bot's own messages on the gateway; bots must ignore them. A
             # gateway closing at this moment must not turn the REST call into an error.
             with suppress(ConnectionError, RuntimeError):
                 await self.gateway.dispatch("MESSAGE_CREATE", message)
+        if self.send_gate is not None:
+            await self.send_gate.wait()
         return json_response(message)
 
     def _bot_message(
@@ -315,99 +308,3 @@ class FakeRest:
             if (scope, name, 1) in self._command_ids and scope in self.registered_commands:
                 return self._command_ids[(scope, name, 1)]
         return None
-
-    # -- interactions ---------------------------------------------------------------------------
-
-    def _interaction(self, request: web.Request) -> InteractionState | None:
-        return self.world.interactions.get(request.match_info["token"])
-
-    async def _callback(self, request: web.Request) -> web.Response:
-        state = self._interaction(request)
-        if state is None or str(state.id) != request.match_info["interaction_id"]:
-            return error(404, "Unknown interaction", 10062)
-        if state.callback_types:
-            return error(400, "Interaction has already been acknowledged.", 40060)
-        payload, files = await read_body(request)
-        kind, data = int(payload["type"]), payload.get("data") or {}
-        state.callback_types.append(kind)
-        self.interaction_responses.append(InteractionCallback(state.id, kind, data, files))
-        if kind in (4, 5):
-            flags = int(data.get("flags") or 0) | (LOADING if kind == 5 else 0)
-            state.original = self._bot_message(
-                state.channel_id, {**data, "flags": flags}, files, **self._webhook_fields()
-            )
-        if request.query.get("with_response") not in ("1", "true", "True"):
-            return web.Response(status=204)
-        return json_response(self._callback_response(state, kind))
-
-    def _callback_response(self, state: InteractionState, kind: int) -> JSON:
-        original = state.original or {}
-        flags = int(original.get("flags") or 0)
-        response: JSON = {
-            "interaction": {
-                "id": str(state.id),
-                "type": 2,
-                "response_message_id": original.get("id"),
-                "response_message_loading": bool(flags & LOADING),
-                "response_message_ephemeral": bool(flags & EPHEMERAL),
-            }
-        }
-        if state.original is not None:
-            response["resource"] = {"type": kind, "message": state.original}
-        return response
-
-    def _webhook_fields(self) -> JSON:
-        app_id = str(self.world.application_id)
-        return {"webhook_id": app_id, "application_id": app_id}
-
-    async def _followup(self, request: web.Request) -> web.Response:
-        state = self._interaction(request)
-        if state is None:
-            return error(404, "Unknown Webhook", 10015)
-        payload, files = await read_body(request)
-        message = self._bot_message(state.channel_id, payload, files, **self._webhook_fields())
-        self.followups.append(Followup(state.id, "POST", "followup", payload, message, files))
-        if request.query.get("wait") not in ("1", "true", "True"):
-            return web.Response(status=204)
-        return json_response(message)
-
-    def _hook_message(self, request: web.Request) -> tuple[InteractionState | None, JSON | None]:
-        state = self._interaction(request)
-        target = request.match_info["message_id"]
-        if state is None:
-            return None, None
-        if target == "@original":
-            return state, state.original
-        return state, self.world.messages.get(int(target)) if target.isdigit() else None
-
-    async def _get_hook_message(self, request: web.Request) -> web.Response:
-        _, message = self._hook_message(request)
-        return json_response(message) if message else error(404, "Unknown Message", 10008)
-
-    async def _edit_hook_message(self, request: web.Request) -> web.Response:
-        state, message = self._hook_message(request)
-        if state is None or message is None:
-            return error(404, "Unknown Message", 10008)
-        payload, files = await read_body(request)
-        apply_edit(message, payload)
-        target = request.match_info["message_id"]
-        self.followups.append(Followup(state.id, "PATCH", target, payload, message, files))
-        return json_response(message)
-
-    async def _delete_hook_message(self, request: web.Request) -> web.Response:
-        state, message = self._hook_message(request)
-        if state is None or message is None:
-            return error(404, "Unknown Message", 10008)
-        target = request.match_info["message_id"]
-        self.followups.append(Followup(state.id, "DELETE", target, {}, None))
-        return web.Response(status=204)
-
-
-def apply_edit(message: JSON, payload: JSON) -> None:
-    for key, empty in (("content", ""), ("embeds", []), ("components", [])):
-        if key in payload:
-            # An explicit null removes the field's value, as on Discord.
-            message[key] = empty if payload[key] is None else payload[key]
-    # Editing a deferred response is what ends its "thinking..." state.
-    message["flags"] = int(message.get("flags") or 0) & ~LOADING
-    message["edited_timestamp"] = now_iso()

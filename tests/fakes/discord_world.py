@@ -79,6 +79,8 @@ class InteractionState:
     guild_id: int | None
     original: JSON | None = None
     callback_types: list[int] = field(default_factory=list)
+    # A button press: the message its button is on (a deferred update's "@original").
+    message: JSON | None = None
 
 
 class FakeWorld:
