@@ -38,7 +38,7 @@ from bot.jobs import IDLE_SWEEP_SECONDS
 from bot.llm import ClosableLLM, build_llm
 from bot.runner import run_bot, settle_garbage_collector
 from memory.store import inbox_over, open_inbox, open_store
-from memory.store.inbox import SWEEP_LOCK, Claim, Inbox
+from memory.store.inbox import FOLLOWUP_LOCK, SWEEP_LOCK, Claim, Inbox
 
 log = logging.getLogger(__name__)
 ROLES = ("all", "platform", "worker")
@@ -151,6 +151,7 @@ async def _worker(
             async with _health(settings, metrics, inbox) as health:
                 for platform in platforms.values():
                     await platform.start()
+                    app.followups.use(platform.adapter)
                 loop = ClaimLoop(
                     inbox,
                     functools.partial(_answer, platforms),
@@ -162,13 +163,15 @@ async def _worker(
                     affinity_seconds=settings.inbox_affinity_ms / 1000,
                 )
                 sweeper = asyncio.create_task(_sweep_forever(app, inbox, settings))
+                follower = asyncio.create_task(_followups_forever(app, inbox, settings))
                 settle_garbage_collector()
                 log.info("running: worker %s", me)
                 if health is not None:
                     health.ready()
                 await loop.run(stop)
                 sweeper.cancel()
-                await asyncio.gather(sweeper, return_exceptions=True)
+                follower.cancel()
+                await asyncio.gather(sweeper, follower, return_exceptions=True)
         finally:
             for platform in platforms.values():
                 await platform.stop()
@@ -211,6 +214,23 @@ async def _sweep_forever(app: App, inbox: Inbox, settings: Settings) -> None:
             await sweep_once(app, inbox, settings)
         except Exception:
             log.error("sweep failed", exc_info=True)
+
+
+async def _followups_forever(app: App, inbox: Inbox, settings: Settings) -> None:
+    while True:
+        await asyncio.sleep(settings.followup_check_seconds)
+        try:
+            await followups_once(app, inbox)
+        except Exception:
+            log.error("follow-ups failed", exc_info=True)
+
+
+async def followups_once(app: App, inbox: Inbox) -> int | None:
+    """Write and send the follow-ups due, if no other worker does it now (None when one
+    does): the job reads what is due, then records each send, so two workers at once would
+    both send it."""
+    async with inbox.exclusive(FOLLOWUP_LOCK) as held:
+        return await app.followups.run() if held else None
 
 
 async def sweep_once(app: App, inbox: Inbox, settings: Settings) -> bool:

@@ -9,24 +9,27 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
 
+from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.answers import Answer, Caller
 from bot.app import App, open_app
 from bot.inbox.claimed_jobs import ClaimedCompactions
 from bot.inbox.shared_limits import SharedRateLimiter
-from memory.models import Summary, SummaryFields, Thread
+from bot.roles import followups_once
+from memory.models import Fact, Summary, SummaryFields, Thread
 from memory.store.postgres import PostgresStore
 from memory.store.postgres.inbox import PostgresInbox
 from memory.summary.rolling import CompactionInput
 from tests import pg_fixtures
 from tests.conftest import FakeClock, make_settings
-from tests.fakes.anthropic_api import Delay, FakeAnthropic, ToolUse
+from tests.fakes.anthropic_api import Delay, FakeAnthropic, Text, ToolUse
+from tests.fakes.telegram_api import FakeTelegram
 from tests.helpers import dm
 
 pytestmark = pg_fixtures.needs_postgres
@@ -162,3 +165,54 @@ async def test_a_call_held_by_the_shared_limit_is_made_when_the_notice_says(
     assert seconds == 2
     # The call was made within the time the notice gave (it is rounded up), not long after.
     assert 1.0 < answered - held_at <= seconds + 0.5
+
+
+async def test_two_workers_send_a_follow_up_due_once(tmp_path: Path, pg_url: str) -> None:
+    """The follow-up job runs in every worker; its lock lets one write and send what is due
+    (both running it at once would each read the same due event and send it)."""
+    friday = FakeClock(datetime(2026, 11, 6, 11, 0, tzinfo=UTC))
+    async with AsyncExitStack() as stack:
+        fake = await stack.enter_async_context(FakeAnthropic())
+        telegram = await stack.enter_async_context(FakeTelegram())
+        apps, inboxes = [], []
+        for n in range(2):
+            settings = make_settings(
+                tmp_path / f"w{n}", fake, database_url=pg_url, telegram_bot_token=telegram.token,
+                telegram_api_base_url=telegram.url,
+            )  # fmt: skip
+            app = await stack.enter_async_context(
+                open_app(settings, clock=friday, start_scheduler=False)
+            )
+            adapter = TelegramAdapter(settings, app.commands)
+            await adapter.application.initialize()  # REST only, as a worker's: no polling
+            stack.push_async_callback(adapter.application.shutdown)
+            app.followups.use(adapter)
+            inbox = await PostgresInbox.open(pg_url)
+            stack.push_async_callback(inbox.close)
+            apps.append(app)
+            inboxes.append(inbox)
+        telegram.send_private_text(1001, "hola", first_name="Ana")  # the chat exists
+        store = apps[0].store
+        monday = datetime(2026, 11, 2, 18, 30, tzinfo=UTC)
+        user = await store.upsert_user("telegram", "1001", "Ana", monday)
+        event = Fact(
+            id=0, user_id=user.id, character_id="detective_bilbao", kind="episodic", key="event",
+            value="entrevista de trabajo", origin="stated", scope="dm", evidence=(),
+            lifetime="event", event_date=date(2026, 11, 5), created_at=monday,
+            confirmed_at=monday, expires_at=None,
+        )  # fmt: skip
+        assert await store.apply_fact_changes([event], [], [], [], None, monday)
+        assert await store.offer_followups_once(user.id, "detective_bilbao", monday)
+        await store.set_followups(user.id, "detective_bilbao", True)
+        fake.queue(
+            Delay(0.3, Text("¿Qué tal la entrevista?")), Delay(0.3, Text("¿Y la entrevista?"))
+        )
+
+        async def both() -> list[int | None]:
+            runs = (followups_once(a, i) for a, i in zip(apps, inboxes, strict=True))
+            return list(await asyncio.gather(*runs))
+
+        # One sent it; the other found the job taken.
+        assert sorted(await both(), key=str) == [1, None]
+        assert [m["text"] for m in telegram.sent_messages(1001)] == ["¿Qué tal la entrevista?"]
+        assert await both() in ([0, 0], [0, None], [None, 0])  # sent once, never again

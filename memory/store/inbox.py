@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 # The session-end sweep's lock: held by one worker at a time (any constant of ours).
 SWEEP_LOCK = 0x636F6D71
+# The follow-up job's lock: one worker at a time writes and sends the follow-ups due.
+FOLLOWUP_LOCK = 0x636F6D72
 
 
 @dataclass(frozen=True)
