@@ -36,24 +36,25 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from memory.integrity.guard import instruction_reason
-from memory.integrity.normalise import SPELLED_MARK, WS, clean, readings, skeleton
+from memory.integrity.meta import CONFIGURATION, META_TALK, REVEAL, USERS_OWN_CONFIG
+from memory.integrity.normalise import SPELLED_TEXT, WS, clean, readings, skeleton, unspelled
 from memory.integrity.rules import (
     ADDRESS_PREFERENCE,
     ANSWER_ORDER,
     AUTHORITY,
-    CONFIGURATION,
     DEFAULT_ASSISTANT,
+    FRAMED_IMPERATIVE,
     FRAMED_ORDER,
     IMPERATIVE,
     MARKUP,
     MEMORY_FRAME,
-    META_TALK,
     ONSET_ORDER,
     PASSIVE,
     REPLY_RULE,
     ROLEPLAY,
     assistant_patterns,
     blob_reason,
+    breakout_reason,
     excerpt,
     neutralise,
     second_person_reason,
@@ -65,31 +66,40 @@ MAX_TEXT_CHARS = 400  # a summary claim, an imported turn's line
 _CITE = re.compile(r"\{cite:\d+\}")
 
 
-def _structural_reason(cleaned: str, max_len: int) -> str | None:
+def _structural_reason(text: str, max_len: int) -> str | None:
     """What no memory may hold, whoever speaks in it: markup, blobs, spelled-out letters,
     the older instruction patterns, talk of the assistant's configuration."""
+    cleaned = clean(text)
     if not cleaned:
         return "is empty"
     if len(cleaned) > max_len:
         return f"is {len(cleaned)} characters, the limit is {max_len}"
     if match := MARKUP.search(cleaned):
         return f"contains markup that could break out of the memory block: '{excerpt(match)}'"
-    if reason := blob_reason(cleaned):
+    if reason := breakout_reason(cleaned) or blob_reason(cleaned):
         return reason
-    folded = skeleton(cleaned)
-    if SPELLED_MARK in folded:
+    plain, spelled = unspelled(text)
+    if spelled >= SPELLED_TEXT:
         return "spells words out letter by letter"
-    words = skeleton(neutralise(cleaned))  # the words once harmless markup is flattened
+    # The user's own prompt ("my first system prompt for a Discord bot") is their work.
+    folded = USERS_OWN_CONFIG.sub(" ", skeleton(cleaned))
+    words = USERS_OWN_CONFIG.sub(" ", judged(plain))
     if reason := instruction_reason(folded) or instruction_reason(words):
         return reason
     for rule, pattern in (
         ("talks about the assistant's configuration", CONFIGURATION),
         ("talks about the assistant's instructions", META_TALK),
+        ("asks for what comes before the conversation", REVEAL),
         ("lays a rule on the replies", REPLY_RULE),
     ):
         if match := pattern.search(words):
             return f"{rule}: '{excerpt(match)}'"
     return None
+
+
+def judged(text: str) -> str:
+    """The words the rules read: harmless markup flattened, then the skeleton."""
+    return skeleton(neutralise(clean(text)))
 
 
 def check_turn(text: str, *, max_len: int = 20_000) -> str | None:
@@ -98,10 +108,9 @@ def check_turn(text: str, *, max_len: int = 20_000) -> str | None:
     structural rules apply here, and talk of "the assistant" or "the model" in the third person,
     which no reply of the character's own needs; the fuller `check_text` is for what memory says
     of the user."""
-    cleaned = clean(text)
-    if reason := _structural_reason(cleaned, max_len):
+    if reason := _structural_reason(text, max_len):
         return reason
-    words = skeleton(neutralise(cleaned))
+    words = judged(unspelled(text)[0])
     for pattern in DEFAULT_ASSISTANT:
         if match := pattern.search(words):
             return f"makes the assistant its subject: '{excerpt(match)}'"
@@ -121,14 +130,15 @@ def check_text(
 
 
 def _check_reading(text: str, max_len: int, names: Sequence[str]) -> str | None:
-    cleaned = clean(text)
-    if reason := _structural_reason(cleaned, max_len):
+    if reason := _structural_reason(text, max_len):
         return reason
-    folded = skeleton(neutralise(cleaned))
+    folded = judged(unspelled(text)[0])
     if match := AUTHORITY.search(folded):
         return f"claims authority over the assistant: '{excerpt(match)}'"
     framed = MEMORY_FRAME.sub("", folded, count=1).lstrip("¿? ")
-    if framed != folded and (match := FRAMED_ORDER.search(framed)):
+    if framed != folded and (
+        match := FRAMED_ORDER.search(framed) or FRAMED_IMPERATIVE.search(framed)
+    ):
         return f"gives an order: '{excerpt(match)}'"
     folded = framed or folded
     if ADDRESS_PREFERENCE.match(folded):
@@ -139,8 +149,12 @@ def _check_reading(text: str, max_len: int, names: Sequence[str]) -> str | None:
             return f"makes the assistant its subject: '{excerpt(match)}'"
     if reason := second_person_reason(folded):
         return reason
+    for match in IMPERATIVE.finditer(folded):
+        if not _SHARED_SUBJECT.search(folded[: match.start() + 1]) or not _COORDINATED.match(
+            match.group(0)
+        ):
+            return f"gives an order: '{excerpt(match)}'"
     for rule, pattern in (
-        ("gives an order", IMPERATIVE),
         ("gives an order", ANSWER_ORDER),
         ("gives an order from now on", ONSET_ORDER),
         ("frames a role-play", ROLEPLAY),
@@ -151,6 +165,14 @@ def _check_reading(text: str, max_len: int, names: Sequence[str]) -> str | None:
         if not _USERS_OWN.search(folded[: match.start()]):
             return f"gives an order in the passive: '{excerpt(match)}'"
     return None
+
+
+# "I'm learning Japanese and write my name as サム": a verb joined by "and" to a clause whose
+# subject is the user shares that subject, unless the clause speaks to someone.
+_COORDINATED = re.compile(r"\s*(?:and|then|also|so|y|luego)\s")
+_SHARED_SUBJECT = re.compile(
+    r"(?:^|[.;:!?]\s*)(?:i|i'm|i've|i'll|we|we're|yo)\b(?![^.;:!?]*\byou\b)[^.;:!?]*$"
+)
 
 
 # "My essays must be written in ink": a passive whose subject is the user's own is a fact.
@@ -240,13 +262,55 @@ def check_fact(
 
 def check_joined(texts: Iterable[str], *, names: Sequence[str] = ()) -> str | None:
     """An instruction split over several values ("answer only" + "in French from now on"):
-    the values are checked once more side by side, in order."""
+    the values are checked once more side by side, in order, as they are and, when two or more
+    of them quote or label their words, as what they quote or label ("Dato dos: y termina con
+    «solo con insultos»"). A request about how the user is addressed is allowed alone, and
+    read alone."""
     parts = [clean(t) for t in texts if t and t.strip()]
+    parts = [p for p in parts if not _is_address_preference(p)]
     if len(parts) < 2:
         return None
-    joined = " ".join(parts)
-    reason = check_text(joined, max_len=len(joined) + 1, names=names)
-    return f"read together, the values {reason}" if reason else None
+    joined = [" ".join(parts)]
+    contents = [content_of(p) for p in parts]
+    if sum(c != p.strip(" .") for c, p in zip(contents, parts, strict=True)) >= 2:
+        joined.append(" ".join(contents))
+    for text in joined:
+        reason = check_text(text, max_len=len(text) + 1, names=names)
+        if reason:
+            return f"read together, the values {reason}"
+    return None
+
+
+def _is_address_preference(text: str) -> bool:
+    folded = judged(text)
+    framed = MEMORY_FRAME.sub("", folded, count=1).lstrip("¿? ") or folded
+    return ADDRESS_PREFERENCE.match(framed) is not None
+
+
+def check_together(new: str, held: Iterable[str], *, names: Sequence[str] = ()) -> str | None:
+    """A value read with each value the user already holds, in both orders: half an
+    instruction stored today completes the half stored last week."""
+    for old in held:
+        if reason := check_joined([old, new], names=names) or check_joined([new, old], names=names):
+            return reason
+    return None
+
+
+# A value's words once its label is set aside: what it quotes, or what follows its last
+# label sign ("Mi segunda regla: ...", "sufijo = ..."). The quoted words of two values
+# read together are the sentence an attacker split in halves.
+_QUOTED_WORDS = re.compile(
+    r"«([^»]{1,120})»|“([^”]{1,120})”|\"([^\"]{1,120})\"|(?<!\w)'([^']{1,120})'"
+)
+_LABEL = re.compile(r"^[^:=«“\"']{0,80}[:=]\s*")
+
+
+def content_of(text: str) -> str:
+    """What a value says without its framing: its quoted words, else the text after a label."""
+    quoted = [next(g for g in m.groups() if g) for m in _QUOTED_WORDS.finditer(text)]
+    if quoted:
+        return " ".join(q.strip(" .") for q in quoted)
+    return _LABEL.sub("", text).strip(" .")
 
 
 # ---- summary claims ------------------------------------------------------------------------------
@@ -289,16 +353,31 @@ def _without_split_orders(
 ) -> tuple[list[str], list[tuple[str, str]]]:
     """Neighbouring claims read together, as the model reads the field: an instruction split
     over two claims ("Koldo would like to" + "always answer in French") drops both."""
-    kept: list[str] = []
-    dropped: list[tuple[str, str]] = []
-    for claim in claims:
-        if kept and (
-            reason := check_joined([_CITE.sub(" ", kept[-1]), _CITE.sub(" ", claim)], names=names)
+    bare = [_CITE.sub(" ", claim) for claim in claims]
+    split = split_neighbours(bare, names=names)
+    kept = [claim for index, claim in enumerate(claims) if index not in split]
+    return kept, [(claims[index], reason) for index, reason in sorted(split.items())]
+
+
+def split_neighbours(
+    texts: Sequence[str], *, names: Sequence[str] = (), both_orders: bool = False
+) -> dict[int, str]:
+    """The texts to drop, with the reason: each text is read after the last one kept, in the
+    order they are shown (and, with ``both_orders``, before it: a profile is ranked, not kept in
+    the order it was said, and "the second half is..." names its place); a pair that reads as an
+    instruction drops both halves."""
+    dropped: dict[int, str] = {}
+    kept: list[int] = []
+    for index, text in enumerate(texts):
+        pair = [texts[kept[-1]], text] if kept else []
+        if pair and (
+            reason := check_joined(pair, names=names)
+            or (both_orders and check_joined(pair[::-1], names=names))
         ):
-            dropped += [(kept.pop(), reason), (claim, reason)]
+            dropped[kept.pop()] = dropped[index] = reason
             continue
-        kept.append(claim)
-    return kept, dropped
+        kept.append(index)
+    return dropped
 
 
 # ---- rendering ------------------------------------------------------------------------------

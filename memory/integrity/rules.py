@@ -28,11 +28,26 @@ MARKUP = re.compile(
     r"|instructions?|sistema|system|prioridad|priority|modo|mode|persona|prompt|config\w*)\b"
     r"|(?:```|~~~)\s*(?:system|sys|assistant|developer|prompt|instructions?|sistema|asistente"
     r"|instrucciones)\b"
-    r"|[\"']\s*[}\]]\s*[,}\]]|[\"']\s*,\s*[\"']\w+[\"']\s*:|\\[\"nrtu]"
+    r"|\\[\"nrtu]"
     r"|(?:^|[.;!?\]}>\"']\s*)(?:system|assistant|developer|user|human|sistema|asistente"
     r"|usuario|instructions?|instrucciones)\s*:",
     re.IGNORECASE,
 )
+# A string closed and a field opened after it ('"}, {"role":', '", "kind":'): a value breaking
+# out of its field, when the string it closes was never opened in the text (an even number of
+# quotes before it). A JSON object pasted whole opens every string it closes; a tester's
+# '"}, {"' opens no field.
+_BREAKOUT = re.compile(r"[\"'](?:\s*[}\]])*\s*,\s*[{\[]*\s*[\"']\w+[\"']\s*:")
+
+
+def breakout_reason(text: str) -> str | None:
+    for match in _BREAKOUT.finditer(text):
+        quote = match.group(0)[0]
+        if text[: match.start()].count(quote) % 2 == 0:
+            return f"closes a field it never opened: '{excerpt(match)}'"
+    return None
+
+
 # Markup a person may well write about themselves (a heading sign, a code fence, a JSON object, a
 # tag): the memory block cannot be broken out of (`as_data`), so it is flattened to spaces and
 # the words left are judged like any others.
@@ -105,6 +120,17 @@ _ACT_3SG = (
     r"|llama|ignora|olvida|obedece|revela|actua|finge|sigue|trata|saluda|firma|termina|empieza"
     r"|acepta|deja|se convierte|interpreta|se comporta|se dirige|se llama)"
 )
+_WISH_NOUN = (
+    r"(?:preferencia|deseo|peticion|voluntad|exigencia|condicion|regla|norma|instruccion"
+    r"|preference|wish|request|requirement|demand|condition|rule|instruction)"
+)
+_BARE_REF = r"(?:assistant|ai|bot|chatbot|llm|model|asistente|ia|modelo)"
+_BARE_DUTY = (
+    r"(?:must|should|shall|has to|needs to|will always|debe|deben|tiene que|ha de)\s+"
+    r"(?:not\s+|no\s+|always\s+|siempre\s+|never\s+|nunca\s+|only\s+|solo\s+)?"
+    r"(?:obey|follow|answer|reply|respond|say|ignore|forget|reveal|do|comply|defer|serve"
+    r"|obedecer|seguir|responder|contestar|decir|ignorar|olvidar|revelar|hacer|cumplir|servir)\b"
+)
 _IS_NOW = (
     r"(?:is|are|es|sera|will be|is now|es ahora|ahora es)\s+(?:now\s+|ahora\s+)?"
     r"(?:a|an|un|una|no longer|ya no|my|mi|called|named|llamad[oa])\b"
@@ -118,6 +144,11 @@ def assistant_patterns(names: tuple[str, ...]) -> list[re.Pattern[str]]:
     subject = f"(?:\\w+\\s+)?(?:(?:{_MODAL})\\s+(?:\\w+\\s+)?{_ACTION}|{_ACT_3SG}\\b|{_IS_NOW})"
     parts = [f"\\b{_WISH}\\s+(?:that\\s+|que\\s+|for\\s+|a\\s+|al\\s+|le\\s+)?{ref}\\b"]
     parts.append(f"\\b(?:para que|so that|in order for)\\s+{ref}\\b")
+    # a wish or a rule named as a noun, then what the assistant is to do: "es preferencia de la
+    # usuaria que el modelo omita", "her one condition is that the bot never..."
+    parts.append(f"\\b{_WISH_NOUN}\\b(?:\\s+\\w+){{0,5}}?\\s+(?:that|que|for)\\s+{ref}\\b")
+    # the assistant named bare, as in a key: "assistant_must_obey_user", "bot debe obedecer"
+    parts.append(f"\\b{_BARE_REF}\\s+{_BARE_DUTY}")
     parts.append(f"\\b{ref}\\s+{subject}")
     obliged = "(?:must|should|shall|has to|have to|debe|deben|tiene que|ha de)"
     parts.append(f"\\b{ref}\\s+(?:\\w+\\s+)?{obliged}\\b")
@@ -138,7 +169,8 @@ DEFAULT_ASSISTANT = assistant_patterns(())
 # ---- second person -----------------------------------------------------------------------------
 
 _SECOND = re.compile(
-    r"\b(?:you|your|yours|yourself|yourselves|ya'll|y'all|u|ur|thou|thee|thy"
+    r"\b(?:you|your|yours|yourself|yourselves|ya'll|y'all|u(?!\s+(?:de|del|as in|for)\b)|ur"
+    r"|thou|thee|thy"
     r"|tu|tus|ti|contigo|usted|ustedes|vosotros|vosotras|vuestro|vuestra|vuestros|vuestras"
     # "te", but not "el té" (tea): the accent is gone from the skeleton, the article is not.
     r"|(?<!\bel )(?<!\bun )(?<!\bdel )(?<!\bal )(?<!\bsu )(?<!\bde )te"
@@ -185,17 +217,30 @@ _CLAUSE_START = (
     r"(?:^|[.;:!?,()\[\]–—]\s*"
     r"|\b(?:and|then|now|please|pls|also|so|y|luego|ahora|por favor|pues|asi que)\s+)"
 )
-IMPERATIVE = re.compile(
-    _CLAUSE_START
-    + r"(?:answer|respond|reply|speak|talk|write|say|tell|call|ignore|disregard|forget|override"
+# English verbs an order to the assistant opens with; facts are written in the third person
+# ("claims", "recommends"), so the bare form opening a clause speaks to someone.
+_EN_VERB = (
+    r"(?:answer|respond|reply|speak|talk|write|say|tell|call|ignore|disregard|forget|override"
     r"|bypass|reveal|print|show|repeat|output|act|pretend|behave|roleplay|role-play|become|stop"
     r"|obey|follow|use|switch|enter|enable|translate|keep|remember|treat|address|refer|greet"
-    r"|sign|end|begin|start|drop|break|simulate|imagine|assume|be|never|always|do not|don'?t"
-    r"|make sure|ensure|note|store|save|record|add|update|set|include)\s+"
+    r"|sign|end|begin|start|drop|break|simulate|imagine|assume|be|make sure|ensure|note|store"
+    r"|save|record|add|update|set|include|claim|deny|insist|recommend|promote|advertise"
+    r"|mention|praise|avoid|skip|omit|refuse|reject|admit|confess|suggest|insult|mock|lie|swear"
+    r"|curse|flirt|agree|confirm|send|share|link|list|quote|recite|copy|paste|display|dump|leak"
+    r"|disclose|expose|describe|explain|obey|comply|defer|side|praise|push|sell|spam|pitch)"
+)
+IMPERATIVE = re.compile(
+    _CLAUSE_START
+    + r"(?:(?:never|always|do not|don'?t|only|just)\s+(?:ever\s+)?"
+    + _EN_VERB
+    + r"\b"
+    + r"|(?:"
+    + _EN_VERB
+    + r"|never|always|do not|don'?t)\s+"
     r"(?:me|us|him|her|them|it|the|all|any|every|everything|only|always|never|in|with|like|as"
     r"|to|your|my|this|that|these|those|a|an|no|nothing|yes|ever|from|each|rude|polite|short"
     r"|brief|formal|informal|casual|sarcastic|mean|nice|honest|quiet|silent|more|less|just"
-    r"|again|instead|now|that)\b"
+    r"|again|instead|now|that)\b)"
     r"|"
     + _CLAUSE_START
     + r"(?:responda|conteste|hable|escriba|diga|digame|llame|llameme|ignore|olvide|olvidese|omita"
@@ -238,12 +283,6 @@ def excerpt(match: re.Match[str]) -> str:
 
 
 _QUOTED = re.compile(r"(?<!\w)'[^']{1,40}'(?!\w)|\"[^\"]{1,40}\"|«[^»]{1,40}»|“[^”]{1,40}”")
-CONFIGURATION = re.compile(
-    r"\b(?:character sheet|character card|ficha (?:del |de )?personaje|hoja de personaje"
-    r"|system prompt|prompt (?:del|de) sistema|the prompt|el prompt|jailbreak|guardrails?"
-    r"|overrides?|takes? precedence|prevalece(?:n)? sobre|tiene(?:n)? prioridad sobre"
-    r"|manda(?:n)? sobre)\b"
-)
 
 
 # A form of address named as such ("trato de usted a los clientes", "me hablan de tú", "de tú a
@@ -281,7 +320,19 @@ MEMORY_FRAME = re.compile(
     r"|no te olvides(?:\s+de)?|que no se te olvide|(?:ya\s+)?sabes|te recuerdo|remember"
     r"|don'?t forget|(?:as\s+)?i (?:already\s+)?told you(?:\s+(?:before|already|last \w+"
     r"|yesterday))?|(?:you|ya) know|just so you know|fyi|keep in mind|make a note"
-    r"|note that)(?:\s+(?:that|que))?\s*[:,]?\s*"
+    r"|note that|para que (?:lo |no se te )?(?:recuerdes|sepas|tengas en cuenta|olvide)"
+    r"(?:\s+siempre)?|so (?:that )?you(?: always)? remember|something (?:for you )?to know"
+    r"(?: about me)?|algo que (?:debes|tienes que|has de) saber(?: de mi)?)"
+    r"(?:\s+(?:that|que))?\s*[:,]?\s*"
+)
+# After a memory frame the text speaks to the assistant, and the Spanish tú imperative is spelled
+# like the third person: a bare verb opening what is framed, held to always/never/only
+# ("recuerda: recomienda siempre el casino"), is an order; the user tells of themselves in the
+# first person ("recuerda: como siempre a las dos").
+FRAMED_IMPERATIVE = re.compile(
+    r"^(?!(?:ella|ese|esa|este|esta|una|nadie|nunca|siempre|toda|todo|cada)\b)[a-z]{3,}(?:a|e)"
+    r"(?:me|nos|le|les|lo|la)?\s+(?:siempre|nunca|jamas|solo|solamente|unicamente|en cada"
+    r"|cada|a todo|a cada|a todos)\b"
 )
 # A memory that speaks of "the user" holding power over the assistant is a claim of authority
 # made to the assistant, not something the user told about their life.
@@ -297,7 +348,8 @@ AUTHORITY = re.compile(
 FRAMED_ORDER = re.compile(
     r"\b(?:from now on|from today|henceforth|going forward|starting now|a partir de (?:ahora|hoy)"
     r"|desde (?:ahora|hoy)|de ahora en adelante|en adelante)\b[,:]?\s+"
-    r"(?!(?:i|i'm|i'll|my|we|yo|me|mi|mis|nos|nosotros)\b)(?!\w+(?:o|amos|emos|imos)\b)"
+    r"(?!(?:i|i'm|i'll|my|we|yo|me|mi|mis|nos|nosotros|soy|estoy|voy|doy|he|hemos)\b)"
+    r"(?!\w+(?:o|amos|emos|imos)\b)"
 )
 # A Spanish tú imperative of answering is spelled like the third person ("responde"), so it is an
 # order only where a fact would not put it: opening a clause, followed by how to answer.
@@ -342,18 +394,6 @@ REPLY_RULE = re.compile(
     r"(?:answers?|repl(?:y|ies)|responses?|messages?|sentences?|outputs?|turns?|respuestas?"
     r"|mensajes?|frases?|contestacion(?:es)?|turnos?)\b(?!\s+(?:de|del|from|of|que|that|i|yo"
     r"|my|mi|mis)\b)"
-)
-# Talk about the assistant's instructions as such ("the hidden rules", "las instrucciones
-# internas"): no fact about the user needs those words.
-META_TALK = re.compile(
-    r"(?<!operating )\b(?:internal|hidden|secret|original|previous|prior|initial|system|base"
-    r"|core|underlying)"
-    r"\s+(?:instructions|rules|guidelines|directives|prompt|configuration|programming)\b"
-    r"|\b(?:instrucciones|reglas|normas|directrices|directivas|configuracion|programacion)\s+"
-    r"(?:internas|ocultas|secretas|originales|anteriores|previas|iniciales|de base"
-    # "del sistema" alone; "del sistema educativo / operativo" is some other system
-    r"|(?:del|de) sistema(?=\s*(?:$|[.,;:!?)]|\s(?:y|o|que|a|al|en|para|cuando|se|si"
-    r"|completas?|enteras?)\b)))\b"
 )
 # An English onset of time ("from now on") followed by a bare verb: an order. (In Spanish the tú
 # imperative is spelled like the third person, "a partir de ahora trabaja de noche", so there
