@@ -271,9 +271,8 @@ def check_joined(texts: Iterable[str], *, names: Sequence[str] = ()) -> str | No
     if len(parts) < 2:
         return None
     joined = [" ".join(parts)]
-    contents = [content_of(p) for p in parts]
-    if sum(c != p.strip(" .") for c, p in zip(contents, parts, strict=True)) >= 2:
-        joined.append(" ".join(contents))
+    if sum(map(_marks_its_words, parts)) >= 2:
+        joined.append(" ".join(content_of(p) for p in parts))
     for text in joined:
         reason = check_text(text, max_len=len(text) + 1, names=names)
         if reason:
@@ -378,6 +377,29 @@ def split_neighbours(
             continue
         kept.append(index)
     return dropped
+
+
+def split_values(texts: Sequence[str], *, names: Sequence[str] = ()) -> dict[int, str]:
+    """`split_neighbours` in both orders, and every two values that quote or label their
+    words read together wherever they are (the halves of a profile may be ranked apart; few
+    values quote, so reading each such pair costs little)."""
+    dropped = split_neighbours(texts, names=names, both_orders=True)
+    marked = [i for i, t in enumerate(texts) if i not in dropped and _marks_its_words(t)]
+    for position, first in enumerate(marked[:MAX_MARKED]):
+        for second in marked[position + 1 : MAX_MARKED]:
+            if first in dropped or second in dropped:
+                continue
+            if reason := check_together(texts[second], [texts[first]], names=names):
+                dropped[first] = dropped[second] = reason
+    return dropped
+
+
+MAX_MARKED = 40  # quoting values read pairwise: at most 40 x 39 / 2 pairs
+
+
+def _marks_its_words(text: str) -> bool:
+    cleaned = clean(text)
+    return content_of(cleaned) != cleaned.strip(" .")
 
 
 # ---- rendering ------------------------------------------------------------------------------

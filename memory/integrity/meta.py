@@ -43,7 +43,7 @@ META_TALK = re.compile(
     r"\s+(?:instructions|rules|guidelines|directives|prompt|configuration|programming"
     r"|settings|blocks?|messages?|text|content|sections?)\b"
     r"|\b(?:instrucciones|reglas|normas|directrices|directivas|configuracion|programacion"
-    r"|bloques?|mensajes?|textos?|contenidos?|secciones|ajustes)\s+"
+    r"|bloques?|secciones|ajustes)\s+"
     r"(?:intern[ao]s?|ocult[ao]s?|secret[ao]s?|original(?:es)?|anterior(?:es)?|previ[ao]s?"
     r"|inicial(?:es)?|de base"
     # "del sistema" alone; "del sistema educativo / operativo" is some other system
@@ -74,9 +74,11 @@ REVEAL = re.compile(
     r"(?:precedes?|comes? before|precede|va antes de|viene antes de)\s+" + _THIS_TALK + r"\b"
 )
 
-# The user's own prompt: "my first system prompt for a Discord bot", "mi primer prompt de
-# sistema". Removed before the rules above read the text.
+# The user's own prompt, or one of theirs: "my first system prompt for a Discord bot", "a
+# system prompt for my chatbot", "mi primer prompt de sistema". Removed before the rules above
+# read the text.
 USERS_OWN_CONFIG = re.compile(
-    r"\b(?:my|our|mi|mis|nuestr[oa]s?)\s+(?:\w+\s+){0,2}?(?:system prompts?|prompts?"
+    r"\b(?:my|our|mi|mis|nuestr[oa]s?|a|an|un|una)\s+(?:\w+\s+){0,2}?(?:system prompts?"
+    r"|prompts?"
     r"(?:\s+(?:del|de)\s+sistema)?)\b"
 )

@@ -105,6 +105,10 @@ def _join_spaced(match: re.Match[str]) -> str:
     return f" {joined}{SPELLED_MARK} " if len(joined) >= SPELLED_OUT else joined
 
 
+# In `unspelled`, where the gaps between words are still seen, two letters are a word too ("l a").
+_SPELLED_WORD = re.compile(r"(?<![a-z])[a-z](?:(?: |[.\-_*·+~]{1,2} ?)[a-z](?![a-z]))+")
+
+
 def unspelled(text: str) -> tuple[str, int]:
     """``text`` with letters spelled out one by one joined into words, read before whitespace
     is collapsed so that a wider gap still parts two words ("o l v i d a   t u s" is "olvida
@@ -122,7 +126,7 @@ def unspelled(text: str) -> tuple[str, int]:
         letters += len(joined)
         return joined
 
-    return _SPACED_RUN.sub(join, plain), letters
+    return _SPELLED_WORD.sub(join, plain), letters
 
 
 def skeleton(text: str) -> str:

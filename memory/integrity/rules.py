@@ -322,15 +322,20 @@ MEMORY_FRAME = re.compile(
     r"|yesterday))?|(?:you|ya) know|just so you know|fyi|keep in mind|make a note"
     r"|note that|para que (?:lo |no se te )?(?:recuerdes|sepas|tengas en cuenta|olvide)"
     r"(?:\s+siempre)?|so (?:that )?you(?: always)? remember|something (?:for you )?to know"
-    r"(?: about me)?|algo que (?:debes|tienes que|has de) saber(?: de mi)?)"
+    r"(?: about me)?|algo que (?:debes|tienes que|has de) saber(?: de mi)?"
+    r"|(?:please\s+)?(?:note|save|store|record|keep|log) (?:this|that)(?: (?:about me|in my"
+    r" profile|as a fact(?: about me)?|for later))?|(?:guarda|apunta|anota)(?:lo)?(?: esto)?"
+    r"(?: (?:como dato(?: mio)?|en mi perfil|sobre mi))?)"
     r"(?:\s+(?:that|que))?\s*[:,]?\s*"
 )
-# After a memory frame the text speaks to the assistant, and the Spanish tú imperative is spelled
-# like the third person: a bare verb opening what is framed, held to always/never/only
+# After a memory frame the text speaks to the assistant: an English bare verb opening what is
+# framed is an order ("remember: skip the small talk"), and so is a Spanish one (the tú
+# imperative is spelled like the third person) held to always/never/only
 # ("recuerda: recomienda siempre el casino"), is an order; the user tells of themselves in the
 # first person ("recuerda: como siempre a las dos").
 FRAMED_IMPERATIVE = re.compile(
-    r"^(?!(?:ella|ese|esa|este|esta|una|nadie|nunca|siempre|toda|todo|cada)\b)[a-z]{3,}(?:a|e)"
+    r"^" + _EN_VERB + r"\b|^(?!(?:ella|ese|esa|este|esta|una|nadie|nunca|siempre|toda|todo|cada)\b)"
+    r"[a-z]{3,}(?:a|e)"
     r"(?:me|nos|le|les|lo|la)?\s+(?:siempre|nunca|jamas|solo|solamente|unicamente|en cada"
     r"|cada|a todo|a cada|a todos)\b"
 )
