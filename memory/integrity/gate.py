@@ -23,8 +23,11 @@ Two steps, always in this order:
    second person is a preference about how the user is addressed ("prefiero que me hables de tú",
    "call me Sam").
 
-The normalisation lives in memory/integrity/normalise.py and the rules in
-memory/integrity/rules.py; this module is the gate's whole public face. Rendering (`as_data`) is
+The normalisation lives in memory/integrity/normalise.py, the rules in
+memory/integrity/rules.py (orders, the assistant as subject), address.py (the second person),
+meta.py (the assistant's configuration) and formats.py (the known keys' formats); this module is
+the gate's whole public face. Values are also read together (`check_joined`, `check_together`,
+`split_values`): half an instruction in one value, half in another. Rendering (`as_data`) is
 the second wall: whatever is stored is shown on one line, with no heading, fence or delimiter
 left in it (memory/engine/prompt.py).
 """
@@ -35,11 +38,12 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from memory.integrity.address import ADDRESS_PREFERENCE, second_person_reason
+from memory.integrity.formats import ADDRESS_FORMS, format_value
 from memory.integrity.guard import instruction_reason
 from memory.integrity.meta import CONFIGURATION, META_TALK, REVEAL, USERS_OWN_CONFIG
 from memory.integrity.normalise import SPELLED_TEXT, WS, clean, readings, skeleton, unspelled
 from memory.integrity.rules import (
-    ADDRESS_PREFERENCE,
     ANSWER_ORDER,
     AUTHORITY,
     DEFAULT_ASSISTANT,
@@ -57,7 +61,6 @@ from memory.integrity.rules import (
     breakout_reason,
     excerpt,
     neutralise,
-    second_person_reason,
 )
 from memory.models import SummaryFields
 from memory.profile.fact_keys import KEY_SYNTAX, ValueFormat, spec_of
@@ -181,27 +184,6 @@ _USERS_OWN = re.compile(r"\b(?:my|our|mis|mi|nuestr[oa]s?)\s+(?:\w+\s+){0,4}$")
 
 # ---- facts ---------------------------------------------------------------------------------------
 
-_NAME_LEAD = re.compile(
-    r"^(?:(?:yo\s+)?me\s+llamo|mi\s+nombre\s+es|se\s+llama|soy|ll[aá]mame|my\s+name\s+is"
-    r"|call\s+me|i'?m|i\s+am|(?:she|he|they)\s+(?:is|are)\s+called|goes\s+by"
-    r"|(?:prefers?|likes?)\s+to\s+be\s+called|(?:prefiero|prefiere)\s+que\s+(?:me|le)\s+llamen"
-    r"|is\s+called)\s+",
-    re.IGNORECASE,
-)
-_NAME = re.compile(r"^[^\W\d_]+(?:[ '’.\-][^\W\d_]+){0,3}\.?$")
-_PRONOUNS = re.compile(r"^[^\W\d_]+(?:\s*/\s*[^\W\d_]+){0,3}$")
-_AGE = re.compile(
-    r"^(?:tiene|tengo|is|i\s+am|i'm|edad:?)?\s*(\d{1,3})\s*(?:años|anos|years?(?:\s+old)?|yo)?"
-    r"\.?$",
-    re.IGNORECASE,
-)
-_DATE = re.compile(r"^[\w ,./\-ºª°]+$")
-# The bare forms of address: a pronoun the gate would otherwise read as speaking to the bot.
-_ADDRESS_FORMS = frozenset(
-    ("tu", "de tu", "usted", "de usted", "vos", "informal", "formal", "tuteo", "you", "formally")
-)
-_PLACE = re.compile(r"^[^\W_][\w .,'’()\-/]*$")
-
 
 @dataclass(frozen=True)
 class FactVerdict:
@@ -217,28 +199,6 @@ class FactVerdict:
         return self.reason is None
 
 
-def _format_value(fmt: ValueFormat, value: str) -> tuple[str, str | None]:
-    """The value in its key's format, or why it is not one."""
-    if fmt is ValueFormat.NAME:
-        value = _NAME_LEAD.sub("", value).strip(" .!")
-        if not _NAME.match(value):
-            return value, f"expects {fmt.value} (1-4 words of letters)"
-    elif fmt is ValueFormat.PRONOUNS and not _PRONOUNS.match(value):
-        return value, f"expects {fmt.value} such as she/her"
-    elif fmt is ValueFormat.NUMBER:
-        match = _AGE.match(value)
-        if not match:
-            return value, f"expects {fmt.value}"
-        value = match.group(1)
-    elif fmt is ValueFormat.DATE and (
-        not _DATE.match(value) or not any(c.isdigit() for c in value) or len(value.split()) > 5
-    ):
-        return value, f"expects {fmt.value} such as 1990-05-14 or 14 de mayo"
-    elif fmt is ValueFormat.PLACE and (not _PLACE.match(value) or len(value.split()) > 6):
-        return value, f"expects {fmt.value}"
-    return value, None
-
-
 def check_fact(
     key: str, value: str, *, kind: str | None = None, names: Sequence[str] = ()
 ) -> FactVerdict:
@@ -250,9 +210,9 @@ def check_fact(
     cleaned = clean(value)
     if not cleaned:
         return FactVerdict(spec.key, cleaned, "value is empty")
-    if spec.format is ValueFormat.ADDRESS and skeleton(cleaned).strip(".!") in _ADDRESS_FORMS:
+    if spec.format is ValueFormat.ADDRESS and skeleton(cleaned).strip(".!") in ADDRESS_FORMS:
         return FactVerdict(spec.key, cleaned, None)
-    formatted, problem = _format_value(spec.format, cleaned)
+    formatted, problem = format_value(spec.format, cleaned)
     if problem is None:
         problem = check_text(formatted, max_len=spec.max_len, names=names)
     if problem is not None:

@@ -1,0 +1,81 @@
+"""Who a memory speaks to (memory/integrity/gate.py), matched on the skeleton.
+
+A memory describes the user, so it has no use for the second person ("you", "tú", "usted",
+the tú subjunctive, the polite request "le ruego que", "haga el favor de"), except in the one
+request a profile may hold: how the user wants to be addressed (`ADDRESS_PREFERENCE`). Quoted
+words, someone else's reported words, and a form of address named as such ("me hablan de
+usted", "en Colombia se usa el usted") are not spoken to the assistant.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memory.integrity.rules import excerpt
+
+# ---- second person -----------------------------------------------------------------------------
+
+_SECOND = re.compile(
+    r"\b(?:you|your|yours|yourself|yourselves|ya'll|y'all|u(?!\s+(?:de|del|as in|for)\b)|ur"
+    r"|thou|thee|thy"
+    r"|tu|tus|ti|contigo|usted|ustedes|vosotros|vosotras|vuestro|vuestra|vuestros|vuestras"
+    # "te", but not "el té" (tea): the accent is gone from the skeleton, the article is not.
+    r"|(?<!\bel )(?<!\bun )(?<!\bdel )(?<!\bal )(?<!\bsu )(?<!\bde )te"
+    r"|os|eres|seras|serias|fueras|fueses|sabes|puedes|debes|tienes|quieres|estas obligad[oa]"
+    r"|dime|dimelo|dinos|hazme|haz|respondeme|contestame|hablame|escribeme|llamame|tuteame"
+    r"|olvidate|comportate|conviertete|imaginate|fijate|acuerdate|recuerdame|ayudame"
+    r"|respondele|contestale|hablale|ignoralo|ignoralas|ignoralos"
+    # the tú subjunctive ("quiero que me contestes"): spelled so only in the second person
+    # (not "seas" or "ignores", which are English words too)
+    r"|contestes|respondas|hables|escribas|digas|pongas|termines|acabes|empieces|incluyas"
+    r"|cambies|finjas|actues|estes|olvides|repitas|reveles|muestres|traduzcas"
+    r"|sigas|obedezcas|dejes|hagas|vuelvas|utilices|emplees|evites|menciones|anadas)\b"
+    r"|\b\w+(?:ras|ras\b|rias|ste|aste|iste|ais|eis)\b(?=\s+(?:a\s+)?(?:mi|me|nos|el usuario)\b)"
+)
+# The one second-person request a profile may hold: how the user wants to be addressed.
+# A summary may frame it ("The user said: ..."), and a claim may be cut ("... de tu …").
+_FRAME = r"^(?:[a-z' ]{1,40}:\s*)?(?:(?:i|yo|she|he|they|ella|el)\s+)?"
+_END = r"[\s.!…]*$"
+ADDRESS_PREFERENCE = re.compile(
+    _FRAME + r"(?:(?:(?:prefiero|prefiere|quiero|quiere|me gusta|le gusta|me gustaria"
+    r"|le gustaria|pide|pido)\s+(?:que\s+)?)?(?:me|le|la|lo)\s+(?:hables|hable|trates|trate"
+    r"|llames|llame|tutees|tutee)\s+(?:de\s+(?:tu|usted|vos)|por\s+(?:mi|su)\s+nombre"
+    r"|[a-z][a-z'\-]{1,20}(?:\s+[a-z][a-z'\-]{1,20})?)"
+    r"|tuteame|hablame de (?:tu|usted)|llamame [a-z][a-z'\-]{1,20}"
+    r"|(?:(?:prefers?|likes?|would like|'d like|wants?)\s+)?(?:(?:you|people)\s+)?(?:to\s+)?"
+    r"(?:call|address)\s+(?:me|him|her|them)\s+(?:by\s+(?:my|his|her|their)\s+(?:first\s+"
+    r"|last\s+)?name|informally|formally|as\s+\w+|[a-z][a-z'\-]{1,20})"
+    r"|(?:prefer|prefers)\s+to\s+be\s+called\s+[a-z][a-z'\-]{1,20})" + _END
+)
+# Someone else's words reported by the user: "my boss told me that you...", "mi madre dice que tú".
+_REPORTED = re.compile(
+    r"\b(?:says?|said|told\s+(?:me|him|her|them|us)|tells\s+(?:me|him|her|them|us)|always says"
+    r"|used to say|dice|dijo|decia|me dijo|le dijo|me dice|le dice|suele decir|repite|repetia"
+    r"|me contaba|siempre dice|dijeron|dicen|me dijeron|le dijeron|contaron|me pidio|le pidio)"
+    r"\b(?:\s+(?:that|que))?"
+)
+
+# The user quoting themselves ("the user said: you...") is no third party.
+_SELF_REPORT = re.compile(r"\b(?:user|usuari[oa]|i|yo|we|nosotros)\s+(?:\w+\s+)?\w+$")
+
+
+_QUOTED = re.compile(r"(?<!\w)'[^']{1,40}'(?!\w)|\"[^\"]{1,40}\"|«[^»]{1,40}»|“[^”]{1,40}”")
+
+
+# A form of address named as such ("trato de usted a los clientes", "me hablan de tú", "de tú a
+# tú") speaks of how people address each other, not to the assistant.
+_ADDRESS_FORM = re.compile(r"\b(?:de )?tu a tu\b|\b(?:de|en) (?:usted|ustedes|tu|vos)\b")
+
+
+def second_person_reason(folded: str) -> str | None:
+    match = _SECOND.search(_ADDRESS_FORM.sub(" ", _QUOTED.sub(" ", folded)))
+    if match is None:
+        return None
+    reported = _REPORTED.search(folded)
+    if (
+        reported is not None
+        and reported.end() <= match.start()
+        and not _SELF_REPORT.search(folded[: reported.end()])
+    ):
+        return None  # someone else's words, quoted by the user (checked by the other rules)
+    return f"speaks to the assistant: '{excerpt(match)}'"
