@@ -29,13 +29,16 @@ _SECOND = re.compile(
     # (not "seas" or "ignores", which are English words too)
     r"|contestes|respondas|hables|escribas|digas|pongas|termines|acabes|empieces|incluyas"
     r"|cambies|finjas|actues|estes|olvides|repitas|reveles|muestres|traduzcas"
-    r"|sigas|obedezcas|dejes|hagas|vuelvas|utilices|emplees|evites|menciones|anadas)\b"
+    r"|sigas|obedezcas|dejes|hagas|vuelvas|utilices|emplees|evites|menciones|anadas"
+    # the polite request to "usted": "le ruego que...", "haga el favor de...", "sírvase..."
+    r"|(?:le|les) (?:ruego|pido|suplico|agradeceria|agradecere) que|hagan? el favor de"
+    r"|tengan? la (?:amabilidad|bondad|gentileza) de|sean? tan amables? de|sirvanse|sirvase)\b"
     r"|\b\w+(?:ras|ras\b|rias|ste|aste|iste|ais|eis)\b(?=\s+(?:a\s+)?(?:mi|me|nos|el usuario)\b)"
 )
 # The one second-person request a profile may hold: how the user wants to be addressed.
 # A summary may frame it ("The user said: ..."), and a claim may be cut ("... de tu …").
 _FRAME = r"^(?:[a-z' ]{1,40}:\s*)?(?:(?:i|yo|she|he|they|ella|el)\s+)?"
-_END = r"[\s.!…]*$"
+_END = r"(?:[\s,]+(?:please|por favor|thanks|gracias))?[\s.!…]*$"
 ADDRESS_PREFERENCE = re.compile(
     _FRAME + r"(?:(?:(?:prefiero|prefiere|quiero|quiere|me gusta|le gusta|me gustaria"
     r"|le gustaria|pide|pido)\s+(?:que\s+)?)?(?:me|le|la|lo)\s+(?:hables|hable|trates|trate"
@@ -64,7 +67,13 @@ _QUOTED = re.compile(r"(?<!\w)'[^']{1,40}'(?!\w)|\"[^\"]{1,40}\"|«[^»]{1,40}»
 
 # A form of address named as such ("trato de usted a los clientes", "me hablan de tú", "de tú a
 # tú") speaks of how people address each other, not to the assistant.
-_ADDRESS_FORM = re.compile(r"\b(?:de )?tu a tu\b|\b(?:de|en) (?:usted|ustedes|tu|vos)\b")
+# "de tu ficha" is a possessive, not the form "de tú": a noun after it keeps the second person.
+_ADDRESS_FORM = re.compile(
+    r"\b(?:de )?tu a tu\b|\b(?:el|del|al|un) (?:usted|tu|vos)\b"
+    r"|\b(?:de|en) (?:usted|ustedes|tu|vos)\b(?!\s+(?!(?:a|al|y|e|o|con|en|cuando|si|pero"
+    r"|porque|que|aunque|desde|hasta|incluso|siempre|nunca|por|para|de|del|la|las|los|el|mis"
+    r"|mi|sus|su|me|le|les|nos|sin|ni|tambien|todavia|ya|hoy|ahora)\b)[a-z]{3,})"
+)
 
 
 def second_person_reason(folded: str) -> str | None:

@@ -45,6 +45,7 @@ from memory.integrity.meta import CONFIGURATION, META_TALK, REVEAL, USERS_OWN_CO
 from memory.integrity.normalise import SPELLED_TEXT, WS, clean, readings, skeleton, unspelled
 from memory.integrity.rules import (
     ANSWER_ORDER,
+    ANSWERED_ME,
     AUTHORITY,
     DEFAULT_ASSISTANT,
     FRAMED_IMPERATIVE,
@@ -53,6 +54,7 @@ from memory.integrity.rules import (
     MARKUP,
     MEMORY_FRAME,
     ONSET_ORDER,
+    ONSET_TU,
     PASSIVE,
     REPLY_RULE,
     ROLEPLAY,
@@ -160,6 +162,8 @@ def _check_reading(text: str, max_len: int, names: Sequence[str]) -> str | None:
     for rule, pattern in (
         ("gives an order", ANSWER_ORDER),
         ("gives an order from now on", ONSET_ORDER),
+        ("gives an order from now on", ONSET_TU),
+        ("gives an order about the user's own messages", ANSWERED_ME),
         ("frames a role-play", ROLEPLAY),
     ):
         if match := pattern.search(folded):

@@ -10,6 +10,9 @@ by `neutralise` and its words judged).
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
 import re
 from functools import lru_cache
 
@@ -77,7 +80,34 @@ def blob_reason(text: str) -> str | None:
             return f"contains an encoded-looking blob: '{run[:24]}...'"
     if _HEX.search(text):
         return "contains an encoded-looking blob (hex)"
+    for match in _SHORT_CODE.finditer(text):
+        if _reads_as_words(match.group(0)):
+            return f"contains encoded words: '{match.group(0)[:24]}'"
     return None
+
+
+# Shorter runs are judged by what they decode to: words in base64 or hex are a message the
+# reader of the profile cannot see, whatever it says; a product code or a handle decodes to
+# nothing readable.
+_SHORT_CODE = re.compile(r"(?<![\w+/=])(?:[A-Za-z0-9+/]{12,}={0,2}|[0-9a-fA-F]{16,})(?![\w+/=])")
+
+
+def _reads_as_words(run: str) -> bool:
+    decoded = b""
+    with contextlib.suppress(ValueError, binascii.Error):
+        decoded = bytes.fromhex(run) if len(run) % 2 == 0 and _IS_HEX.match(run) else b""
+    if not decoded:
+        with contextlib.suppress(ValueError, binascii.Error):
+            decoded = base64.b64decode(run + "=" * (-len(run) % 4), validate=True)
+    try:
+        plain = decoded.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    words = sum(c.isalpha() or c == " " for c in plain)
+    return " " in plain.strip() and words >= 0.85 * len(plain)
+
+
+_IS_HEX = re.compile(r"^[0-9a-fA-F]+$")
 
 
 # ---- the assistant as subject or target: checked on the skeleton ------------------------------
@@ -95,6 +125,9 @@ _WISH = (
     r"|loves? (?:it )?when"
     r"|quiere|quiero|queria|prefiere|prefiero|pide|pido|pidio|desea|deseo|espera|espero"
     r"|exige|exijo|manda|mando|ordena|ordeno|insiste|insisto|necesita|necesito|le gusta"
+    r"|(?:ha|han|habia|he) (?:pedido|exigido|ordenado|solicitado|rogado|mandado)"
+    r"|(?:has|have|had) (?:asked|requested|demanded|ordered)|requests?|requested"
+    r"|(?:love|like|prefer|appreciate|enjoy)s? it (?:if|when)"
     r"|me gusta|le gustaria|me gustaria|le encanta|me encanta)"
 )
 _MODAL = (
@@ -208,10 +241,15 @@ PASSIVE = re.compile(
     r"|are meant to|has got to|is expected to|are expected to)\s+(?:always\s+|only\s+|never\s+"
     r"|not\s+)?be\s+(?:\w+\s+)?(?:answered|responded|replied|written|addressed|ignored|disregarded"
     r"|revealed|obeyed|followed|treated|spoken|told|said|called|greeted|forgotten|overridden"
-    r"|shown|printed|repeated|kept secret|done)\b"
+    r"|shown|printed|repeated|kept secret|done|omitted|skipped|dropped|removed|disabled"
+    r"|switched off|turned off|lifted|suspended|left out|waived|bypassed)\b"
     r"|\b(?:debe|deben|debera|deberan|deberia|deberian|tiene que|tienen que|ha de|han de"
     r"|hay que|habra que)\s+(?:siempre\s+|solo\s+|nunca\s+)?(?:ser\s+)?(?:respondid|contestad"
-    r"|ignorad|olvidad|revelad|obedecid|seguid|tratad|escrit|llamad|dich|mostrad)[oa]s?\b"
+    r"|ignorad|olvidad|revelad|obedecid|seguid|tratad|escrit|llamad|dich|mostrad|omitid"
+    r"|eliminad|suprimid|quitad|anulad|desactivad|saltad|suspendid|levantad)[oa]s?\b"
+    # the impersonal future of answering: "se responderá siempre en verso"
+    r"|\bse\s+(?:le\s+|les\s+|me\s+)?(?:respondera|contestara|hablara|escribira|dira"
+    r"|ignoraran?|revelara|omitiran?|obedecera)\b"
     r"|\bse\s+(?:le\s+|les\s+|me\s+)?(?:debe|deben|debera|deberia|tiene que|tendra que|ha de"
     r"|va a|puede)\s+(?:siempre\s+|solo\s+|nunca\s+)?(?:responder|contestar|hablar|escribir"
     r"|decir|ignorar|olvidar|revelar|obedecer|tratar|llamar|dirigir|mostrar)\b"
@@ -343,4 +381,32 @@ ONSET_ORDER = re.compile(
     r"(?!(?:i|i'm|i'll|i've|i'd|my|we|we're|we'll|our|the|a|an|his|her|their|he|she|they|it"
     r"|it's|this|that|there|mine|everyone|everybody|nobody)\b)(?![a-z]+(?:s|ed|ing)\b)"
     r"(?![a-z]+\s+(?:is|was|has|[a-z]{2,}(?:s|ed))\b)[a-z]+\b"  # "from now on Luke walks..."
+)
+# A Spanish onset of time followed by the second person: the tú present or future ("desde
+# ahora contestas con refranes", "a partir de hoy usarás..."), or a verb of speaking held to
+# only or always ("a partir de ahora habla solo en latín"). The user says "trabajo", "soy".
+_ONSET_ES = (
+    r"\b(?:a partir de (?:ahora|hoy|manana|este momento)|desde (?:ahora|hoy|este momento)"
+    r"|de ahora en adelante|en adelante|desde ya)\b[,:]?\s+"
+)
+_NOT_A_VERB = (
+    r"(?!(?:las|les|mas|tres|veces|antes|meses|dias|horas|semanas|tardes|noches|clases|cosas"
+    r"|ellas|ellos|todas|todos|unas|esas|estas|mis|sus|tus|nuestras|vuestras|otras|pocas"
+    r"|muchas|algunas|ademas|jueves|lunes|martes|miercoles|viernes|mes|tardes|fines|pues"
+    r"|apenas|quizas|entonces|siempre|mientras)\b)"
+)
+ONSET_TU = re.compile(
+    _ONSET_ES
+    + r"(?:(?:siempre|solo|nunca|me|le|les|nos|lo|la|ya)\s+)?"
+    + _NOT_A_VERB
+    + r"[a-z]{2,}(?:as|es|aras|eras|iras)\b"
+    r"|" + _ONSET_ES + r"(?:(?:me|le|nos)\s+)?(?:habla|responde|contesta|escribe|dice|di|usa"
+    r"|utiliza|firma|termina|saluda)\s+(?:solo|solamente|unicamente|siempre|exclusivamente)\b"
+)
+# The user's own questions or messages answered: by whom, if not the assistant ("my questions
+# must always be answered in verse", "mis mensajes se contestan en latín").
+ANSWERED_ME = re.compile(
+    r"\b(?:my|mis|our|nuestr[oa]s)\s+(?:\w+\s+)?(?:questions|messages|texts|queries|preguntas"
+    r"|mensajes|consultas)\s+(?:\w+\s+){0,3}?(?:answered|replied to|responded to|contestad[oa]s"
+    r"|respondid[oa]s|se (?:contestan|responden|contestaran|responderan))\b"
 )
