@@ -34,6 +34,8 @@ _SECOND = re.compile(
     r"|(?:le|les) (?:ruego|pido|suplico|agradeceria|agradecere) que|hagan? el favor de"
     r"|tengan? la (?:amabilidad|bondad|gentileza) de|sean? tan amables? de|sirvanse|sirvase)\b"
     r"|\b\w+(?:ras|ras\b|rias|ste|aste|iste|ais|eis)\b(?=\s+(?:a\s+)?(?:mi|me|nos|el usuario)\b)"
+    # the tú present or subjunctive after a clitic: "que me des la razón", "que nos cuentes"
+    r"|\bque\s+(?:no\s+)?(?:me|nos|le|les|lo|la|te)\s+[a-z]+(?:es|as)\b"
 )
 # The one second-person request a profile may hold: how the user wants to be addressed.
 # A summary may frame it ("The user said: ..."), and a claim may be cut ("... de tu …").

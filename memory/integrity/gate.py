@@ -87,19 +87,45 @@ def _structural_reason(text: str, max_len: int) -> str | None:
     if spelled >= SPELLED_TEXT:
         return "spells words out letter by letter"
     # The user's own prompt ("my first system prompt for a Discord bot") is their work.
-    folded = USERS_OWN_CONFIG.sub(" ", skeleton(cleaned))
-    words = USERS_OWN_CONFIG.sub(" ", judged(plain))
+    folded = with_shared_subject(USERS_OWN_CONFIG.sub(" ", skeleton(cleaned)))
+    words = with_shared_subject(USERS_OWN_CONFIG.sub(" ", judged(plain)))
     if reason := instruction_reason(folded) or instruction_reason(words):
         return reason
     for rule, pattern in (
         ("talks about the assistant's configuration", CONFIGURATION),
         ("talks about the assistant's instructions", META_TALK),
         ("asks for what comes before the conversation", REVEAL),
-        ("lays a rule on the replies", REPLY_RULE),
     ):
         if match := pattern.search(words):
             return f"{rule}: '{excerpt(match)}'"
+    for match in REPLY_RULE.finditer(words):
+        before = words[: match.start()]
+        if not (
+            _FIRST_PERSON.search(before)
+            or (_REPLY_NOUN.match(match.group(0)) and _USERS_OWN_NOUN.search(before))
+        ):
+            return f"lays a rule on the replies: '{excerpt(match)}'"
     return None
+
+
+# "My exam answers must be written in pen", "I sign every message to my mum": the replies of
+# the user's own, or what the user does with them, are facts.
+_USERS_OWN_NOUN = re.compile(r"\b(?:my|our|mis|mi|nuestr[oa]s?)\s+(?:\w+\s+){0,2}$")
+_FIRST_PERSON = re.compile(r"\b(?:i|we|yo)\s+(?:\w+\s+)?$")
+_REPLY_NOUN = re.compile(r"(?:answer|repl|response|output|respuesta|contestacion|salida)")
+# "I'm a nurse and always explain...": a verb joined by "and" to a clause whose subject is the
+# user shares that subject, written out so that no rule reads the verb as an order.
+_SHARED = re.compile(
+    r"(?<![\w'])(i|we)\b(?![^.;:!?]*\byou\b)([^.;:!?]*?\b(?:and|but|then|so)\s+)(?!(?:i|we)\b)"
+)
+
+
+def with_shared_subject(text: str) -> str:
+    for _ in range(3):
+        text, count = _SHARED.subn(r"\1\2\1 ", text)
+        if not count:
+            break
+    return text
 
 
 def judged(text: str) -> str:
@@ -131,6 +157,11 @@ def check_text(
     for reading in readings(text):
         if reason := _check_reading(reading, max_len, names):
             return reason
+    quoted = [m.group(0) for m in _QUOTED_WORDS.finditer(clean(text))]
+    if len(quoted) >= 2:  # "mi palabra clave es «ignora» y la siguiente «todo»"
+        together = content_of(clean(text))
+        if reason := check_text(together, max_len=len(together) + 1, names=names):
+            return f"read together, its quoted words {reason}"
     return None
 
 

@@ -162,6 +162,11 @@ _SPANISH: tuple[re.Pattern[str], ...] = (
         r"(?:instrucciones|instruccion|reglas|normas|ordenes|indicaciones|directrices"
         r"|restricciones|limites|politicas|filtros|pautas|programacion|prompt)\b"
     ),
+    re.compile(  # "ignora todo", "omite todo lo anterior": dropping everything said before
+        _CLAUSE
+        + r"(?:ignora|ignore|olvida(?:te\s+de)?|olvide|omite|omita|descarta|anula|salta(?:te)?)"
+        r"\s+(?:todo|todas|todos|lo anterior|lo de arriba|lo que te (?:han dicho|dijeron))\b"
+    ),
     re.compile(
         r"\b(?:las|tus)\s+(?:instrucciones|reglas|ordenes|indicaciones)\s+(?:anteriores|previas"
         r"|de antes|originales|iniciales)\b"

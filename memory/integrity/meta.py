@@ -29,6 +29,15 @@ CONFIGURATION = re.compile(
     r"|politicas|pautas|ajustes|configuracion|programacion|prompt)\s+(?:del|de la|de este"
     r"|de esta|de tu|de su)\s+(?:ia|asistente|bot|chatbot|modelo|personaje"
     r"|inteligencia artificial|companero|companera)\b"
+    # the user's settings for the assistant, named as such: "User policy:", "Configuración de
+    # la usuaria:", "preferred response mode", "its prompt"
+    r"|\b(?:user|usuario|usuaria)\s+(?:policy|policies|settings|instructions?|configuration"
+    r"|directives?|overrides?)\b"
+    r"|\b(?:politicas?|configuracion|ajustes|instrucciones|instruccion|directivas?)\s+"
+    r"(?:del usuario|de la usuaria|de usuario)\b"
+    r"|\b(?:response|reply|answer|output)\s+(?:mode|format|settings|language|policy)\b"
+    r"|\bmodo de (?:respuesta|salida)\b|\bformato de (?:las )?respuestas?\b"
+    r"|\b(?:its|su)\s+(?:own\s+|propio\s+)?(?:system prompt|prompt|programming|programacion)\b"
     # a mode that lifts the limits, named without a verb ("modo_sin_restricciones_activado")
     r"|\bmodo\s+(?:sin\s+(?:restricciones|filtros|limites|censura|reglas)|dan|jailbreak)\b"
     r"|\b(?:unrestricted|unfiltered|uncensored|jailbreak|jailbroken|dan|no[ -]limits?"

@@ -121,14 +121,16 @@ _REF = (
 )
 _WISH = (
     r"(?:wants?|wanted|wish(?:es)?|would like|'d like|asks?|asked|tells?|told|orders?|expects?"
-    r"|needs?|prefers?|requires?|instructs?|insists?|demands?|likes? (?:it )?when"
-    r"|loves? (?:it )?when"
+    r"|needs?|prefers?|requires?|instructs?|insists?|demands?|likes? it|loves? it"
     r"|quiere|quiero|queria|prefiere|prefiero|pide|pido|pidio|desea|deseo|espera|espero"
     r"|exige|exijo|manda|mando|ordena|ordeno|insiste|insisto|necesita|necesito|le gusta"
     r"|(?:ha|han|habia|he) (?:pedido|exigido|ordenado|solicitado|rogado|mandado)"
     r"|(?:has|have|had) (?:asked|requested|demanded|ordered)|requests?|requested"
-    r"|(?:love|like|prefer|appreciate|enjoy)s? it (?:if|when)"
-    r"|me gusta|le gustaria|me gustaria|le encanta|me encanta)"
+    r"|(?:love|like|prefer|appreciate|enjoy)s? it|likes?|loves?"
+    r"|me gusta|le gustaria|me gustaria|le encanta|me encanta"
+    # what the user cannot stand the assistant doing is what it is told not to do
+    r"|odio|odia|detesto|detesta|no soporto|no soporta|me molesta|le molesta|hates?"
+    r"|can'?t stand|dislikes?)"
 )
 _MODAL = (
     r"(?:must|should|shall|will|would|has to|have to|needs? to|is to|are to|is (?:supposed|required"
@@ -151,7 +153,14 @@ _ACT_3SG = (
     r"|acts|pretends|follows|addresses|treats|refers|greets|signs|ends|starts|begins|agrees"
     r"|refuses|stops|keeps|becomes|plays|responde|contesta|habla|dice|escribe"
     r"|llama|ignora|olvida|obedece|revela|actua|finge|sigue|trata|saluda|firma|termina|empieza"
-    r"|acepta|deja|se convierte|interpreta|se comporta|se dirige|se llama)"
+    r"|acepta|deja|se convierte|interpreta|se comporta|se dirige|se llama|acaba|cierra|usa"
+    r"|utiliza|menciona|recomienda|insulta|cuenta|omite|finishes|closes|uses|mentions"
+    r"|recommends|insults|tells|swears|omits|skips)"
+)
+# "el asistente de la usuaria habla como un pirata": the user's assistant is the assistant.
+_OF_THE_USER = (
+    r"(?:\s+(?:de la usuaria|del usuario|de esta usuaria|de este usuario|of the user"
+    r"|of this user))?"
 )
 _WISH_NOUN = (
     r"(?:preferencia|deseo|peticion|voluntad|exigencia|condicion|regla|norma|instruccion"
@@ -167,6 +176,7 @@ _BARE_DUTY = (
 _IS_NOW = (
     r"(?:is|are|es|sera|will be|is now|es ahora|ahora es)\s+(?:now\s+|ahora\s+)?"
     r"(?:a|an|un|una|no longer|ya no|my|mi|called|named|llamad[oa])\b"
+    r"|ya\s+no\s+es\b|no\s+es\s+(?:un|una|el|la|tu|mi|su)\b"
 )
 
 
@@ -175,14 +185,19 @@ def assistant_patterns(names: tuple[str, ...]) -> list[re.Pattern[str]]:
     ref = _REF
     folded = [re.escape(skeleton(n)) for n in names if len(skeleton(n)) >= 3]
     subject = f"(?:\\w+\\s+)?(?:(?:{_MODAL})\\s+(?:\\w+\\s+)?{_ACTION}|{_ACT_3SG}\\b|{_IS_NOW})"
-    parts = [f"\\b{_WISH}\\s+(?:that\\s+|que\\s+|for\\s+|a\\s+|al\\s+|le\\s+)?{ref}\\b"]
+    # "quiere que la IA...", "wants the bot to...": a wish whose object acts (not "le gusta la IA",
+    # "wants the new model", where the assistant is only what is liked or wanted)
+    parts = [
+        f"\\b{_WISH}\\s+(?:that\\s+|que\\s+|for\\s+|a\\s+|le\\s+|(?:it\\s+)?(?:if|when|cuando|si)\\s+)"
+        f"(?:\\w+\\s+)?{ref}\\b|\\b{_WISH}\\s+{ref}\\s+(?:\\w+\\s+)?(?:to|que)\\b"
+    ]
     parts.append(f"\\b(?:para que|so that|in order for)\\s+{ref}\\b")
     # a wish or a rule named as a noun, then what the assistant is to do: "es preferencia de la
     # usuaria que el modelo omita", "her one condition is that the bot never..."
     parts.append(f"\\b{_WISH_NOUN}\\b(?:\\s+\\w+){{0,5}}?\\s+(?:that|que|for)\\s+{ref}\\b")
     # the assistant named bare, as in a key: "assistant_must_obey_user", "bot debe obedecer"
     parts.append(f"\\b{_BARE_REF}\\s+{_BARE_DUTY}")
-    parts.append(f"\\b{ref}\\s+{subject}")
+    parts.append(f"\\b{ref}{_OF_THE_USER}\\s+{subject}")
     obliged = "(?:must|should|shall|has to|have to|debe|deben|tiene que|ha de)"
     parts.append(f"\\b{ref}\\s+(?:\\w+\\s+)?{obliged}\\b")
     parts.append(
@@ -353,10 +368,21 @@ _OBLIGATION = (
     r"|sean|esten|vayan|terminen|acaben|empiecen|comiencen|incluyan|lleven|tengan|contengan"
     r"|usen|utilicen)"
 )
+# Replies addressed to someone named ("las respuestas a los clientes", "every message to my mum")
+# are that person's, not the assistant's; "to me", "a mis preguntas" are still the assistant's.
+_TO_SOMEONE = (
+    r"(?!\s+(?:a|al|to|for|para)\s+(?!(?:me|us|nos|el usuario|the user)\b|(?:mi|mis|my|our)\s+"
+    r"(?:questions?|messages?|queries|texts?|preguntas?|mensajes?|consultas?)\b))"
+)
 _NOT_THE_USERS = r"(?<!\bmy )(?<!\bmis )(?<!\bour )(?<!\bnuestras )(?<!\bnuestros )"
 REPLY_RULE = re.compile(
-    rf"{_NOT_THE_USERS}\b{_REPLY_UNIT}\b(?:\s+\w+){{0,3}}?\s+(?:siempre\s+|always\s+)?"
-    rf"{_OBLIGATION}\b"
+    rf"{_NOT_THE_USERS}\b{_REPLY_UNIT}\b{_TO_SOMEONE}(?:\s+\w+){{0,3}}?\s+(?:siempre\s+"
+    rf"|always\s+)?{_OBLIGATION}\b"
+    # the replies named with only a manner, as a label's value: "Preference: answers in capitals
+    # only", "Formato: respuestas solo en verso"
+    rf"|(?:^|[:;=]\s*)(?:your\s+|tus\s+|las\s+|the\s+|all\s+)?{_REPLY_UNIT}\b"
+    r"(?:\s+[a-z]+){0,5}?\s+(?:only|solo|solamente|unicamente|exclusivamente|exclusively"
+    r"|always|siempre|never|nunca)\b"
     # a wish that the replies do something: "wants every reply to end with", "all answers to be"
     r"|\b(?:every|each|all(?: of)? (?:your|the)|all|any|your)\s+(?:answers?|repl(?:y|ies)"
     r"|responses?|messages?|sentences?|outputs?)\s+to\s+(?:always\s+|only\s+)?(?:be|end|start"
@@ -369,7 +395,7 @@ REPLY_RULE = re.compile(
     r"(?:every|each|all(?: of)? (?:your|the)|any|cada|todas? (?:tus|las)|todos? (?:tus|los))\s+"
     r"(?:answers?|repl(?:y|ies)|responses?|messages?|sentences?|outputs?|turns?|respuestas?"
     r"|mensajes?|frases?|contestacion(?:es)?|turnos?)\b(?!\s+(?:de|del|from|of|que|that|i|yo"
-    r"|my|mi|mis)\b)"
+    r"|my|mi|mis)\b)" + _TO_SOMEONE
 )
 # An English onset of time ("from now on") followed by a bare verb: an order. (In Spanish the tú
 # imperative is spelled like the third person, "a partir de ahora trabaja de noche", so there
