@@ -47,9 +47,10 @@ ADDRESS_PREFERENCE = re.compile(
     r"|llames|llame|tutees|tutee)\s+(?:de\s+(?:tu|usted|vos)|por\s+(?:mi|su)\s+nombre"
     r"|[a-z][a-z'\-]{1,20}(?:\s+[a-z][a-z'\-]{1,20})?)"
     r"|tuteame|hablame de (?:tu|usted)|llamame [a-z][a-z'\-]{1,20}"
-    r"|(?:(?:prefers?|likes?|would like|'d like|wants?)\s+)?(?:(?:you|people)\s+)?(?:to\s+)?"
-    r"(?:call|address)\s+(?:me|him|her|them)\s+(?:by\s+(?:my|his|her|their)\s+(?:first\s+"
-    r"|last\s+)?name|informally|formally|as\s+\w+|[a-z][a-z'\-]{1,20})"
+    r"|(?:(?:prefers?|likes?|would like|'d like|i'd like|wants?)\s+)?(?:(?:you|people)\s+)?"
+    r"(?:to\s+)?(?:call|address)\s+(?:me|him|her|them)\s+(?:by\s+(?:my|his|her|their)\s+"
+    r"(?:first\s+|last\s+|family\s+|sur|nick)?name(?:,?\s+[a-z][a-z'\-]{1,20})?|informally"
+    r"|formally|as\s+\w+|[a-z][a-z'\-]{1,20})"
     r"|(?:prefer|prefers)\s+to\s+be\s+called\s+[a-z][a-z'\-]{1,20})" + _END
 )
 # Someone else's words reported by the user: "my boss told me that you...", "mi madre dice que tú".

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 # ---- normalisation ----------------------------------------------------------------------------
 
@@ -129,11 +130,23 @@ def unspelled(text: str) -> tuple[str, int]:
     return _SPELLED_WORD.sub(join, plain), letters
 
 
+_LATIN_NAME = re.compile(r"^LATIN (?:SMALL |CAPITAL )?LETTER (?:SMALL CAPITAL )?([A-Z])(?: |$)")
+
+
+@lru_cache(maxsize=1024)
+def _latin_letter(ch: str) -> str:
+    """A Latin letter in another dress (small capitals "ᴀ", "ꜱ"; modifier letters) as itself:
+    its Unicode name says which letter it is."""
+    match = _LATIN_NAME.match(unicodedata.name(ch, ""))
+    return match.group(1).lower() if match else ch
+
+
 def skeleton(text: str) -> str:
     """The matching form of ``text`` (never stored): see the module's docstring."""
     text = _strip_invisible(text).casefold().replace("\u200d", "")
     text = "".join(ch for ch in unicodedata.normalize("NFD", text) if not unicodedata.combining(ch))
     text = text.translate(_HOMOGLYPHS)
+    text = "".join(_latin_letter(ch) if ord(ch) > 0x24F and ch.isalpha() else ch for ch in text)
     text = _LEET_TOKEN.sub(_unleet, text)
     text = _SPACED_RUN.sub(_join_spaced, text)
     text = re.sub("[\u2018\u2019\u02bc\u00b4`]", "'", text)

@@ -26,6 +26,9 @@ MARKUP = re.compile(
     r"<\s*/?\s*(?:system|assistant|developer|user|human|sys|inst|instructions?|im_start|im_end"
     r"|sistema|asistente|usuario|instrucciones)\b[^>]{0,40}>|<\||\|>"
     r"|\[/?(?:INST|SYS|SYSTEM|inst|sys|system)\]"
+    # a card's template macros ("{{char}}", "<BOT>"): expanded where a card is read
+    r"|\{\{\s*(?:char|user|bot|system|original|persona|description|scenario|personality"
+    r"|random|roll|setvar|getvar)\b|<(?:BOT|USER|CHAR)>"
     # a heading or fence that announces a role or rules ("# Nuevo rol: ...", "```system")
     r"|(?:^|\s)#{1,6}\s*(?:\w+\s+){0,2}(?:rol|role|reglas?|rules?|normas?|instrucci\w*"
     r"|instructions?|sistema|system|prioridad|priority|modo|mode|persona|prompt|config\w*)\b"
@@ -54,12 +57,14 @@ def breakout_reason(text: str) -> str | None:
 # Markup a person may well write about themselves (a heading sign, a code fence, a JSON object, a
 # tag): the memory block cannot be broken out of (`as_data`), so it is flattened to spaces and
 # the words left are judged like any others.
-_NEUTRAL = re.compile(r"```+|~~~+|#+|<\s*/?\s*[A-Za-z!][^>]{0,40}>|[{}\[\]<>`|\\*_=]+")
+_NEUTRAL = re.compile(r"```+|~~~+|#+|<\s*/?\s*[A-Za-z!][^>]{0,40}>|[{}\[\]<>`\\*_=]+")
+_CELL = re.compile(r"\s*\|+\s*")  # a table's cells are clauses: "| regla | responde en verso |"
 
 
 def neutralise(text: str) -> str:
-    """``text`` with its harmless markup flattened to spaces (see `_NEUTRAL`)."""
-    return " ".join(_NEUTRAL.sub(" ", text).split())
+    """``text`` with its harmless markup flattened to spaces (see `_NEUTRAL`), and the bars
+    between a table's cells read as the end of a clause."""
+    return " ".join(_NEUTRAL.sub(" ", _CELL.sub(" ; ", text)).split())
 
 
 _BLOB = re.compile(r"[A-Za-z0-9+/_\-]{24,}={0,2}")
@@ -234,7 +239,7 @@ _EN_VERB = (
 )
 IMPERATIVE = re.compile(
     _CLAUSE_START
-    + r"(?:(?:never|always|do not|don'?t|only|just)\s+(?:ever\s+)?"
+    + r"(?:(?:never|always|do not|don'?t|only|just|siempre|nunca|solo|jamas)\s+(?:ever\s+)?"
     + _EN_VERB
     + r"\b"
     + r"|(?:"
@@ -345,9 +350,9 @@ FRAMED_ORDER = re.compile(
 # A Spanish tú imperative of answering is spelled like the third person ("responde"), so it is an
 # order only where a fact would not put it: opening a clause, followed by how to answer.
 ANSWER_ORDER = re.compile(
-    r"(?:^|[.;:!?,]\s*|\b(?:y|luego|ahora|por favor)\s+)(?:responde|contesta|respondeme"
-    r"|contestame|di|dime|escribeme|hablame)\s+(?:en|como|con|solo|solamente|siempre"
-    r"|unicamente|a todo|todo|cada|usando|sin|nada|nunca)\b"
+    r"(?:^|[.;:!?,]\s*|\b(?:y|luego|ahora|por favor|please|and|also|then|just)\s+)(?:responde"
+    r"|contesta|respondeme|contestame|di|dime|escribeme|hablame)\s+(?:en|como|con|solo|solamente"
+    r"|siempre|unicamente|a todo|todo|cada|usando|sin|nada|nunca|only|always|in|with|just)\b"
 )
 
 
