@@ -42,7 +42,11 @@ _SECOND = re.compile(
 _FRAME = r"^(?:[a-z' ]{1,40}:\s*)?(?:(?:i|yo|she|he|they|ella|el)\s+)?"
 _END = r"(?:[\s,]+(?:please|por favor|thanks|gracias))?[\s.!…]*$"
 ADDRESS_PREFERENCE = re.compile(
-    _FRAME + r"(?:(?:(?:prefiero|prefiere|quiero|quiere|me gusta|le gusta|me gustaria"
+    _FRAME + r"(?:please\s+|por favor,?\s+)?"
+    # what the user does not want to be called: "don't call me sweetie", "no me llames cari"
+    r"(?:(?:don'?t|do not|never|no|nunca)\s+(?:me\s+)?(?:call|llames|digas)\s+(?:me\s+)?"
+    r"[a-z][a-z'\-]{1,20}(?:\s+[a-z][a-z'\-]{1,20})?"
+    r"|(?:(?:prefiero|prefiere|quiero|quiere|me gusta|le gusta|me gustaria"
     r"|le gustaria|pide|pido)\s+(?:que\s+)?)?(?:me|le|la|lo)\s+(?:hables|hable|trates|trate"
     r"|llames|llame|tutees|tutee)\s+(?:de\s+(?:tu|usted|vos)|por\s+(?:mi|su)\s+nombre"
     r"|[a-z][a-z'\-]{1,20}(?:\s+[a-z][a-z'\-]{1,20})?)"

@@ -71,7 +71,7 @@ MAX_TEXT_CHARS = 400  # a summary claim, an imported turn's line
 _CITE = re.compile(r"\{cite:\d+\}")
 
 
-def _structural_reason(text: str, max_len: int) -> str | None:
+def _structural_reason(text: str, max_len: int, *, preference: bool = False) -> str | None:
     """What no memory may hold, whoever speaks in it: markup, blobs, spelled-out letters,
     the older instruction patterns, talk of the assistant's configuration."""
     cleaned = clean(text)
@@ -89,7 +89,10 @@ def _structural_reason(text: str, max_len: int) -> str | None:
     # The user's own prompt ("my first system prompt for a Discord bot") is their work.
     folded = with_shared_subject(USERS_OWN_CONFIG.sub(" ", skeleton(cleaned)))
     words = with_shared_subject(USERS_OWN_CONFIG.sub(" ", judged(plain)))
-    if reason := instruction_reason(folded) or instruction_reason(words):
+    # the older pattern list reads "don't call me sweetie" as an order; it is how the user
+    # wants to be addressed, the one request a memory may hold (its other orders still count)
+    reason = instruction_reason(folded) or instruction_reason(words)
+    if reason and not (preference and _ABOUT_CALLING.search(reason)):
         return reason
     for rule, pattern in (
         ("talks about the assistant's configuration", CONFIGURATION),
@@ -126,6 +129,9 @@ def with_shared_subject(text: str) -> str:
         if not count:
             break
     return text
+
+
+_ABOUT_CALLING = re.compile(r"'(?:don'?t|do not|never|please)?\s*call\b")
 
 
 def judged(text: str) -> str:
@@ -166,7 +172,8 @@ def check_text(
 
 
 def _check_reading(text: str, max_len: int, names: Sequence[str]) -> str | None:
-    if reason := _structural_reason(text, max_len):
+    preference = _is_address_preference(text)
+    if reason := _structural_reason(text, max_len, preference=preference):
         return reason
     folded = judged(unspelled(text)[0])
     if match := AUTHORITY.search(folded):

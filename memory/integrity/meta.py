@@ -47,10 +47,12 @@ CONFIGURATION = re.compile(
 # The assistant's instructions as such ("the hidden rules", "las instrucciones internas",
 # "the system blocks", "su configuración interna").
 META_TALK = re.compile(
-    r"(?<!operating )\b(?:internal|hidden|secret|original|previous|prior|initial|system|base"
-    r"|core|underlying)"
-    r"\s+(?:instructions|rules|guidelines|directives|prompt|configuration|programming"
-    r"|settings|blocks?|messages?|text|content|sections?)\b"
+    r"(?<!operating )\b(?:internal|hidden|secret|original|previous|prior|initial|base|core"
+    r"|underlying)\s+(?:instructions|rules|guidelines|directives|prompt|configuration"
+    r"|programming|settings|blocks?|messages?|text|content|sections?)\b"
+    # a system's configuration or settings is an IT worker's day; its blocks and text are not
+    r"|(?<!operating )\bsystem\s+(?:instructions|rules|guidelines|directives|prompt|programming"
+    r"|blocks?|text|sections?)\b"
     r"|\b(?:instrucciones|reglas|normas|directrices|directivas|configuracion|programacion"
     r"|bloques?|secciones|ajustes)\s+"
     r"(?:intern[ao]s?|ocult[ao]s?|secret[ao]s?|original(?:es)?|anterior(?:es)?|previ[ao]s?"
