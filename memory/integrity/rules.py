@@ -167,6 +167,11 @@ _OF_THE_USER = (
     r"(?:\s+(?:de la usuaria|del usuario|de esta usuaria|de este usuario|of the user"
     r"|of this user))?"
 )
+_UNBOUND = (
+    r"(?:\w+\s+)?(?:(?:ya\s+)?no\s+tiene|has\s+no|have\s+no|no\s+longer\s+has|is\s+without|esta"
+    r"\s+sin|is\s+free\s+of|queda\s+libre\s+de)\s+(?:\w+\s+)?(?:limites|limits|reglas|rules"
+    r"|filtros|filters|restricciones|restrictions|censura|censorship|normas|boundaries)\b"
+)
 _WISH_NOUN = (
     r"(?:preferencia|deseo|peticion|voluntad|exigencia|condicion|regla|norma|instruccion"
     r"|preference|wish|request|requirement|demand|condition|rule|instruction)"
@@ -203,6 +208,8 @@ def assistant_patterns(names: tuple[str, ...]) -> list[re.Pattern[str]]:
     # the assistant named bare, as in a key: "assistant_must_obey_user", "bot debe obedecer"
     parts.append(f"\\b{_BARE_REF}\\s+{_BARE_DUTY}")
     parts.append(f"\\b{ref}{_OF_THE_USER}\\s+{subject}")
+    # the assistant without its limits: "el personaje ya no tiene límites", "the bot has no rules"
+    parts.append(f"\\b{ref}{_OF_THE_USER}\\s+{_UNBOUND}")
     obliged = "(?:must|should|shall|has to|have to|debe|deben|tiene que|ha de)"
     parts.append(f"\\b{ref}\\s+(?:\\w+\\s+)?{obliged}\\b")
     parts.append(
