@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memory.integrity.address import ADDRESS_PREFERENCE, second_person_reason
 from memory.integrity.formats import ADDRESS_FORMS, format_value
@@ -382,21 +383,31 @@ def split_neighbours(
 
 
 def split_values(texts: Sequence[str], *, names: Sequence[str] = ()) -> dict[int, str]:
-    """`split_neighbours` in both orders, and every two values that quote or label their
-    words read together wherever they are (the halves of a profile may be ranked apart; few
-    values quote, so reading each such pair costs little)."""
+    """`split_neighbours` in both orders, and every two values that quote or label their words
+    read together, by what they quote or label, wherever they are (the halves of a profile may
+    be ranked apart). Few values quote; the first `MAX_MARKED` are read, and a pair once read is
+    remembered (a profile is read again at every session)."""
     dropped = split_neighbours(texts, names=names, both_orders=True)
     marked = [i for i, t in enumerate(texts) if i not in dropped and _marks_its_words(t)]
     for position, first in enumerate(marked[:MAX_MARKED]):
         for second in marked[position + 1 : MAX_MARKED]:
             if first in dropped or second in dropped:
                 continue
-            if reason := check_together(texts[second], [texts[first]], names=names):
+            if reason := _contents_together(texts[first], texts[second], tuple(names)):
                 dropped[first] = dropped[second] = reason
     return dropped
 
 
-MAX_MARKED = 40  # quoting values read pairwise: at most 40 x 39 / 2 pairs
+MAX_MARKED = 16  # quoting or labelled values read pairwise: at most 16 x 15 / 2 pairs
+
+
+@lru_cache(maxsize=4096)
+def _contents_together(first: str, second: str, names: tuple[str, ...]) -> str | None:
+    for pair in ((first, second), (second, first)):
+        joined = " ".join(content_of(clean(t)) for t in pair)
+        if reason := check_text(joined, max_len=len(joined) + 1, names=names):
+            return f"read together, the values {reason}"
+    return None
 
 
 def _marks_its_words(text: str) -> bool:
