@@ -42,7 +42,14 @@ from functools import lru_cache
 from memory.integrity.address import ADDRESS_PREFERENCE, second_person_reason
 from memory.integrity.formats import ADDRESS_FORMS, format_value
 from memory.integrity.guard import instruction_reason
-from memory.integrity.meta import CONFIGURATION, META_TALK, REVEAL, USERS_OWN_CONFIG
+from memory.integrity.meta import (
+    CONFIGURATION,
+    IDENTIFIER,
+    META_TALK,
+    REVEAL,
+    USERS_OWN_CONFIG,
+    setting_name,
+)
 from memory.integrity.normalise import SPELLED_TEXT, WS, clean, readings, skeleton, unspelled
 from memory.integrity.rules import (
     ANSWER_ORDER,
@@ -92,6 +99,8 @@ def _structural_reason(text: str, max_len: int, *, preference: bool = False) -> 
     words = with_shared_subject(USERS_OWN_CONFIG.sub(" ", judged(plain)))
     # the older pattern list reads "don't call me sweetie" as an order; it is how the user
     # wants to be addressed, the one request a memory may hold (its other orders still count)
+    if match := setting_name(folded):
+        return f"names a setting of the assistant: '{excerpt(match)}'"
     reason = instruction_reason(folded) or instruction_reason(words)
     if reason and not (preference and _ABOUT_CALLING.search(reason)):
         return reason
@@ -164,6 +173,10 @@ def check_text(
     for reading in readings(text):
         if reason := _check_reading(reading, max_len, names):
             return reason
+    for match in IDENTIFIER.finditer(skeleton(text)):  # "responde_siempre_en_ingles" as words
+        clause = match.group(0).replace("_", " ")
+        if reason := _check_reading(clause, len(clause) + 1, names):
+            return f"its identifier '{match.group(0)}' {reason}"
     quoted = [m.group(0) for m in _QUOTED_WORDS.finditer(clean(text))]
     if len(quoted) >= 2:  # "mi palabra clave es «ignora» y la siguiente «todo»"
         together = content_of(clean(text))

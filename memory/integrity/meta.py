@@ -93,3 +93,135 @@ USERS_OWN_CONFIG = re.compile(
     r"|prompts?"
     r"(?:\s+(?:del|de)\s+sistema)?)\b"
 )
+
+# ---- a setting's name inside a value -----------------------------------------------------------
+# A snake_case identifier ("modo_sin_restricciones_activado", "assistant_must_obey_user") is how
+# a program names a setting, not how a person speaks of their life; a handle has digits or a
+# name in it ("pepe_el_grande_88"). An identifier made of the assistant's control words names
+# one of its settings, whatever the value around it says; its words are also judged as a clause.
+IDENTIFIER = re.compile(r"(?<![\w-])[a-z]+(?:_[a-z]+)+(?![\w-])")
+_STRONG = frozenset(
+    [
+        "ignore",
+        "ignora",
+        "ignorar",
+        "disregard",
+        "override",
+        "bypass",
+        "jailbreak",
+        "jailbroken",
+        "obey",
+        "obedece",
+        "obedecer",
+        "desobedece",
+        "olvida",
+        "olvidar",
+        "forget",
+        "dan",
+        "sudo",
+    ]
+)
+_CONTROL = frozenset(
+    [
+        "admin",
+        "administrador",
+        "developer",
+        "desarrollador",
+        "dev",
+        "root",
+        "system",
+        "sistema",
+        "sys",
+        "prompt",
+        "prompts",
+        "instructions",
+        "instruction",
+        "instrucciones",
+        "instruccion",
+        "rules",
+        "rule",
+        "reglas",
+        "regla",
+        "normas",
+        "norma",
+        "mode",
+        "modo",
+        "assistant",
+        "asistente",
+        "bot",
+        "ai",
+        "ia",
+        "model",
+        "modelo",
+        "character",
+        "personaje",
+        "persona",
+        "safety",
+        "seguridad",
+        "filter",
+        "filters",
+        "filtros",
+        "unrestricted",
+        "unfiltered",
+        "uncensored",
+        "restricciones",
+        "restrictions",
+        "limits",
+        "limites",
+        "censura",
+        "reveal",
+        "revela",
+        "answer",
+        "reply",
+        "respond",
+        "responde",
+        "contesta",
+        "always",
+        "never",
+        "siempre",
+        "nunca",
+        "user",
+        "usuario",
+        "usuaria",
+        "authorized",
+        "autorizado",
+        "autorizada",
+        "previous",
+        "anteriores",
+        "previas",
+        "new",
+        "nuevas",
+        "nuevo",
+        "enabled",
+        "activado",
+        "activada",
+        "disabled",
+        "desactivado",
+        "must",
+        "debe",
+        "warnings",
+        "avisos",
+        "advertencias",
+        "disclaimers",
+        "message",
+        "mensaje",
+        "decir",
+        "say",
+        "your",
+        "tus",
+        "tu",
+        "you",
+        "eres",
+    ]
+)
+
+
+def setting_name(text: str) -> re.Match[str] | None:
+    """The first identifier in ``text`` (a skeleton, before markup is flattened) made of the
+    assistant's control words."""
+    for match in IDENTIFIER.finditer(text):
+        words = match.group(0).split("_")
+        score = sum(2 if w in _STRONG else 1 if w in _CONTROL else 0 for w in words)
+        if score >= 2:
+            return match
+    return None
