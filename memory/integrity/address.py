@@ -95,3 +95,18 @@ def second_person_reason(folded: str) -> str | None:
     ):
         return None  # someone else's words, quoted by the user (checked by the other rules)
     return f"speaks to the assistant: '{excerpt(match)}'"
+
+
+# "I'm a nurse and always explain...": a verb joined by "and" to a clause whose subject is the
+# user shares that subject, written out so that no rule reads the verb as an order.
+_SHARED = re.compile(
+    r"(?<![\w'])(i|we)\b(?![^.;:!?]*\byou\b)([^.;:!?]*?\b(?:and|but|then|so)\s+)(?!(?:i|we)\b)"
+)
+
+
+def with_shared_subject(text: str) -> str:
+    for _ in range(3):
+        text, count = _SHARED.subn(r"\1\2\1 ", text)
+        if not count:
+            break
+    return text

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from memory.integrity.address import ADDRESS_PREFERENCE, second_person_reason
+from memory.integrity.address import ADDRESS_PREFERENCE, second_person_reason, with_shared_subject
 from memory.integrity.formats import ADDRESS_FORMS, format_value
 from memory.integrity.guard import instruction_reason
 from memory.integrity.meta import (
@@ -50,10 +50,16 @@ from memory.integrity.meta import (
     USERS_OWN_CONFIG,
     setting_name,
 )
-from memory.integrity.normalise import SPELLED_TEXT, WS, clean, readings, skeleton, unspelled
+from memory.integrity.normalise import SPELLED_TEXT, clean, readings, skeleton, unspelled
+
+# Rendering is part of the gate's face (memory/engine/prompt.py reads it from here).
+from memory.integrity.render import DATA_CLOSE as DATA_CLOSE
+from memory.integrity.render import DATA_OPEN as DATA_OPEN
+from memory.integrity.render import as_data as as_data
+from memory.integrity.render import as_data_claim as as_data_claim
+from memory.integrity.replies import ANSWERED_ME, reply_rule
 from memory.integrity.rules import (
     ANSWER_ORDER,
-    ANSWERED_ME,
     AUTHORITY,
     DEFAULT_ASSISTANT,
     FRAMED_IMPERATIVE,
@@ -64,7 +70,6 @@ from memory.integrity.rules import (
     ONSET_ORDER,
     ONSET_TU,
     PASSIVE,
-    REPLY_RULE,
     ROLEPLAY,
     assistant_patterns,
     blob_reason,
@@ -111,34 +116,9 @@ def _structural_reason(text: str, max_len: int, *, preference: bool = False) -> 
     ):
         if match := pattern.search(words):
             return f"{rule}: '{excerpt(match)}'"
-    for match in REPLY_RULE.finditer(words):
-        before = words[: match.start()]
-        if not (
-            _FIRST_PERSON.search(before)
-            or (_REPLY_NOUN.match(match.group(0)) and _USERS_OWN_NOUN.search(before))
-        ):
-            return f"lays a rule on the replies: '{excerpt(match)}'"
+    if match := reply_rule(words):
+        return f"lays a rule on the replies: '{excerpt(match)}'"
     return None
-
-
-# "My exam answers must be written in pen", "I sign every message to my mum": the replies of
-# the user's own, or what the user does with them, are facts.
-_USERS_OWN_NOUN = re.compile(r"\b(?:my|our|mis|mi|nuestr[oa]s?)\s+(?:\w+\s+){0,2}$")
-_FIRST_PERSON = re.compile(r"\b(?:i|we|yo)\s+(?:\w+\s+)?$")
-_REPLY_NOUN = re.compile(r"(?:answer|repl|response|output|respuesta|contestacion|salida)")
-# "I'm a nurse and always explain...": a verb joined by "and" to a clause whose subject is the
-# user shares that subject, written out so that no rule reads the verb as an order.
-_SHARED = re.compile(
-    r"(?<![\w'])(i|we)\b(?![^.;:!?]*\byou\b)([^.;:!?]*?\b(?:and|but|then|so)\s+)(?!(?:i|we)\b)"
-)
-
-
-def with_shared_subject(text: str) -> str:
-    for _ in range(3):
-        text, count = _SHARED.subn(r"\1\2\1 ", text)
-        if not count:
-            break
-    return text
 
 
 _ABOUT_CALLING = re.compile(r"'(?:don'?t|do not|never|please)?\s*call\b")
@@ -426,32 +406,3 @@ def _contents_together(first: str, second: str, names: tuple[str, ...]) -> str |
 def _marks_its_words(text: str) -> bool:
     cleaned = clean(text)
     return content_of(cleaned) != cleaned.strip(" .")
-
-
-# ---- rendering ------------------------------------------------------------------------------
-
-DATA_OPEN = "⟦"
-DATA_CLOSE = "⟧"
-_RENDER_STRIP = re.compile(r"[`⟦⟧<>{}\[\]|\\]|#{2,}|^\s*[#>*\-=+]+\s*")
-
-
-def as_data_claim(claim: str) -> str:
-    """A summary claim as data: like `as_data`, but its {cite:ID} codes stay readable."""
-    pieces = _CITE.split(claim)
-    codes = _CITE.findall(claim)
-    out = as_data(pieces[0])
-    for code, piece in zip(codes, pieces[1:], strict=True):
-        out = f"{out} {code} {as_data(piece)}"
-    return WS.sub(" ", out).strip()
-
-
-def as_data(text: str) -> str:
-    """Stored text as it may appear inside the memory block: one line, and no heading, code
-    fence, markup bracket or block delimiter left in it, whatever was stored."""
-    line = clean(text)
-    previous = None
-    while previous != line:
-        previous = line
-        line = _RENDER_STRIP.sub(" ", line)
-        line = WS.sub(" ", line).strip()
-    return line
