@@ -25,8 +25,9 @@ Two steps, always in this order:
 
 The normalisation lives in memory/integrity/normalise.py, the rules in
 memory/integrity/rules.py (orders, the assistant as subject), address.py (the second person),
-meta.py (the assistant's configuration) and formats.py (the known keys' formats); this module is
-the gate's whole public face. Values are also read together (`check_joined`, `check_together`,
+replies.py (rules laid on the replies), meta.py (the assistant's configuration, a setting's
+name) and formats.py (the known keys' formats); rendering in render.py. This module is the
+gate's whole public face. Values are also read together (`check_joined`, `check_together`,
 `split_values`): half an instruction in one value, half in another. Rendering (`as_data`) is
 the second wall: whatever is stored is shown on one line, with no heading, fence or delimiter
 left in it (memory/engine/prompt.py).
