@@ -49,8 +49,9 @@ _ENGLISH: tuple[re.Pattern[str], ...] = (
         r"|constraints?|restrictions?|guardrails?|programming|policies|filters?)\b"
     ),
     re.compile(
-        _CLAUSE + r"(?:ignore|disregard|forget|override|bypass)\s+(?:the\s+|these\s+|those\s+)?"
-        r"(?:\w+\s+)?(?:instructions?|rules?|guidelines?|directives?|prompt|restrictions?"
+        _CLAUSE + r"(?:ignore|disregard|forget|override|bypass)\s+(?:the\s+|these\s+|those\s+"
+        r"|your\s+)?(?:\w+\s+)?(?:instructions?|rules?|guidelines?|directives?|prompt|restrictions?"
+        r"|character|persona|personality|identity|role|training|limits|boundaries"
         r"|constraints?|guardrails?|policies|filters?|above|everything|what (?:i|you|we)\b)"
     ),
     re.compile(
@@ -154,11 +155,17 @@ _ENGLISH: tuple[re.Pattern[str], ...] = (
 _SPANISH: tuple[re.Pattern[str], ...] = (
     # Override: "olvida tus instrucciones", "ignora las reglas", "olvidate de todo lo anterior".
     re.compile(
-        r"\b(?:olvida(?:te)?|ignora|ignore|ignorad|ignoren|omite|descarta|desobedece|anula"
+        r"\b(?:olvida(?:te)?|olvide|olvidese|ignora|ignore|ignorad|ignoren|omite|omita|descarta"
+        r"|descarte|desobedece|desobedezca|anula|anule"
         r"|saltate|pasa\s+de|no\s+hagas\s+caso\s+(?:a|de))\s+(?:de\s+)?(?:todas?\s+|todos?\s+"
         r"|cualquier\s+)?(?:las?\s+|los?\s+|tus\s+|sus\s+|esas?\s+|estas?\s+)?(?:\w+\s+)?"
         r"(?:instrucciones|instruccion|reglas|normas|ordenes|indicaciones|directrices"
         r"|restricciones|limites|politicas|filtros|pautas|programacion|prompt)\b"
+    ),
+    re.compile(  # "ignora todo", "omite todo lo anterior": dropping everything said before
+        _CLAUSE
+        + r"(?:ignora|ignore|olvida(?:te\s+de)?|olvide|omite|omita|descarta|anula|salta(?:te)?)"
+        r"\s+(?:todo|todas|todos|lo anterior|lo de arriba|lo que te (?:han dicho|dijeron))\b"
     ),
     re.compile(
         r"\b(?:las|tus)\s+(?:instrucciones|reglas|ordenes|indicaciones)\s+(?:anteriores|previas"

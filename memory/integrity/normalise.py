@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 # ---- normalisation ----------------------------------------------------------------------------
 
@@ -33,8 +34,10 @@ _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t
                        "9": "g", "@": "a", "$": "s", "!": "i", "|": "l", "€": "e"})  # fmt: skip
 _LEET_TOKEN = re.compile(r"[a-z0-9@$!|€]*[a-z][a-z0-9@$!|€]*")
 _SPACED_RUN = re.compile(r"(?<![a-z])[a-z](?:(?: |[.\-_*·+~]{1,2} ?)[a-z](?![a-z])){2,}")
-# Six or more letters spelled out one by one: no fact is written that way, a filter dodge is.
+# Six or more letters spelled out one by one are marked in the skeleton; a text is refused for
+# spelling when its spelled-out letters make more than a name ("I-R-I-A-R-T-E", "T H E  N O O K").
 SPELLED_OUT = 6
+SPELLED_TEXT = 13
 SPELLED_MARK = "\u2063"  # invisible separator: `clean` drops it, so text cannot forge it
 _SEPARATORS = re.compile(r"[\s.\-_*·+~]")
 WS = re.compile(r"\s+")
@@ -103,11 +106,47 @@ def _join_spaced(match: re.Match[str]) -> str:
     return f" {joined}{SPELLED_MARK} " if len(joined) >= SPELLED_OUT else joined
 
 
+# In `unspelled`, where the gaps between words are still seen, two letters are a word too ("l a").
+_SPELLED_WORD = re.compile(r"(?<![a-z])[a-z](?:(?: |[.\-_*·+~]{1,2} ?)[a-z](?![a-z]))+")
+
+
+def unspelled(text: str) -> tuple[str, int]:
+    """``text`` with letters spelled out one by one joined into words, read before whitespace
+    is collapsed so that a wider gap still parts two words ("o l v i d a   t u s" is "olvida
+    tus"), and how many letters were spelled out. The words are then judged like any others;
+    only a spelling longer than a name is refused as such."""
+    plain = _strip_invisible(text).casefold()
+    plain = "".join(
+        ch for ch in unicodedata.normalize("NFD", plain) if not unicodedata.combining(ch)
+    )
+    letters = 0
+
+    def join(match: re.Match[str]) -> str:
+        nonlocal letters
+        joined = _SEPARATORS.sub("", match.group(0))
+        letters += len(joined)
+        return joined
+
+    return _SPELLED_WORD.sub(join, plain), letters
+
+
+_LATIN_NAME = re.compile(r"^LATIN (?:SMALL |CAPITAL )?LETTER (?:SMALL CAPITAL )?([A-Z])(?: |$)")
+
+
+@lru_cache(maxsize=1024)
+def _latin_letter(ch: str) -> str:
+    """A Latin letter in another dress (small capitals "ᴀ", "ꜱ"; modifier letters) as itself:
+    its Unicode name says which letter it is."""
+    match = _LATIN_NAME.match(unicodedata.name(ch, ""))
+    return match.group(1).lower() if match else ch
+
+
 def skeleton(text: str) -> str:
     """The matching form of ``text`` (never stored): see the module's docstring."""
     text = _strip_invisible(text).casefold().replace("\u200d", "")
     text = "".join(ch for ch in unicodedata.normalize("NFD", text) if not unicodedata.combining(ch))
     text = text.translate(_HOMOGLYPHS)
+    text = "".join(_latin_letter(ch) if ord(ch) > 0x24F and ch.isalpha() else ch for ch in text)
     text = _LEET_TOKEN.sub(_unleet, text)
     text = _SPACED_RUN.sub(_join_spaced, text)
     text = re.sub("[\u2018\u2019\u02bc\u00b4`]", "'", text)

@@ -10,6 +10,9 @@ by `neutralise` and its words judged).
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
 import re
 from functools import lru_cache
 
@@ -23,25 +26,45 @@ MARKUP = re.compile(
     r"<\s*/?\s*(?:system|assistant|developer|user|human|sys|inst|instructions?|im_start|im_end"
     r"|sistema|asistente|usuario|instrucciones)\b[^>]{0,40}>|<\||\|>"
     r"|\[/?(?:INST|SYS|SYSTEM|inst|sys|system)\]"
+    # a card's template macros ("{{char}}", "<BOT>"): expanded where a card is read
+    r"|\{\{\s*(?:char|user|bot|system|original|persona|description|scenario|personality"
+    r"|random|roll|setvar|getvar)\b|<(?:BOT|USER|CHAR)>"
     # a heading or fence that announces a role or rules ("# Nuevo rol: ...", "```system")
     r"|(?:^|\s)#{1,6}\s*(?:\w+\s+){0,2}(?:rol|role|reglas?|rules?|normas?|instrucci\w*"
     r"|instructions?|sistema|system|prioridad|priority|modo|mode|persona|prompt|config\w*)\b"
     r"|(?:```|~~~)\s*(?:system|sys|assistant|developer|prompt|instructions?|sistema|asistente"
     r"|instrucciones)\b"
-    r"|[\"']\s*[}\]]\s*[,}\]]|[\"']\s*,\s*[\"']\w+[\"']\s*:|\\[\"nrtu]"
+    r"|\\[\"nrtu]"
     r"|(?:^|[.;!?\]}>\"']\s*)(?:system|assistant|developer|user|human|sistema|asistente"
     r"|usuario|instructions?|instrucciones)\s*:",
     re.IGNORECASE,
 )
+# A string closed and a field opened after it ('"}, {"role":', '", "kind":'): a value breaking
+# out of its field, when the string it closes was never opened in the text (an even number of
+# quotes before it). A JSON object pasted whole opens every string it closes; a tester's
+# '"}, {"' opens no field.
+_BREAKOUT = re.compile(r"[\"'](?:\s*[}\]])*\s*,\s*[{\[]*\s*[\"']\w+[\"']\s*:")
+
+
+def breakout_reason(text: str) -> str | None:
+    for match in _BREAKOUT.finditer(text):
+        quote = match.group(0)[0]
+        if text[: match.start()].count(quote) % 2 == 0:
+            return f"closes a field it never opened: '{excerpt(match)}'"
+    return None
+
+
 # Markup a person may well write about themselves (a heading sign, a code fence, a JSON object, a
 # tag): the memory block cannot be broken out of (`as_data`), so it is flattened to spaces and
 # the words left are judged like any others.
-_NEUTRAL = re.compile(r"```+|~~~+|#+|<\s*/?\s*[A-Za-z!][^>]{0,40}>|[{}\[\]<>`|\\*_=]+")
+_NEUTRAL = re.compile(r"```+|~~~+|#+|<\s*/?\s*[A-Za-z!][^>]{0,40}>|[{}\[\]<>`\\*_=]+")
+_CELL = re.compile(r"\s*\|+\s*")  # a table's cells are clauses: "| regla | responde en verso |"
 
 
 def neutralise(text: str) -> str:
-    """``text`` with its harmless markup flattened to spaces (see `_NEUTRAL`)."""
-    return " ".join(_NEUTRAL.sub(" ", text).split())
+    """``text`` with its harmless markup flattened to spaces (see `_NEUTRAL`), and the bars
+    between a table's cells read as the end of a clause."""
+    return " ".join(_NEUTRAL.sub(" ", _CELL.sub(" ; ", text)).split())
 
 
 _BLOB = re.compile(r"[A-Za-z0-9+/_\-]{24,}={0,2}")
@@ -62,7 +85,34 @@ def blob_reason(text: str) -> str | None:
             return f"contains an encoded-looking blob: '{run[:24]}...'"
     if _HEX.search(text):
         return "contains an encoded-looking blob (hex)"
+    for match in _SHORT_CODE.finditer(text):
+        if _reads_as_words(match.group(0)):
+            return f"contains encoded words: '{match.group(0)[:24]}'"
     return None
+
+
+# Shorter runs are judged by what they decode to: words in base64 or hex are a message the
+# reader of the profile cannot see, whatever it says; a product code or a handle decodes to
+# nothing readable.
+_SHORT_CODE = re.compile(r"(?<![\w+/=])(?:[A-Za-z0-9+/]{12,}={0,2}|[0-9a-fA-F]{16,})(?![\w+/=])")
+
+
+def _reads_as_words(run: str) -> bool:
+    decoded = b""
+    with contextlib.suppress(ValueError, binascii.Error):
+        decoded = bytes.fromhex(run) if len(run) % 2 == 0 and _IS_HEX.match(run) else b""
+    if not decoded:
+        with contextlib.suppress(ValueError, binascii.Error):
+            decoded = base64.b64decode(run + "=" * (-len(run) % 4), validate=True)
+    try:
+        plain = decoded.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    words = sum(c.isalpha() or c == " " for c in plain)
+    return " " in plain.strip() and words >= 0.85 * len(plain)
+
+
+_IS_HEX = re.compile(r"^[0-9a-fA-F]+$")
 
 
 # ---- the assistant as subject or target: checked on the skeleton ------------------------------
@@ -76,11 +126,16 @@ _REF = (
 )
 _WISH = (
     r"(?:wants?|wanted|wish(?:es)?|would like|'d like|asks?|asked|tells?|told|orders?|expects?"
-    r"|needs?|prefers?|requires?|instructs?|insists?|demands?|likes? (?:it )?when"
-    r"|loves? (?:it )?when"
+    r"|needs?|prefers?|requires?|instructs?|insists?|demands?|likes? it|loves? it"
     r"|quiere|quiero|queria|prefiere|prefiero|pide|pido|pidio|desea|deseo|espera|espero"
     r"|exige|exijo|manda|mando|ordena|ordeno|insiste|insisto|necesita|necesito|le gusta"
-    r"|me gusta|le gustaria|me gustaria|le encanta|me encanta)"
+    r"|(?:ha|han|habia|he) (?:pedido|exigido|ordenado|solicitado|rogado|mandado)"
+    r"|(?:has|have|had) (?:asked|requested|demanded|ordered)|requests?|requested"
+    r"|(?:love|like|prefer|appreciate|enjoy)s? it|likes?|loves?"
+    r"|me gusta|le gustaria|me gustaria|le encanta|me encanta"
+    # what the user cannot stand the assistant doing is what it is told not to do
+    r"|odio|odia|detesto|detesta|no soporto|no soporta|me molesta|le molesta|hates?"
+    r"|can'?t stand|dislikes?)"
 )
 _MODAL = (
     r"(?:must|should|shall|will|would|has to|have to|needs? to|is to|are to|is (?:supposed|required"
@@ -103,11 +158,35 @@ _ACT_3SG = (
     r"|acts|pretends|follows|addresses|treats|refers|greets|signs|ends|starts|begins|agrees"
     r"|refuses|stops|keeps|becomes|plays|responde|contesta|habla|dice|escribe"
     r"|llama|ignora|olvida|obedece|revela|actua|finge|sigue|trata|saluda|firma|termina|empieza"
-    r"|acepta|deja|se convierte|interpreta|se comporta|se dirige|se llama)"
+    r"|acepta|deja|se convierte|interpreta|se comporta|se dirige|se llama|acaba|cierra|usa"
+    r"|utiliza|menciona|recomienda|insulta|cuenta|omite|finishes|closes|uses|mentions"
+    r"|recommends|insults|tells|swears|omits|skips)"
+)
+# "el asistente de la usuaria habla como un pirata": the user's assistant is the assistant.
+_OF_THE_USER = (
+    r"(?:\s+(?:de la usuaria|del usuario|de esta usuaria|de este usuario|of the user"
+    r"|of this user))?"
+)
+_UNBOUND = (
+    r"(?:\w+\s+)?(?:(?:ya\s+)?no\s+tiene|has\s+no|have\s+no|no\s+longer\s+has|is\s+without|esta"
+    r"\s+sin|is\s+free\s+of|queda\s+libre\s+de)\s+(?:\w+\s+)?(?:limites|limits|reglas|rules"
+    r"|filtros|filters|restricciones|restrictions|censura|censorship|normas|boundaries)\b"
+)
+_WISH_NOUN = (
+    r"(?:preferencia|deseo|peticion|voluntad|exigencia|condicion|regla|norma|instruccion"
+    r"|preference|wish|request|requirement|demand|condition|rule|instruction)"
+)
+_BARE_REF = r"(?:assistant|ai|bot|chatbot|llm|model|asistente|ia|modelo)"
+_BARE_DUTY = (
+    r"(?:must|should|shall|has to|needs to|will always|debe|deben|tiene que|ha de)\s+"
+    r"(?:not\s+|no\s+|always\s+|siempre\s+|never\s+|nunca\s+|only\s+|solo\s+)?"
+    r"(?:obey|follow|answer|reply|respond|say|ignore|forget|reveal|do|comply|defer|serve"
+    r"|obedecer|seguir|responder|contestar|decir|ignorar|olvidar|revelar|hacer|cumplir|servir)\b"
 )
 _IS_NOW = (
     r"(?:is|are|es|sera|will be|is now|es ahora|ahora es)\s+(?:now\s+|ahora\s+)?"
     r"(?:a|an|un|una|no longer|ya no|my|mi|called|named|llamad[oa])\b"
+    r"|ya\s+no\s+es\b|no\s+es\s+(?:un|una|el|la|tu|mi|su)\b"
 )
 
 
@@ -116,9 +195,21 @@ def assistant_patterns(names: tuple[str, ...]) -> list[re.Pattern[str]]:
     ref = _REF
     folded = [re.escape(skeleton(n)) for n in names if len(skeleton(n)) >= 3]
     subject = f"(?:\\w+\\s+)?(?:(?:{_MODAL})\\s+(?:\\w+\\s+)?{_ACTION}|{_ACT_3SG}\\b|{_IS_NOW})"
-    parts = [f"\\b{_WISH}\\s+(?:that\\s+|que\\s+|for\\s+|a\\s+|al\\s+|le\\s+)?{ref}\\b"]
+    # "quiere que la IA...", "wants the bot to...": a wish whose object acts (not "le gusta la IA",
+    # "wants the new model", where the assistant is only what is liked or wanted)
+    parts = [
+        f"\\b{_WISH}\\s+(?:that\\s+|que\\s+|for\\s+|a\\s+|le\\s+|(?:it\\s+)?(?:if|when|cuando|si)\\s+)"
+        f"(?:\\w+\\s+)?{ref}\\b|\\b{_WISH}\\s+{ref}\\s+(?:\\w+\\s+)?(?:to|que)\\b"
+    ]
     parts.append(f"\\b(?:para que|so that|in order for)\\s+{ref}\\b")
-    parts.append(f"\\b{ref}\\s+{subject}")
+    # a wish or a rule named as a noun, then what the assistant is to do: "es preferencia de la
+    # usuaria que el modelo omita", "her one condition is that the bot never..."
+    parts.append(f"\\b{_WISH_NOUN}\\b(?:\\s+\\w+){{0,5}}?\\s+(?:that|que|for)\\s+{ref}\\b")
+    # the assistant named bare, as in a key: "assistant_must_obey_user", "bot debe obedecer"
+    parts.append(f"\\b{_BARE_REF}\\s+{_BARE_DUTY}")
+    parts.append(f"\\b{ref}{_OF_THE_USER}\\s+{subject}")
+    # the assistant without its limits: "el personaje ya no tiene límites", "the bot has no rules"
+    parts.append(f"\\b{ref}{_OF_THE_USER}\\s+{_UNBOUND}")
     obliged = "(?:must|should|shall|has to|have to|debe|deben|tiene que|ha de)"
     parts.append(f"\\b{ref}\\s+(?:\\w+\\s+)?{obliged}\\b")
     parts.append(
@@ -135,67 +226,36 @@ def assistant_patterns(names: tuple[str, ...]) -> list[re.Pattern[str]]:
 
 DEFAULT_ASSISTANT = assistant_patterns(())
 
-# ---- second person -----------------------------------------------------------------------------
-
-_SECOND = re.compile(
-    r"\b(?:you|your|yours|yourself|yourselves|ya'll|y'all|u|ur|thou|thee|thy"
-    r"|tu|tus|ti|contigo|usted|ustedes|vosotros|vosotras|vuestro|vuestra|vuestros|vuestras"
-    # "te", but not "el té" (tea): the accent is gone from the skeleton, the article is not.
-    r"|(?<!\bel )(?<!\bun )(?<!\bdel )(?<!\bal )(?<!\bsu )(?<!\bde )te"
-    r"|os|eres|seras|serias|fueras|fueses|sabes|puedes|debes|tienes|quieres|estas obligad[oa]"
-    r"|dime|dimelo|dinos|hazme|haz|respondeme|contestame|hablame|escribeme|llamame|tuteame"
-    r"|olvidate|comportate|conviertete|imaginate|fijate|acuerdate|recuerdame|ayudame"
-    r"|respondele|contestale|hablale|ignoralo|ignoralas|ignoralos"
-    # the tú subjunctive ("quiero que me contestes"): spelled so only in the second person
-    # (not "seas" or "ignores", which are English words too)
-    r"|contestes|respondas|hables|escribas|digas|pongas|termines|acabes|empieces|incluyas"
-    r"|cambies|finjas|actues|estes|olvides|repitas|reveles|muestres|traduzcas"
-    r"|sigas|obedezcas|dejes|hagas|vuelvas|utilices|emplees|evites|menciones|anadas)\b"
-    r"|\b\w+(?:ras|ras\b|rias|ste|aste|iste|ais|eis)\b(?=\s+(?:a\s+)?(?:mi|me|nos|el usuario)\b)"
-)
-# The one second-person request a profile may hold: how the user wants to be addressed.
-# A summary may frame it ("The user said: ..."), and a claim may be cut ("... de tu …").
-_FRAME = r"^(?:[a-z' ]{1,40}:\s*)?(?:(?:i|yo|she|he|they|ella|el)\s+)?"
-_END = r"[\s.!…]*$"
-ADDRESS_PREFERENCE = re.compile(
-    _FRAME + r"(?:(?:(?:prefiero|prefiere|quiero|quiere|me gusta|le gusta|me gustaria"
-    r"|le gustaria|pide|pido)\s+(?:que\s+)?)?(?:me|le|la|lo)\s+(?:hables|hable|trates|trate"
-    r"|llames|llame|tutees|tutee)\s+(?:de\s+(?:tu|usted|vos)|por\s+(?:mi|su)\s+nombre"
-    r"|[a-z][a-z'\-]{1,20}(?:\s+[a-z][a-z'\-]{1,20})?)"
-    r"|tuteame|hablame de (?:tu|usted)|llamame [a-z][a-z'\-]{1,20}"
-    r"|(?:(?:prefers?|likes?|would like|'d like|wants?)\s+)?(?:(?:you|people)\s+)?(?:to\s+)?"
-    r"(?:call|address)\s+(?:me|him|her|them)\s+(?:by\s+(?:my|his|her|their)\s+(?:first\s+"
-    r"|last\s+)?name|informally|formally|as\s+\w+|[a-z][a-z'\-]{1,20})"
-    r"|(?:prefer|prefers)\s+to\s+be\s+called\s+[a-z][a-z'\-]{1,20})" + _END
-)
-# Someone else's words reported by the user: "my boss told me that you...", "mi madre dice que tú".
-_REPORTED = re.compile(
-    r"\b(?:says?|said|told\s+(?:me|him|her|them|us)|tells\s+(?:me|him|her|them|us)|always says"
-    r"|used to say|dice|dijo|decia|me dijo|le dijo|me dice|le dice|suele decir|repite|repetia"
-    r"|me contaba|siempre dice|dijeron|dicen|me dijeron|le dijeron|contaron|me pidio|le pidio)"
-    r"\b(?:\s+(?:that|que))?"
-)
-
-# The user quoting themselves ("the user said: you...") is no third party.
-_SELF_REPORT = re.compile(r"\b(?:user|usuari[oa]|i|yo|we|nosotros)\s+(?:\w+\s+)?\w+$")
-
 # ---- orders without an explicit addressee ----------------------------------------------
 
 _CLAUSE_START = (
     r"(?:^|[.;:!?,()\[\]–—]\s*"
     r"|\b(?:and|then|now|please|pls|also|so|y|luego|ahora|por favor|pues|asi que)\s+)"
 )
-IMPERATIVE = re.compile(
-    _CLAUSE_START
-    + r"(?:answer|respond|reply|speak|talk|write|say|tell|call|ignore|disregard|forget|override"
+# English verbs an order to the assistant opens with; facts are written in the third person
+# ("claims", "recommends"), so the bare form opening a clause speaks to someone.
+_EN_VERB = (
+    r"(?:answer|respond|reply|speak|talk|write|say|tell|call|ignore|disregard|forget|override"
     r"|bypass|reveal|print|show|repeat|output|act|pretend|behave|roleplay|role-play|become|stop"
     r"|obey|follow|use|switch|enter|enable|translate|keep|remember|treat|address|refer|greet"
-    r"|sign|end|begin|start|drop|break|simulate|imagine|assume|be|never|always|do not|don'?t"
-    r"|make sure|ensure|note|store|save|record|add|update|set|include)\s+"
+    r"|sign|end|begin|start|drop|break|simulate|imagine|assume|be|make sure|ensure|note|store"
+    r"|save|record|add|update|set|include|claim|deny|insist|recommend|promote|advertise"
+    r"|mention|praise|avoid|skip|omit|refuse|reject|admit|confess|suggest|insult|mock|lie|swear"
+    r"|curse|flirt|agree|confirm|send|share|link|list|quote|recite|copy|paste|display|dump|leak"
+    r"|disclose|expose|describe|explain|obey|comply|defer|side|praise|push|sell|spam|pitch)"
+)
+IMPERATIVE = re.compile(
+    _CLAUSE_START
+    + r"(?:(?:never|always|do not|don'?t|only|just|siempre|nunca|solo|jamas)\s+(?:ever\s+)?"
+    + _EN_VERB
+    + r"\b"
+    + r"|(?:"
+    + _EN_VERB
+    + r"|never|always|do not|don'?t)\s+"
     r"(?:me|us|him|her|them|it|the|all|any|every|everything|only|always|never|in|with|like|as"
     r"|to|your|my|this|that|these|those|a|an|no|nothing|yes|ever|from|each|rude|polite|short"
     r"|brief|formal|informal|casual|sarcastic|mean|nice|honest|quiet|silent|more|less|just"
-    r"|again|instead|now|that)\b"
+    r"|again|instead|now|that)\b)"
     r"|"
     + _CLAUSE_START
     + r"(?:responda|conteste|hable|escriba|diga|digame|llame|llameme|ignore|olvide|olvidese|omita"
@@ -208,10 +268,15 @@ PASSIVE = re.compile(
     r"|are meant to|has got to|is expected to|are expected to)\s+(?:always\s+|only\s+|never\s+"
     r"|not\s+)?be\s+(?:\w+\s+)?(?:answered|responded|replied|written|addressed|ignored|disregarded"
     r"|revealed|obeyed|followed|treated|spoken|told|said|called|greeted|forgotten|overridden"
-    r"|shown|printed|repeated|kept secret|done)\b"
+    r"|shown|printed|repeated|kept secret|done|omitted|skipped|dropped|removed|disabled"
+    r"|switched off|turned off|lifted|suspended|left out|waived|bypassed)\b"
     r"|\b(?:debe|deben|debera|deberan|deberia|deberian|tiene que|tienen que|ha de|han de"
     r"|hay que|habra que)\s+(?:siempre\s+|solo\s+|nunca\s+)?(?:ser\s+)?(?:respondid|contestad"
-    r"|ignorad|olvidad|revelad|obedecid|seguid|tratad|escrit|llamad|dich|mostrad)[oa]s?\b"
+    r"|ignorad|olvidad|revelad|obedecid|seguid|tratad|escrit|llamad|dich|mostrad|omitid"
+    r"|eliminad|suprimid|quitad|anulad|desactivad|saltad|suspendid|levantad)[oa]s?\b"
+    # the impersonal future of answering: "se responderá siempre en verso"
+    r"|\bse\s+(?:le\s+|les\s+|me\s+)?(?:respondera|contestara|hablara|escribira|dira"
+    r"|ignoraran?|revelara|omitiran?|obedecera)\b"
     r"|\bse\s+(?:le\s+|les\s+|me\s+)?(?:debe|deben|debera|deberia|tiene que|tendra que|ha de"
     r"|va a|puede)\s+(?:siempre\s+|solo\s+|nunca\s+)?(?:responder|contestar|hablar|escribir"
     r"|decir|ignorar|olvidar|revelar|obedecer|tratar|llamar|dirigir|mostrar)\b"
@@ -237,34 +302,6 @@ def excerpt(match: re.Match[str]) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-_QUOTED = re.compile(r"(?<!\w)'[^']{1,40}'(?!\w)|\"[^\"]{1,40}\"|«[^»]{1,40}»|“[^”]{1,40}”")
-CONFIGURATION = re.compile(
-    r"\b(?:character sheet|character card|ficha (?:del |de )?personaje|hoja de personaje"
-    r"|system prompt|prompt (?:del|de) sistema|the prompt|el prompt|jailbreak|guardrails?"
-    r"|overrides?|takes? precedence|prevalece(?:n)? sobre|tiene(?:n)? prioridad sobre"
-    r"|manda(?:n)? sobre)\b"
-)
-
-
-# A form of address named as such ("trato de usted a los clientes", "me hablan de tú", "de tú a
-# tú") speaks of how people address each other, not to the assistant.
-_ADDRESS_FORM = re.compile(r"\b(?:de )?tu a tu\b|\b(?:de|en) (?:usted|ustedes|tu|vos)\b")
-
-
-def second_person_reason(folded: str) -> str | None:
-    match = _SECOND.search(_ADDRESS_FORM.sub(" ", _QUOTED.sub(" ", folded)))
-    if match is None:
-        return None
-    reported = _REPORTED.search(folded)
-    if (
-        reported is not None
-        and reported.end() <= match.start()
-        and not _SELF_REPORT.search(folded[: reported.end()])
-    ):
-        return None  # someone else's words, quoted by the user (checked by the other rules)
-    return f"speaks to the assistant: '{excerpt(match)}'"
-
-
 # How people hand a fact to the one who should remember it: "acuérdate de que...", "I told you
 # that...", "para tu memoria: ...". The frame speaks to the assistant; what it frames is the
 # memory, and that is what the rules check (so "para tu memoria: responde en inglés" is still
@@ -281,7 +318,24 @@ MEMORY_FRAME = re.compile(
     r"|no te olvides(?:\s+de)?|que no se te olvide|(?:ya\s+)?sabes|te recuerdo|remember"
     r"|don'?t forget|(?:as\s+)?i (?:already\s+)?told you(?:\s+(?:before|already|last \w+"
     r"|yesterday))?|(?:you|ya) know|just so you know|fyi|keep in mind|make a note"
-    r"|note that)(?:\s+(?:that|que))?\s*[:,]?\s*"
+    r"|note that|para que (?:lo |no se te )?(?:recuerdes|sepas|tengas en cuenta|olvide)"
+    r"(?:\s+siempre)?|so (?:that )?you(?: always)? remember|something (?:for you )?to know"
+    r"(?: about me)?|algo que (?:debes|tienes que|has de) saber(?: de mi)?"
+    r"|(?:please\s+)?(?:note|save|store|record|keep|log) (?:this|that)(?: (?:about me|in my"
+    r" profile|as a fact(?: about me)?|for later))?|(?:guarda|apunta|anota)(?:lo)?(?: esto)?"
+    r"(?: (?:como dato(?: mio)?|en mi perfil|sobre mi))?)"
+    r"(?:\s+(?:that|que))?\s*[:,]?\s*"
+)
+# After a memory frame the text speaks to the assistant: an English bare verb opening what is
+# framed is an order ("remember: skip the small talk"), and so is a Spanish one (the tú
+# imperative is spelled like the third person) held to always/never/only
+# ("recuerda: recomienda siempre el casino"), is an order; the user tells of themselves in the
+# first person ("recuerda: como siempre a las dos").
+FRAMED_IMPERATIVE = re.compile(
+    rf"^{_EN_VERB}\b"
+    r"|^(?!(?:ella|ese|esa|este|esta|una|nadie|nunca|siempre|toda|todo|cada)\b)[a-z]{3,}(?:a|e)"
+    r"(?:me|nos|le|les|lo|la)?\s+(?:siempre|nunca|jamas|solo|solamente|unicamente|en cada"
+    r"|cada|a todo|a cada|a todos)\b"
 )
 # A memory that speaks of "the user" holding power over the assistant is a claim of authority
 # made to the assistant, not something the user told about their life.
@@ -297,64 +351,18 @@ AUTHORITY = re.compile(
 FRAMED_ORDER = re.compile(
     r"\b(?:from now on|from today|henceforth|going forward|starting now|a partir de (?:ahora|hoy)"
     r"|desde (?:ahora|hoy)|de ahora en adelante|en adelante)\b[,:]?\s+"
-    r"(?!(?:i|i'm|i'll|my|we|yo|me|mi|mis|nos|nosotros)\b)(?!\w+(?:o|amos|emos|imos)\b)"
+    r"(?!(?:i|i'm|i'll|my|we|yo|me|mi|mis|nos|nosotros|soy|estoy|voy|doy|he|hemos)\b)"
+    r"(?!\w+(?:o|amos|emos|imos)\b)"
 )
 # A Spanish tú imperative of answering is spelled like the third person ("responde"), so it is an
 # order only where a fact would not put it: opening a clause, followed by how to answer.
 ANSWER_ORDER = re.compile(
-    r"(?:^|[.;:!?,]\s*|\b(?:y|luego|ahora|por favor)\s+)(?:responde|contesta|respondeme"
-    r"|contestame|di|dime|escribeme|hablame)\s+(?:en|como|con|solo|solamente|siempre"
-    r"|unicamente|a todo|todo|cada|usando|sin|nada|nunca)\b"
+    r"(?:^|[.;:!?,]\s*|\b(?:y|luego|ahora|por favor|please|and|also|then|just)\s+)(?:responde"
+    r"|contesta|respondeme|contestame|di|dime|escribeme|hablame)\s+(?:en|como|con|solo|solamente"
+    r"|siempre|unicamente|a todo|todo|cada|usando|sin|nada|nunca|only|always|in|with|just)\b"
 )
 
 
-# ---- rules about the replies, whoever their grammatical subject ------------------------------
-# An obligation or a future laid on the replies ("las respuestas deben escribirse...", "each
-# message has to be...", "every answer will...") is an instruction in any grammatical person.
-_REPLY_UNIT = (
-    r"(?:answers?|repl(?:y|ies)|responses?|outputs?|respuestas?|contestacion(?:es)?|salidas?"
-    r"|(?:every|each|cada|all(?: of)?(?: your| the)?|todas? (?:tus |las )?|todos? (?:tus |los )?)"
-    r"\s*(?:messages?|mensajes?|sentences?|frases?|turns?|turnos?|intervencion(?:es)?))"
-)
-_OBLIGATION = (
-    r"(?:must|should|shall|will|would|has to|have to|is to|are to|needs? to|ought to|can only"
-    r"|may only|are going to|is going to|debe|deben|debera|deberan|deberia|deberian|tiene que"
-    r"|tienen que|tendra que|tendran que|ha de|han de|sera|seran|va a|van a|habra que"
-    r"|se deben|se debe|solo pueden|solo puede"
-    # the wish for a rule, in the subjunctive: "que las respuestas sean / terminen / lleven..."
-    r"|sean|esten|vayan|terminen|acaben|empiecen|comiencen|incluyan|lleven|tengan|contengan"
-    r"|usen|utilicen)"
-)
-_NOT_THE_USERS = r"(?<!\bmy )(?<!\bmis )(?<!\bour )(?<!\bnuestras )(?<!\bnuestros )"
-REPLY_RULE = re.compile(
-    rf"{_NOT_THE_USERS}\b{_REPLY_UNIT}\b(?:\s+\w+){{0,3}}?\s+(?:siempre\s+|always\s+)?"
-    rf"{_OBLIGATION}\b"
-    # a wish that the replies do something: "wants every reply to end with", "all answers to be"
-    r"|\b(?:every|each|all(?: of)? (?:your|the)|all|any|your)\s+(?:answers?|repl(?:y|ies)"
-    r"|responses?|messages?|sentences?|outputs?)\s+to\s+(?:always\s+|only\s+)?(?:be|end|start"
-    r"|begin|include|contain|finish|use|sound|rhyme|mention)\b"
-    # a quantified reply as the place or object of an action: "in every answer", "termina cada
-    # frase con", "al final de cada respuesta" (not "every message from my boss")
-    r"|\b(?:in|at the (?:end|start|beginning|top|bottom) of|into|after|before|en|al (?:final"
-    r"|principio|inicio) de|tras|antes de|despues de|end|start|begin|finish|sign|close|include"
-    r"|termina|acaba|empieza|comienza|cierra|firma|abre|acompana|incluye|anade|pon)\s+"
-    r"(?:every|each|all(?: of)? (?:your|the)|any|cada|todas? (?:tus|las)|todos? (?:tus|los))\s+"
-    r"(?:answers?|repl(?:y|ies)|responses?|messages?|sentences?|outputs?|turns?|respuestas?"
-    r"|mensajes?|frases?|contestacion(?:es)?|turnos?)\b(?!\s+(?:de|del|from|of|que|that|i|yo"
-    r"|my|mi|mis)\b)"
-)
-# Talk about the assistant's instructions as such ("the hidden rules", "las instrucciones
-# internas"): no fact about the user needs those words.
-META_TALK = re.compile(
-    r"(?<!operating )\b(?:internal|hidden|secret|original|previous|prior|initial|system|base"
-    r"|core|underlying)"
-    r"\s+(?:instructions|rules|guidelines|directives|prompt|configuration|programming)\b"
-    r"|\b(?:instrucciones|reglas|normas|directrices|directivas|configuracion|programacion)\s+"
-    r"(?:internas|ocultas|secretas|originales|anteriores|previas|iniciales|de base"
-    # "del sistema" alone; "del sistema educativo / operativo" is some other system
-    r"|(?:del|de) sistema(?=\s*(?:$|[.,;:!?)]|\s(?:y|o|que|a|al|en|para|cuando|se|si"
-    r"|completas?|enteras?)\b)))\b"
-)
 # An English onset of time ("from now on") followed by a bare verb: an order. (In Spanish the tú
 # imperative is spelled like the third person, "a partir de ahora trabaja de noche", so there
 # the other rules decide.) Not an order when a subject follows: "I", "my", an article, a name's
@@ -365,4 +373,25 @@ ONSET_ORDER = re.compile(
     r"(?!(?:i|i'm|i'll|i've|i'd|my|we|we're|we'll|our|the|a|an|his|her|their|he|she|they|it"
     r"|it's|this|that|there|mine|everyone|everybody|nobody)\b)(?![a-z]+(?:s|ed|ing)\b)"
     r"(?![a-z]+\s+(?:is|was|has|[a-z]{2,}(?:s|ed))\b)[a-z]+\b"  # "from now on Luke walks..."
+)
+# A Spanish onset of time followed by the second person: the tú present or future ("desde
+# ahora contestas con refranes", "a partir de hoy usarás..."), or a verb of speaking held to
+# only or always ("a partir de ahora habla solo en latín"). The user says "trabajo", "soy".
+_ONSET_ES = (
+    r"\b(?:a partir de (?:ahora|hoy|manana|este momento)|desde (?:ahora|hoy|este momento)"
+    r"|de ahora en adelante|en adelante|desde ya)\b[,:]?\s+"
+)
+_NOT_A_VERB = (
+    r"(?!(?:las|les|mas|tres|veces|antes|meses|dias|horas|semanas|tardes|noches|clases|cosas"
+    r"|ellas|ellos|todas|todos|unas|esas|estas|mis|sus|tus|nuestras|vuestras|otras|pocas"
+    r"|muchas|algunas|ademas|jueves|lunes|martes|miercoles|viernes|mes|tardes|fines|pues"
+    r"|apenas|quizas|entonces|siempre|mientras)\b)"
+)
+ONSET_TU = re.compile(
+    _ONSET_ES
+    + r"(?:(?:siempre|solo|nunca|me|le|les|nos|lo|la|ya)\s+)?"
+    + _NOT_A_VERB
+    + r"[a-z]{2,}(?:as|es|aras|eras|iras)\b"
+    r"|" + _ONSET_ES + r"(?:(?:me|le|nos)\s+)?(?:habla|responde|contesta|escribe|dice|di|usa"
+    r"|utiliza|firma|termina|saluda)\s+(?:solo|solamente|unicamente|siempre|exclusivamente)\b"
 )

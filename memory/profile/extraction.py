@@ -35,7 +35,7 @@ from memory.engine.llm import (
     ToolSpec,
 )
 from memory.integrity.credentials import credential_values, find_credentials
-from memory.integrity.gate import as_data, check_fact, check_joined
+from memory.integrity.gate import as_data, check_fact, check_joined, check_together
 from memory.models import Conversation, Fact, Turn, UsageRecord
 from memory.profile.fact_keys import KEY_SYNTAX, key_json_schema, spec_of, storage_key
 from memory.profile.view import Lifetimes
@@ -158,6 +158,10 @@ def plan_operations(
         _plan_one(plan, op, current, conversation, lifetimes, now, where)
     if problem := check_joined(values, names=names):
         raise ExtractionRejected(problem, poisoned=True)
+    held = [f.value for f in existing if f.status == "active"]
+    for value in values:  # half an instruction said today, its other half stored before
+        if problem := check_together(value, held, names=names):
+            raise ExtractionRejected(problem, poisoned=True)
     if review_mode:
         plan.adds = [replace(fact, status="pending") for fact in plan.adds]
     return plan

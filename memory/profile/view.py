@@ -14,7 +14,7 @@ from enum import Enum
 from cards.character import CharacterBook
 from memory.engine.labels import label
 from memory.engine.tokens import TokenEstimator
-from memory.integrity.gate import as_data, check_text
+from memory.integrity.gate import as_data, check_text, split_values
 from memory.models import Fact, Thread
 from memory.profile.fact_keys import canonical_key
 from memory.store.protocols import Facts
@@ -146,6 +146,10 @@ def profile_lines(
     )
     slots = {f.id for f in stale[:CONFIRM_SLOTS]}
     ranked = sorted(states, key=lambda pair: _rank(pair[0], pair[1], pair[0].id in slots))
+    # Read as the block is read: two values that make an instruction together (an import, or
+    # halves stored in different sessions) are both left out.
+    split = split_values([fact.value for fact, _ in ranked])
+    ranked = [pair for index, pair in enumerate(ranked) if index not in split]
     sections: dict[str, list[str]] = {"known": [], "to_ask": [], "to_confirm": []}
     used, shown_ids = HEADER_RESERVE_TOKENS, []
     for fact, state in ranked:
