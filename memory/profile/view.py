@@ -133,25 +133,49 @@ def profile_lines(
 ) -> ProfileLines:
     """Rank the facts and keep what fits the budget (less the block's header); a section title
     is paid for, at its real cost, only above a fact that fits."""
-    # Facts stored before the gate existed pass it here too: one it refuses is not shown
-    # (it still appears in /memoria ver, where the user can correct or delete it).
-    states = [
-        (f, lifetimes.state(f, now))
-        for f in facts
-        if f.status == "active" and check_text(f.value, max_len=len(f.value) + 1) is None
-    ]
+    states = [(f, lifetimes.state(f, now)) for f in facts if f.status == "active"]
     stale = sorted(
         (f for f, state in states if state is FactState.TO_CONFIRM),
         key=lambda f: -f.confirmed_at.timestamp(),
     )
     slots = {f.id for f in stale[:CONFIRM_SLOTS]}
     ranked = sorted(states, key=lambda pair: _rank(pair[0], pair[1], pair[0].id in slots))
-    # Read as the block is read: two values that make an instruction together (an import, or
-    # halves stored in different sessions) are both left out.
-    split = split_values([fact.value for fact, _ in ranked])
-    ranked = [pair for index, pair in enumerate(ranked) if index not in split]
+    # The gate reads what the block would show: each value alone (facts stored before the
+    # gate existed pass it here too), then the values together, as the block is read (two
+    # that make an instruction together, an import's or halves stored in different sessions,
+    # are both left out). What it refuses frees budget for the next ranked facts, read in
+    # turn. Only what fits is read: a profile of many facts costs what a full block costs.
+    # A refused fact still appears in /memoria ver, where the user can correct or delete it.
+    passed: set[int] = set()
+    while True:
+        sections, shown = _fit(ranked, language, budget, tokens)
+        left_out = {f.id for f in shown if f.id not in passed and not _passes_alone(f)}
+        passed.update(f.id for f in shown)
+        if not left_out:
+            split = split_values([fact.value for fact in shown])
+            left_out = {shown[index].id for index in split}
+        if not left_out:
+            break
+        ranked = [pair for pair in ranked if pair[0].id not in left_out]
+    lines = list(sections["known"])
+    for section in ("to_ask", "to_confirm"):
+        if sections[section]:
+            lines += ["", label(language, section), *sections[section]]
+    return ProfileLines(tuple(lines), tuple(f.id for f in shown), len(ranked) - len(shown))
+
+
+def _passes_alone(fact: Fact) -> bool:
+    return check_text(fact.value, max_len=len(fact.value) + 1) is None
+
+
+def _fit(
+    ranked: list[tuple[Fact, FactState]], language: str, budget: int, tokens: TokenEstimator
+) -> tuple[dict[str, list[str]], list[Fact]]:
+    """The lines of each section that fit the budget, in rank order, and their facts in the
+    order the block shows them (section by section)."""
     sections: dict[str, list[str]] = {"known": [], "to_ask": [], "to_confirm": []}
-    used, shown_ids = HEADER_RESERVE_TOKENS, []
+    facts: dict[str, list[Fact]] = {name: [] for name in sections}
+    used = HEADER_RESERVE_TOKENS
     for fact, state in ranked:
         section = {FactState.TO_ASK: "to_ask", FactState.TO_CONFIRM: "to_confirm"}.get(
             state, "known"
@@ -166,13 +190,9 @@ def profile_lines(
         if used + cost + title_cost > budget:
             continue  # a shorter, lower-ranked line may still fit
         sections[section].append(line)
+        facts[section].append(fact)
         used += cost + title_cost
-        shown_ids.append(fact.id)
-    lines = list(sections["known"])
-    for section in ("to_ask", "to_confirm"):
-        if sections[section]:
-            lines += ["", label(language, section), *sections[section]]
-    return ProfileLines(tuple(lines), tuple(shown_ids), len(ranked) - len(shown_ids))
+    return sections, [fact for name in sections for fact in facts[name]]
 
 
 class ProfileService:
