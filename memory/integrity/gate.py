@@ -38,7 +38,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from memory.integrity.address import ADDRESS_PREFERENCE, second_person_reason, with_shared_subject
 from memory.integrity.formats import ADDRESS_FORMS, format_value
@@ -379,8 +378,7 @@ def split_neighbours(
 def split_values(texts: Sequence[str], *, names: Sequence[str] = ()) -> dict[int, str]:
     """`split_neighbours` in both orders, and every two values that quote or label their words
     read together, by what they quote or label, wherever they are (the halves of a profile may
-    be ranked apart). Few values quote; the first `MAX_MARKED` are read, and a pair once read is
-    remembered (a profile is read again at every session)."""
+    be ranked apart). Few values quote; the first `MAX_MARKED` are read."""
     dropped = split_neighbours(texts, names=names, both_orders=True)
     marked = [i for i, t in enumerate(texts) if i not in dropped and _marks_its_words(t)]
     for position, first in enumerate(marked[:MAX_MARKED]):
@@ -395,7 +393,8 @@ def split_values(texts: Sequence[str], *, names: Sequence[str] = ()) -> dict[int
 MAX_MARKED = 16  # quoting or labelled values read pairwise: at most 16 x 15 / 2 pairs
 
 
-@lru_cache(maxsize=4096)
+# Not cached: a cache would keep the values' words in RAM after a forget. Block 2 reads only
+# the values it shows (memory/profile/view.py), so the pairs stay few.
 def _contents_together(first: str, second: str, names: tuple[str, ...]) -> str | None:
     for pair in ((first, second), (second, first)):
         joined = " ".join(content_of(clean(t)) for t in pair)
