@@ -275,16 +275,19 @@ HISTORY_REPLIES = (
 )
 
 
-async def seed_history(app: App, users: int, turns: int) -> None:
+async def seed_history(
+    app: App, users: int, turns: int, caller_of: Callable[[int], Caller] = caller
+) -> None:
     """Give every bench user one earlier conversation of `turns` turns, ended, extracted and
     summarised, the day before: so that each new message has a turn log to recall from (a
-    thread whose whole history is in the window skips recall), as a returning user does."""
+    thread whose whole history is in the window skips recall), as a returning user does.
+    `caller_of` makes user `index`'s caller (another platform's, for the scale-out bench)."""
     if turns <= 0:
         return
     store, character = app.store, app.companion.characters.default_id
     yesterday = datetime.now(UTC) - timedelta(days=1)
     for index in range(users):
-        who = caller(index)
+        who = caller_of(index)
         user = await store.upsert_user(who.platform, who.user_id, who.display_name, yesterday)
         thread = Thread(user.id, character, who.incoming(character, "").scope)
         conversation = await store.start_conversation(thread, yesterday)

@@ -16,24 +16,17 @@ import os
 import re
 import signal
 import sys
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 
-from bench.load_common import (
-    HISTORY_REPLIES,
-    REPO,
-    FixedLatencyLLM,
-    bench_settings,
-    user_line,
-)
+from bench.load_common import REPO, FixedLatencyLLM, bench_settings
+from bench.load_common import seed_history as load_seed_history
 from bot.answers import Caller
 from bot.app import open_app
 from bot.runner import build_adapters, settle_garbage_collector, start_adapters
 from memory.engine.llm import LLMRequest, LLMResponse
-from memory.models import Summary, SummaryFields, Thread
 
 MARKER = re.compile(r"#u(\d+)m(\d+)")
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -61,27 +54,11 @@ def telegram_caller(index: int) -> Caller:
 
 
 async def seed_history(overrides: dict[str, Any], users: int, turns: int) -> None:
-    """One earlier conversation per user, ended and summarised the day before (as
-    bench/load_common.seed_history, for Telegram's callers): recall has a turn log to search."""
+    """One earlier conversation per user, ended and summarised the day before, for Telegram's
+    callers (bench/load_common.seed_history): recall has a turn log to search."""
     settings = bench_settings(Path(overrides.pop("database_path")), **overrides)
     async with open_app(settings, llm=FixedLatencyLLM(0), start_scheduler=False) as app:
-        store, character = app.store, app.companion.characters.default_id
-        yesterday = datetime.now(UTC) - timedelta(days=1)
-        for index in range(users):
-            who = telegram_caller(index)
-            user = await store.upsert_user(who.platform, who.user_id, who.display_name, yesterday)
-            thread = Thread(user.id, character, who.incoming(character, "").scope)
-            conversation = await store.start_conversation(thread, yesterday)
-            last = 0
-            for number in range(turns):
-                said = user_line(index + 3, number) if number % 2 == 0 else None
-                text = said or HISTORY_REPLIES[(index + number) % len(HISTORY_REPLIES)]
-                role = "user" if said else "assistant"
-                last = (await store.add_turn(conversation, role, text, yesterday)).id
-            await store.end_conversation(conversation.id, "inactivity", yesterday)
-            await store.mark_extracted(conversation.id, "done", yesterday)
-            fields = SummaryFields(tone=(f"cercano {{cite:{last}}}",))
-            await store.save_summary(thread, Summary(fields, frozenset({last}), last, yesterday))
+        await load_seed_history(app, users, turns, telegram_caller)
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
