@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.app import App, open_app
 from bot.followups import FollowUpPolicy
@@ -20,6 +19,7 @@ from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, Text
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.telegram_api import FakeTelegram
+from tests.test_discord_adapter import running
 
 ANA = 1001
 DETECTIVE = "detective_bilbao"
@@ -159,26 +159,15 @@ def test_the_policy_caps_a_week_and_keeps_quiet_hours() -> None:
 async def test_a_follow_up_on_discord_goes_to_the_users_dm(
     tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock
 ) -> None:
-    async with FakeDiscord() as fake:
-        settings = make_settings(
-            tmp_path,
-            fake_anthropic,
-            discord_bot_token=fake.token,
-            discord_api_base_url=f"{fake.url}/api/v10",
-        )
-        async with open_app(settings, clock=clock, start_scheduler=False) as app:
-            adapter = DiscordAdapter(settings, app.commands, guild_ready_timeout=0.05)
-            await adapter.start()
-            try:
-                app.followups.use(adapter)
-                fake.add_user(4242, "ana")
-                user = await app.store.upsert_user("discord", "4242", "Ana", clock())
-                await app.store.set_followups(user.id, DETECTIVE, True)
-                await app.store.offer_followups_once(user.id, DETECTIVE, clock())
-                await learn(app, dated(user.id, "examen de conducir", THURSDAY, clock()), clock())
-                clock.now = datetime(2026, 11, 6, 12, 0, tzinfo=clock.now.tzinfo)
-                fake_anthropic.queue(Text("¿Aprobaste el examen?"))
-                assert await app.followups.run() == 1
-                assert [m.content for m in fake.sent_dms(4242)] == ["¿Aprobaste el examen?"]
-            finally:
-                await adapter.stop()
+    async with FakeDiscord() as fake, running(tmp_path, fake, fake_anthropic, clock) as bot:
+        app = bot.app
+        app.followups.use(bot.adapter)
+        fake.add_user(4242, "ana")
+        user = await app.store.upsert_user("discord", "4242", "Ana", clock())
+        await app.store.set_followups(user.id, DETECTIVE, True)
+        await app.store.offer_followups_once(user.id, DETECTIVE, clock())
+        await learn(app, dated(user.id, "examen de conducir", THURSDAY, clock()), clock())
+        clock.now = datetime(2026, 11, 6, 12, 0, tzinfo=clock.now.tzinfo)
+        fake_anthropic.queue(Text("¿Aprobaste el examen?"))
+        assert await app.followups.run() == 1
+        assert [m.content for m in fake.sent_dms(4242)] == ["¿Aprobaste el examen?"]

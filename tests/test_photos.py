@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.app import App, open_app
 from bot.texts import text
@@ -27,6 +26,7 @@ from tests.fakes.anthropic_api import FakeAnthropic, Text
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.discord_world import FakeAttachment
 from tests.fakes.telegram_api import FakeTelegram
+from tests.test_discord_adapter import running
 from tests.test_incognito import database_holds
 
 ANA = 1001
@@ -177,26 +177,14 @@ async def test_in_a_group_only_a_photo_addressed_to_the_bot_is_seen(launch: Any)
 async def test_a_discord_photo_is_seen_with_its_caption(
     tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock
 ) -> None:
-    async with FakeDiscord() as fake:
-        settings = make_settings(
-            tmp_path,
-            fake_anthropic,
-            discord_bot_token=fake.token,
-            discord_api_base_url=f"{fake.url}/api/v10",
-        )
-        async with open_app(settings, clock=clock, start_scheduler=False) as app:
-            adapter = DiscordAdapter(settings, app.commands, guild_ready_timeout=0.05)
-            await adapter.start()
-            try:
-                fake_anthropic.queue(Text("Un píxel blanco."), Text("Muy minimalista."))
-                gif = FakeAttachment("arte.gif", GIF, "image/gif", width=1, height=1)
-                await fake.dm(4242, "mi obra de arte", attachments=[gif])
-                [reply] = await fake.wait_for_dms(4242, 1)
-                assert reply.content == "Muy minimalista."
-                [seen] = image_blocks(fake_anthropic.bodies()[0])
-                assert seen["source"]["media_type"] == "image/gif"
-                assert base64.b64decode(seen["source"]["data"]) == GIF
-                last = fake_anthropic.bodies()[1]["messages"][-1]["content"][0]["text"]
-                assert last.startswith("[Foto de") and last.endswith("mi obra de arte")
-            finally:
-                await adapter.stop()
+    async with FakeDiscord() as fake, running(tmp_path, fake, fake_anthropic, clock):
+        fake_anthropic.queue(Text("Un píxel blanco."), Text("Muy minimalista."))
+        gif = FakeAttachment("arte.gif", GIF, "image/gif", width=1, height=1)
+        await fake.dm(4242, "mi obra de arte", attachments=[gif])
+        [reply] = await fake.wait_for_dms(4242, 1)
+        assert reply.content == "Muy minimalista."
+        [seen] = image_blocks(fake_anthropic.bodies()[0])
+        assert seen["source"]["media_type"] == "image/gif"
+        assert base64.b64decode(seen["source"]["data"]) == GIF
+        last = fake_anthropic.bodies()[1]["messages"][-1]["content"][0]["text"]
+        assert last.startswith("[Foto de") and last.endswith("mi obra de arte")
