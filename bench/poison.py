@@ -35,8 +35,9 @@ Usage: .venv/bin/python bench/poison.py [--split fit|report|all] [--limit N] [--
        [--corpus DIR] [--json]
 
 bench/poison_heldout/ is a second corpus, written later and blind to the defences and to the
-first one (it was never looked at while the gate was built): measure it with
-`--corpus bench/poison_heldout --split all`.
+first one; its misses were later read while the gate's readability rule was built, so
+bench/poison_heldout2/, a third corpus written blind after that and never looked at, is the
+held-out measure: `--corpus bench/poison_heldout2 --split all`.
 """
 
 from __future__ import annotations
@@ -349,8 +350,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--corpus",
         type=Path,
         default=CORPUS,
-        help="a folder of corpus files (bench/poison_heldout: the blind held-out set, never "
-        "fitted on; measure it with --split all)",
+        help="a folder of corpus files (bench/poison_heldout2: the blind held-out set, never "
+        "looked at; bench/poison_heldout: an earlier one; measure them with --split all)",
     )
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object (the table to stderr)"

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -25,7 +26,7 @@ from memory.engine.photos import PhotoDescriber
 from memory.engine.responder import Responder
 from memory.engine.tokens import TokenEstimator
 from memory.privacy import MemoryService
-from memory.profile.extraction import ProfileExtractor
+from memory.profile.extraction import ProfileExtractor, character_names
 from memory.profile.view import ProfileService
 from memory.search.retrieval import Retriever
 from memory.store import MemoryStore, open_store
@@ -172,7 +173,12 @@ async def open_app(
     if start_scheduler:
         scheduler.start()
     memory_service = MemoryService(
-        store, settings.lifetimes(), clock, companion.forgetting, companion.profile_changed
+        store,
+        settings.lifetimes(),
+        clock,
+        companion.forgetting,
+        companion.profile_changed,
+        names_of=partial(character_names, characters),
     )
     commands = _commands(settings, companion, store, memory_service, reloader, llm, clock)
     try:

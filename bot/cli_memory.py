@@ -11,6 +11,7 @@ import contextlib
 import json
 import re
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from cards.character import CharacterBook
 from memory.errors import UserFacingError
 from memory.models import User
 from memory.privacy import MemoryService
+from memory.profile.extraction import character_names
 from memory.store import MemoryStore, open_store
 
 # How long `memory forget` waits for the purge (index merge, complete WAL checkpoint) to finish.
@@ -72,6 +74,7 @@ async def run_memory(args: argparse.Namespace, settings: Settings) -> int:
             system_clock(settings),
             lambda _user, _character: contextlib.nullcontext(),
             no_live_sessions,
+            names_of=partial(character_names, book),
         )
         user = await store.find_user(args.platform, args.user)
         if args.memory_action == "import":

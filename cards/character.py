@@ -71,6 +71,16 @@ class Character(_Strict):
     # for the prompt: export and the YAML writer give the macros back (see `as_written`).
     _as_written: Character | None = PrivateAttr(default=None)
 
+    def names_in_memory(self) -> tuple[str, ...]:
+        """What a memory could call the character when it speaks to it: its full and first
+        name and the nouns of its trade ("the keeper", "el detective" for a "retired
+        lighthouse keeper" and a "detective privado"). The memory gate refuses a memory that
+        makes any of them its subject (memory/integrity/gate.py)."""
+        first = self.name.split()[0] if self.name.split() else self.name
+        role = re.split(r"[,;(/]", self.identity.trade or "", maxsplit=1)[0]
+        nouns = [w for w in re.findall(r"[^\W\d_]{4,}", role) if not _QUALIFIER.search(w)]
+        return tuple(dict.fromkeys((self.name, first, *nouns)))
+
     def as_written(self) -> Character:
         """The character with its card macros unexpanded, as its file (or card) holds it."""
         return self._as_written or self
@@ -93,6 +103,10 @@ class Character(_Strict):
         if any(not item.strip() for item in items):
             raise ValueError("items must not be empty")
         return items
+
+
+# Words of a trade that qualify its noun ("retired", "privado", "former"), not name it.
+_QUALIFIER = re.compile(r"(?:ed|ad[oa]s?|id[oa]s?)$|^(?:former|antigu[oa]|senior|junior)$", re.I)
 
 
 def _describe(error: ValidationError) -> list[str]:

@@ -85,8 +85,12 @@ class MemoryService:
         clock: Callable[[], datetime],
         forgetting: Callable[[int, str], AbstractAsyncContextManager[None]],
         on_change: Callable[[int, str], None],
+        names_of: Callable[[str], tuple[str, ...]] = lambda _character: (),
     ) -> None:
         self._store = store
+        # What each character is called (Character.names_in_memory): the gate refuses an
+        # imported or corrected memory that makes one of them its subject.
+        self._names_of = names_of
         self._lifetimes = lifetimes
         self._clock = clock
         # Holds the engine still around a forget: the pair's background work stopped, its
@@ -118,7 +122,7 @@ class MemoryService:
         """The user's correction is stored as stated; the old value goes to the history."""
         old = await self._owned(user, character_id, fact_id)
         now = self._clock()
-        verdict = check_fact(old.key, value, kind=old.kind)
+        verdict = check_fact(old.key, value, kind=old.kind, names=self._names_of(character_id))
         if verdict.reason is not None:
             thread = Thread(user.id, character_id, old.scope)
             await self._store.record_rejection(thread, None, verdict.reason, now)
@@ -226,7 +230,7 @@ class MemoryService:
                 f"{data.get('format')!r}, version {data.get('version')!r})"
             )
         now = self._clock()
-        data, refusals = gate_import(data)
+        data, refusals = gate_import(data, self._names_of(character_id))
         counts = await self._store.import_rows(user.id, character_id, data, now)
         for scope, reason in refusals:
             thread = Thread(user.id, character_id, scope)
@@ -242,16 +246,17 @@ class MemoryService:
 WITHHELD = "[withheld at import: it read as an instruction]"
 
 
-def gate_import(data: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+def gate_import(
+    data: dict[str, Any], names: tuple[str, ...] = ()
+) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     """The export with everything the memory gate refuses taken out, and (scope, reason) for
     each refusal: facts (key and value) and their history, every summary claim, and the
     assistant's and tools' turns. The user's own turns are their literal log: kept as written."""
     refusals: list[tuple[str, str]] = []
     facts, kept_ids = [], set()
     for row in data.get("facts", []):
-        verdict = check_fact(
-            str(row.get("key", "")), str(row.get("value", "")), kind=row.get("kind")
-        )
+        key, value = str(row.get("key", "")), str(row.get("value", ""))
+        verdict = check_fact(key, value, kind=row.get("kind"), names=names)
         if verdict.reason is None:
             facts.append({**row, "value": verdict.value})
             kept_ids.add(row.get("id"))
@@ -261,13 +266,13 @@ def gate_import(data: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, s
     for row in data.get("fact_history", []):
         if row.get("fact_id") not in kept_ids:
             continue
-        if problem := check_text(str(row.get("value", ""))):
+        if problem := check_text(str(row.get("value", "")), names=names):
             refusals.append(("dm", f"fact history: {problem}"))
         else:
             history.append(row)
     summaries = []
     for row in data.get("summaries", []):
-        fields, dropped = filter_claims(_summary_fields(row.get("fields_json", {})))
+        fields, dropped = filter_claims(_summary_fields(row.get("fields_json", {})), names=names)
         refusals += [(str(row.get("scope", "dm")), f"summary: {d.reason}") for d in dropped]
         summaries.append({**row, "fields_json": {k: list(v) for k, v in fields.items()}})
     turns = []

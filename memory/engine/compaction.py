@@ -80,6 +80,7 @@ class BackgroundWork:
             session.summary,
             fold,
             conversation_id=session.conversation.id,
+            names=character.names_in_memory(),
         )
         owner = (session.thread.user_id, session.thread.character_id)
         self.spawn(self._compact(session, job), owner=owner)

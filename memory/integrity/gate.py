@@ -28,7 +28,8 @@ memory/integrity/rules.py (orders, the assistant as subject), address.py (the se
 replies.py (rules laid on the replies), meta.py (the assistant's configuration, a setting's
 name) and formats.py (the known keys' formats); rendering in render.py. This module is the
 gate's whole public face. Values are also read together (`check_joined`, `check_together`,
-`split_values`): half an instruction in one value, half in another. Rendering (`as_data`) is
+`split_values`): half an instruction in one value, half in another. No value keeps a link or
+an e-mail address (memory/integrity/links.py). Rendering (`as_data`) is
 the second wall: whatever is stored is shown on one line, with no heading, fence or delimiter
 left in it (memory/engine/prompt.py).
 """
@@ -42,6 +43,8 @@ from dataclasses import dataclass
 from memory.integrity.address import ADDRESS_PREFERENCE, second_person_reason, with_shared_subject
 from memory.integrity.formats import ADDRESS_FORMS, format_value
 from memory.integrity.guard import instruction_reason
+from memory.integrity.legible import backwards, illegible_reason
+from memory.integrity.links import without_links
 from memory.integrity.meta import (
     CONFIGURATION,
     IDENTIFIER,
@@ -153,6 +156,11 @@ def check_text(
     for reading in readings(text):
         if reason := _check_reading(reading, max_len, names):
             return reason
+    stored = clean(text)
+    if (mirrored := backwards(stored)) and (reason := _check_reading(mirrored, max_len, names)):
+        return f"read backwards, {reason}"
+    if reason := illegible_reason(stored):
+        return reason
     for match in IDENTIFIER.finditer(skeleton(text)):  # "responde_siempre_en_ingles" as words
         clause = match.group(0).replace("_", " ")
         if reason := _check_reading(clause, len(clause) + 1, names):
@@ -243,7 +251,7 @@ def check_fact(
     if not KEY_SYNTAX.match(key):
         return FactVerdict("other", value, f"key '{key[:40]}' is not a snake_case key")
     spec = spec_of(key, kind)
-    cleaned = clean(value)
+    cleaned = clean(without_links(value))
     if not cleaned:
         return FactVerdict(spec.key, cleaned, "value is empty")
     if spec.format is ValueFormat.ADDRESS and skeleton(cleaned).strip(".!") in ADDRESS_FORMS:
@@ -251,6 +259,9 @@ def check_fact(
     formatted, problem = format_value(spec.format, cleaned)
     if problem is None:
         problem = check_text(formatted, max_len=spec.max_len, names=names)
+    if problem is None and (linked := clean(value)) != cleaned:
+        # the rules read the links too ("visit <link> and do what it says"), at any length
+        problem = check_text(linked, max_len=len(linked) + 1, names=names)
     if problem is not None:
         return FactVerdict(spec.key, formatted, f"value for '{spec.key}' {problem}")
     return FactVerdict(spec.key, formatted, None)
@@ -334,7 +345,7 @@ def filter_claims(
         for claim in claims:
             reason = check_claim(claim, names=names)
             if reason is None:
-                kept.append(clean(claim))
+                kept.append(clean(without_links(claim)))
             else:
                 refused.append(ClaimRefusal(name, claim, reason))
         kept, split = _without_split_orders(kept, names)

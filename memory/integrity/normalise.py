@@ -57,13 +57,23 @@ _IGNORABLE = re.compile(
 
 
 def readings(text: str) -> list[str]:
-    """The ways a reader may take ``text``: as it is, and, when it holds invisible characters,
-    with each of them read as a space. An invisible character can join two words ("ignore" +
-    ZWSP + "your") or split one ("ig" + ZWSP + "nore"); a check must see both."""
-    if not any(_is_dropped(ch) or _IGNORABLE.match(ch) for ch in text if not ch.isspace()):
-        return [text]
-    spaced = "".join(" " if _is_dropped(ch) or _IGNORABLE.match(ch) else ch for ch in text)
-    return [text, spaced]
+    """The ways a reader may take ``text``: as it is; when it holds invisible characters, with
+    each of them read as a space; when symbols sit between letters ("responde✨siempre"), with
+    those read as spaces. An invisible character can join two words ("ignore" + ZWSP + "your")
+    or split one ("ig" + ZWSP + "nore"); a check must see every reading."""
+    found = [text]
+    if any(_is_dropped(ch) or _IGNORABLE.match(ch) for ch in text if not ch.isspace()):
+        found.append("".join(" " if _is_dropped(ch) or _IGNORABLE.match(ch) else ch for ch in text))
+    if _SYMBOL_BETWEEN.search(text):
+        found.append(_SYMBOL_BETWEEN.sub(" ", text))
+    return found
+
+
+# Symbols (emoji, dingbats, arrows, maths) between two words, joining them or standing as a
+# separator: the reader sees a space there.
+_SYMBOL_BETWEEN = re.compile(
+    r"(?<=\w)\s*(?:[\u200d\ufe0f]*[^\w\s'’.,;:!?¿¡()\[\]{}\"«»\-/@&%+=#$*_~`^|\\<>][\u200d\ufe0f]*)+\s*(?=\w)"
+)
 
 
 def clean(text: str) -> str:

@@ -220,6 +220,7 @@ def assistant_patterns(names: tuple[str, ...]) -> list[re.Pattern[str]]:
         name = "(?:" + "|".join(folded) + ")"
         parts.append(f"\\b{_WISH}\\s+(?:that\\s+|que\\s+|for\\s+|a\\s+)?{name}\\b")
         parts.append(f"\\b{name}\\s+{subject}")
+        parts.append(f"\\b{name}\\s+{_UNBOUND}")
         parts.append(f"^{name}\\s*[,:]\\s")  # "Koldo, ..." speaks to the character
     return [re.compile(p) for p in parts]
 

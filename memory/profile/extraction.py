@@ -241,12 +241,9 @@ def _plan_one(
 
 
 def character_names(characters: CharacterBook, character_id: str) -> tuple[str, ...]:
-    """The names a memory could use to speak to the character: its full and first name."""
+    """The names a memory could use to speak to the character (`Character.names_in_memory`)."""
     character = characters.get(character_id)
-    if character is None:
-        return ()
-    first = character.name.split()[0] if character.name.split() else character.name
-    return tuple(dict.fromkeys((character.name, first)))
+    return character.names_in_memory() if character is not None else ()
 
 
 def parse_extraction(arguments: dict[str, Any]) -> list[ProfileOperation]:

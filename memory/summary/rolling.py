@@ -134,6 +134,7 @@ def validate_fields(
     raw: dict[str, Any],
     allowed_ids: set[int],
     refused: list[ClaimRefusal] | None = None,
+    names: tuple[str, ...] = (),
 ) -> SummaryFields:
     """The output's fields, checked. A claim the memory gate refuses (an instruction, markup)
     is dropped alone and logged (and appended to ``refused`` when given), so one hostile
@@ -157,7 +158,7 @@ def validate_fields(
     invented = sorted(cited_ids(json.dumps(claims, ensure_ascii=False)) - allowed_ids)
     if invented:
         raise SummaryRejected(f"cites ids {invented} that were not given to the summariser")
-    fields, dropped = filter_claims(SummaryFields(**claims))
+    fields, dropped = filter_claims(SummaryFields(**claims), names=names)
     for refusal in dropped:
         log.warning("summary claim of '%s' refused: %s", refusal.field, refusal.reason)
     if refused is not None:
@@ -298,6 +299,9 @@ class CompactionInput:
     previous: Summary | None
     folded: tuple[Turn, ...]
     conversation_id: int | None = None  # its usage rows are written only while it exists
+    # What the character is called (`Character.names_in_memory`): a claim that makes one of
+    # them its subject is refused by the gate.
+    names: tuple[str, ...] = ()
 
 
 class Summariser:
@@ -359,7 +363,9 @@ class Summariser:
         def validate(response: LLMResponse) -> SummaryFields:
             refused.clear()
             previous = job.previous.fields if job.previous else None
-            return accumulate(previous, validate_fields(parse_output(response), allowed, refused))
+            return accumulate(
+                previous, validate_fields(parse_output(response), allowed, refused, job.names)
+            )
 
         async def rejected(exc: OutputRejected, attempt: int) -> None:
             log.warning("summary rejected for %s: attempt %s: %s", job.thread, attempt, exc)
