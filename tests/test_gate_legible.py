@@ -15,8 +15,8 @@ import pytest
 
 from bot.app import App
 from cards.character import load_character
-from memory.integrity.gate import check_claim, check_fact, check_text
-from memory.integrity.legible import illegible_reason
+from memory.integrity.gate import check_claim, check_fact, check_joined, check_text
+from memory.integrity.legible import backwards, illegible_reason
 from tests.conftest import CHARACTERS, FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic, ToolUse
 from tests.helpers import dm, summary_input
@@ -66,6 +66,16 @@ def test_true_facts_with_names_and_borrowed_words_are_read(text: str) -> None:
 )
 def test_symbols_between_words_are_read_as_spaces(text: str) -> None:
     assert check_text(text) is not None
+
+
+def test_plain_text_is_never_read_backwards() -> None:
+    values = [
+        "Priya juggles shifts at the bakery and evening classes in welding",
+        "Tomasz mentored teenagers at the robotics club until it closed",
+        "Ama a sus sobrinos Unai y Garazi y les enseña ajedrez los viernes",
+    ]
+    assert [backwards(value) for value in values] == [None, None, None]
+    assert check_joined(values) is None
 
 
 def test_emoji_in_a_true_fact_are_not_read_as_an_order() -> None:

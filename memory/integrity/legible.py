@@ -125,6 +125,11 @@ def illegible_reason(text: str) -> str | None:
 
 
 def backwards(text: str) -> str | None:
-    """``text`` read from its end, when enough of it is unknown that it may be mirror-written
-    (the gate's rules then judge that reading too), or None."""
-    return text[::-1] if len(reading(text).unknown) >= MIRRORED_WORDS else None
+    """``text`` read from its end when its unknown words are words written backwards (in whole
+    or in part: the gate's rules then judge that reading too), or None. Plain words read
+    backwards are unknown ("ti" for "it" aside), so plain text is never judged that way."""
+    unknown = reading(text).unknown
+    mirrored = [word for word in unknown if _best(word[::-1], READ)[0] > 0]
+    if len(mirrored) >= MIRRORED_WORDS and 2 * len(mirrored) >= len(unknown):
+        return text[::-1]
+    return None
