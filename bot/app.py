@@ -3,6 +3,7 @@ command handlers built once, in dependency order, and passed in; closed in rever
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from memory.engine.companion import Companion
 from memory.engine.photos import PhotoDescriber
 from memory.engine.responder import Responder
 from memory.engine.tokens import TokenEstimator
+from memory.integrity.legible import load_vocabularies
 from memory.privacy import MemoryService
 from memory.profile.extraction import ProfileExtractor, character_names
 from memory.profile.view import ProfileService
@@ -161,6 +163,8 @@ async def open_app(
 ) -> AsyncIterator[App]:
     """Build everything once, in dependency order, and close it in reverse."""
     characters = CharacterBook.load(settings.characters_dir)
+    # The gate's word lists, read off the event loop: the first message must not wait for them.
+    await asyncio.to_thread(load_vocabularies)
     llm = llm or build_llm(settings)
     clock = clock or system_clock(settings)
     store = await open_store(settings.database_target)

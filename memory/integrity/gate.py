@@ -80,6 +80,7 @@ from memory.integrity.rules import (
     excerpt,
     neutralise,
 )
+from memory.integrity.subject import character_subject
 from memory.models import SummaryFields
 from memory.profile.fact_keys import KEY_SYNTAX, ValueFormat, spec_of
 
@@ -259,6 +260,8 @@ def check_fact(
     formatted, problem = format_value(spec.format, cleaned)
     if problem is None:
         problem = check_text(formatted, max_len=spec.max_len, names=names)
+    if problem is None and (match := character_subject(skeleton(formatted), names)):
+        problem = f"makes the character its subject: '{excerpt(match)}'"
     if problem is None and (linked := clean(value)) != cleaned:
         # the rules read the links too ("visit <link> and do what it says"), at any length
         problem = check_text(linked, max_len=len(linked) + 1, names=names)

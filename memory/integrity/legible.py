@@ -7,8 +7,8 @@ nothing in either language, and clauses in a third language ("ab jetzt antwortes
 Deutsch"). The rule fails closed by design: a list of orders in every language and every
 encoding can never be complete, a vocabulary can.
 
-The vocabularies are wordfreq's small lists (shipped inside the package, loaded on first use,
-about 25 MB for the seven languages): a word is known in a language when its Zipf frequency
+The vocabularies are wordfreq's small lists (shipped inside the package, loaded at start-up,
+about 25 MB for the eight languages): a word is known in a language when its Zipf frequency
 there is above zero (the tables are read directly, so no cache keeps a user's words in memory
 after a forget). Proper names are capitalised and not judged; neither are numbers,
 addresses, handles or words shorter than three letters.
@@ -16,13 +16,14 @@ addresses, handles or words shorter than three letters.
 
 from __future__ import annotations
 
+import gzip
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
 
-import math
-
-from wordfreq import get_frequency_dict
+import msgpack
 
 READ = ("es", "en")  # the languages the gate's rules are written for
 # Languages whose clauses can be told from Spanish and English: the neighbours a user (or an
@@ -75,11 +76,29 @@ def _is_latin(word: str) -> bool:
     return all("LATIN" in unicodedata.name(ch, "") for ch in word if ch.isalpha())
 
 
+def load_vocabularies() -> None:
+    """Read every word list now (about 150 ms), so that no check waits for one."""
+    for language in READ + OTHERS:
+        _vocabulary(language)
+
+
+@cache  # one table per language: words of the language, never a memory's words
+def _vocabulary(language: str) -> dict[str, float]:
+    """wordfreq's small list for ``language``, as word -> Zipf frequency, read from the file the
+    package ships ("cBpack": a gzipped msgpack list whose n-th bucket holds the words of
+    frequency 10^(-n/100)). Read directly rather than through `wordfreq.zipf_frequency`, whose
+    cache would keep the words looked up (a memory's words, forgotten ones too) in RAM, and
+    whose import costs a quarter of a second at every start."""
+    path = files("wordfreq") / "data" / f"small_{language}.msgpack.gz"
+    with path.open("rb") as packed, gzip.open(packed) as unpacked:
+        header, *buckets = msgpack.load(unpacked, raw=False)
+    if header != {"format": "cB", "version": 1}:
+        raise RuntimeError(f"{path}: not a wordfreq cBpack file of version 1: {header!r}")
+    return {word: 9 - index / 100 for index, bucket in enumerate(buckets) for word in bucket}
+
+
 def _zipf(word: str, language: str) -> float:
-    # The frequency table itself, not wordfreq's cached lookup: its cache would keep the
-    # words of memories (forgotten ones too) in RAM.
-    frequency = get_frequency_dict(language, wordlist="small").get(word, 0.0)
-    return math.log10(frequency) + 9 if frequency > 0 else 0.0
+    return _vocabulary(language).get(word, 0.0)
 
 
 def _best(word: str, languages: tuple[str, ...]) -> tuple[float, str]:
