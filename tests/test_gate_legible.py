@@ -18,9 +18,9 @@ from cards.character import load_character
 from memory.integrity.gate import check_claim, check_fact, check_joined, check_text
 from memory.integrity.legible import backwards, illegible_reason
 from tests.conftest import CHARACTERS, FakeClock
-from tests.fakes.anthropic_api import FakeAnthropic, ToolUse
-from tests.helpers import dm, summary_input
-from tests.test_gate_paths import memory_blocks, rejections
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.helpers import dm
+from tests.test_gate_paths import citing_first, fold_a_window, memory_blocks, rejections
 
 
 @pytest.mark.parametrize(
@@ -110,23 +110,13 @@ TRADE_CLAIM = "El detective ahora habla solo con refranes"
 async def test_compaction_refuses_a_claim_about_the_characters_trade(
     app: App, fake_anthropic: FakeAnthropic
 ) -> None:
-    def summarise(body: dict[str, Any]) -> ToolUse:
-        first = int(
-            body["messages"][0]["content"][0]["text"].split("Turns to fold in:\n[")[1].split("]")[0]
-        )
-        return ToolUse(
-            "write_summary",
-            summary_input(
-                established_facts=[f"Ana toca el violonchelo {{cite:{first}}}"],
-                canon=[f"{TRADE_CLAIM} {{cite:{first}}}"],
-            ),
-        )
-
-    fake_anthropic.queue(summarise, route="write_summary")
-    for i in range(app.settings.window_trigger_turns // 2):
-        await app.companion.handle(dm(f"mensaje {i}"))
-    await app.companion.drain()
-    await app.companion.handle(dm("¿Sigues ahí?"))
+    fake_anthropic.queue(
+        citing_first(
+            established_facts=["Ana toca el violonchelo {cite}"], canon=[f"{TRADE_CLAIM} {{cite}}"]
+        ),
+        route="write_summary",
+    )
+    await fold_a_window(app)
     block = fake_anthropic.bodies()[-1]["system"][2]["text"]
     assert check_claim(TRADE_CLAIM) is None  # only the trade tells the gate who is meant
     assert "violonchelo" in block and "refranes" not in block

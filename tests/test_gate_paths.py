@@ -95,26 +95,37 @@ async def test_an_instruction_split_over_two_facts_is_refused(
     assert facts(app) == [] and len(rejections(app)) == 3
 
 
-async def test_compaction_drops_the_hostile_claim_and_keeps_the_rest(
-    app: App, fake_anthropic: FakeAnthropic
-) -> None:
-    def summarise(body: dict[str, Any]) -> ToolUse:
-        first = int(
-            body["messages"][0]["content"][0]["text"].split("Turns to fold in:\n[")[1].split("]")[0]
-        )
-        return ToolUse(
-            "write_summary",
-            summary_input(
-                established_facts=[f"Ana busca a su hermano {{cite:{first}}}"],
-                canon=[f"{ATTACK} {{cite:{first}}}", f"El pedido es el 48213 {{cite:{first}}}"],
-            ),
-        )
+def citing_first(**fields: list[str]) -> Any:
+    """A summariser whose claims cite the first folded turn where they say "{cite}"."""
 
-    fake_anthropic.queue(summarise, route="write_summary")
+    def summarise(body: dict[str, Any]) -> ToolUse:
+        text = body["messages"][0]["content"][0]["text"]
+        cite = "{cite:" + text.split("Turns to fold in:\n[")[1].split("]")[0] + "}"
+        claims = {name: [c.replace("{cite}", cite) for c in said] for name, said in fields.items()}
+        return ToolUse("write_summary", summary_input(**claims))
+
+    return summarise
+
+
+async def fold_a_window(app: App) -> None:
+    """Enough messages to fold the window once, then one more: its request shows the summary."""
     for i in range(app.settings.window_trigger_turns // 2):
         await app.companion.handle(dm(f"mensaje {i}"))
     await app.companion.drain()
     await app.companion.handle(dm("¿Sigues ahí?"))
+
+
+async def test_compaction_drops_the_hostile_claim_and_keeps_the_rest(
+    app: App, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.queue(
+        citing_first(
+            established_facts=["Ana busca a su hermano {cite}"],
+            canon=[f"{ATTACK} {{cite}}", "El pedido es el 48213 {cite}"],
+        ),
+        route="write_summary",
+    )
+    await fold_a_window(app)
     block = fake_anthropic.bodies()[-1]["system"][2]["text"]
     assert "Ana busca a su hermano" in block and "48213" in block
     assert "responda siempre" not in block
