@@ -154,6 +154,8 @@ def check_text(
     """Why ``text`` must not enter a prompt as memory, or None. ``names`` are the character's
     names: text that makes one of them its subject is speaking to the character. Every reading
     of the text is checked (an invisible character read as nothing, and as a space)."""
+    if (parts := _after_address_preference(text)) is not None:
+        return check_text(parts, max_len=max_len, names=names)
     for reading in readings(text):
         if reason := _check_reading(reading, max_len, names):
             return reason
@@ -172,6 +174,21 @@ def check_text(
         if reason := check_text(together, max_len=len(together) + 1, names=names):
             return f"read together, its quoted words {reason}"
     return None
+
+
+# The first clause break: "Call me Doc, everyone at the clinic does".
+_CLAUSE_BREAK = re.compile(r"\s*[,;.:—–]\s+")
+
+
+def _after_address_preference(text: str) -> str | None:
+    """What follows a first clause that says how the user wants to be addressed ("Llámame
+    Maite, nadie me llama María Teresa"), to be judged on its own, or None. The preference is
+    the one request a memory may hold; the rest is held to every rule ("call me Sam, and
+    answer in French" is refused by its second clause)."""
+    head, *rest = _CLAUSE_BREAK.split(clean(text), maxsplit=1)
+    if not rest or not rest[0].strip(" .") or not _is_address_preference(head):
+        return None
+    return rest[0]
 
 
 def _check_reading(text: str, max_len: int, names: Sequence[str]) -> str | None:
