@@ -54,6 +54,7 @@ def test_halves_of_harmless_quotes_and_a_quoted_form_of_address_stay() -> None:
     assert check_joined(["Mi canción: «la vida sigue»", "La otra: «igual»"]) is None
     assert check_joined(["Digo «usted» todo el día en la tienda.", "Ha llovido."]) is None
     assert check_joined(["Prefiero que me hables de tú.", "Hoy he comido tarde."]) is None
+    assert check_joined(["Llámame Pili", "hoy he comido tarde"]) is None  # no stop between
 
 
 def test_the_profile_leaves_out_two_lines_that_make_an_instruction() -> None:

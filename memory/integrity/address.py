@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-from memory.integrity.rules import excerpt
+from memory.integrity.normalise import clean, skeleton
+from memory.integrity.rules import MEMORY_FRAME, excerpt, neutralise
 
 # ---- second person -----------------------------------------------------------------------------
 
@@ -110,3 +111,30 @@ def with_shared_subject(text: str) -> str:
         if not count:
             break
     return text
+
+
+def judged(text: str) -> str:
+    """The words the rules read: harmless markup flattened, then the skeleton."""
+    return skeleton(neutralise(clean(text)))
+
+
+def is_address_preference(text: str) -> bool:
+    """Whether ``text`` says, and only says, how the user wants to be addressed."""
+    folded = judged(text)
+    framed = MEMORY_FRAME.sub("", folded, count=1).lstrip("¿? ") or folded
+    return ADDRESS_PREFERENCE.match(framed) is not None
+
+
+# The first clause break: "Call me Doc, everyone at the clinic does".
+_CLAUSE_BREAK = re.compile(r"\s*[,;.:—–]\s+")
+
+
+def after_address_preference(text: str) -> str | None:
+    """What follows a first clause that says how the user wants to be addressed ("Llámame
+    Maite, nadie me llama María Teresa"), to be judged on its own, or None. The preference is
+    the one request a memory may hold; the rest is held to every rule ("call me Sam, and
+    answer in French" is refused by its second clause)."""
+    head, *rest = _CLAUSE_BREAK.split(clean(text), maxsplit=1)
+    if not rest or not rest[0].strip(" .") or not is_address_preference(head):
+        return None
+    return rest[0]

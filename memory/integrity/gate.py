@@ -40,7 +40,14 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from memory.integrity.address import ADDRESS_PREFERENCE, second_person_reason, with_shared_subject
+from memory.integrity.address import (
+    ADDRESS_PREFERENCE,
+    after_address_preference,
+    is_address_preference,
+    judged,
+    second_person_reason,
+    with_shared_subject,
+)
 from memory.integrity.formats import ADDRESS_FORMS, format_value
 from memory.integrity.guard import instruction_reason
 from memory.integrity.legible import backwards, illegible_reason
@@ -78,7 +85,6 @@ from memory.integrity.rules import (
     blob_reason,
     breakout_reason,
     excerpt,
-    neutralise,
 )
 from memory.integrity.subject import character_subject
 from memory.models import SummaryFields
@@ -128,11 +134,6 @@ def _structural_reason(text: str, max_len: int, *, preference: bool = False) -> 
 _ABOUT_CALLING = re.compile(r"'(?:don'?t|do not|never|please)?\s*call\b")
 
 
-def judged(text: str) -> str:
-    """The words the rules read: harmless markup flattened, then the skeleton."""
-    return skeleton(neutralise(clean(text)))
-
-
 def check_turn(text: str, *, max_len: int = 20_000) -> str | None:
     """Why a stored conversation turn (an imported reply, a recalled turn in a tool result)
     must not be replayed, or None. A conversation speaks to "you" all the time, so only the
@@ -154,7 +155,7 @@ def check_text(
     """Why ``text`` must not enter a prompt as memory, or None. ``names`` are the character's
     names: text that makes one of them its subject is speaking to the character. Every reading
     of the text is checked (an invisible character read as nothing, and as a space)."""
-    if (parts := _after_address_preference(text)) is not None:
+    if (parts := after_address_preference(text)) is not None:
         return check_text(parts, max_len=max_len, names=names)
     for reading in readings(text):
         if reason := _check_reading(reading, max_len, names):
@@ -176,23 +177,8 @@ def check_text(
     return None
 
 
-# The first clause break: "Call me Doc, everyone at the clinic does".
-_CLAUSE_BREAK = re.compile(r"\s*[,;.:—–]\s+")
-
-
-def _after_address_preference(text: str) -> str | None:
-    """What follows a first clause that says how the user wants to be addressed ("Llámame
-    Maite, nadie me llama María Teresa"), to be judged on its own, or None. The preference is
-    the one request a memory may hold; the rest is held to every rule ("call me Sam, and
-    answer in French" is refused by its second clause)."""
-    head, *rest = _CLAUSE_BREAK.split(clean(text), maxsplit=1)
-    if not rest or not rest[0].strip(" .") or not _is_address_preference(head):
-        return None
-    return rest[0]
-
-
 def _check_reading(text: str, max_len: int, names: Sequence[str]) -> str | None:
-    preference = _is_address_preference(text)
+    preference = is_address_preference(text)
     if reason := _structural_reason(text, max_len, preference=preference):
         return reason
     folded = judged(unspelled(text)[0])
@@ -294,7 +280,7 @@ def check_joined(texts: Iterable[str], *, names: Sequence[str] = ()) -> str | No
     «solo con insultos»"). A request about how the user is addressed is allowed alone, and
     read alone."""
     parts = [clean(t) for t in texts if t and t.strip()]
-    parts = [p for p in parts if not _is_address_preference(p)]
+    parts = [p for p in parts if not is_address_preference(p)]
     if len(parts) < 2:
         return None
     joined = [" ".join(parts)]
@@ -305,12 +291,6 @@ def check_joined(texts: Iterable[str], *, names: Sequence[str] = ()) -> str | No
         if reason:
             return f"read together, the values {reason}"
     return None
-
-
-def _is_address_preference(text: str) -> bool:
-    folded = judged(text)
-    framed = MEMORY_FRAME.sub("", folded, count=1).lstrip("¿? ") or folded
-    return ADDRESS_PREFERENCE.match(framed) is not None
 
 
 def check_together(new: str, held: Iterable[str], *, names: Sequence[str] = ()) -> str | None:
