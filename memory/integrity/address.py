@@ -134,6 +134,8 @@ def after_address_preference(text: str) -> str | None:
     Maite, nadie me llama María Teresa"), to be judged on its own, or None. The preference is
     the one request a memory may hold; the rest is held to every rule ("call me Sam, and
     answer in French" is refused by its second clause)."""
+    if is_address_preference(text):
+        return None  # all of it is the preference ("Don't call me darling, please")
     head, *rest = _CLAUSE_BREAK.split(clean(text), maxsplit=1)
     if not rest or not rest[0].strip(" .") or not is_address_preference(head):
         return None
