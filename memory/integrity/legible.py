@@ -36,14 +36,17 @@ FOREIGN_MARGIN = 2.0
 UNREADABLE_RUN = 3  # this many unknown words in a row, or
 UNREADABLE_WORDS = 3  # this many unknown words making
 UNREADABLE_SHARE = 0.5  # at least this share of the words judged, make a text unreadable
-MIRRORED_WORDS = 2  # this many unknown words and the text is also read backwards
+MIRRORED_WORDS = 2  # this many unknown words that are words backwards: read it backwards too
 FOREIGN_WORDS = 3  # this many words of one other language, and
 FOREIGN_SHARE = 0.25  # at least this share of the words judged, make a foreign clause
 
 # Words as a reader sees them: letters, with inner apostrophes ("user's", "d'ora").
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 # Not judged: addresses, links, handles and hashtags carry names, not language.
-_NOT_WORDS = re.compile(r"\S+@\S+|\b(?:https?://|www\.)\S+|\b[\w-]+(?:\.[\w-]+)+(?:/\S*)?|[@#]\w+")
+# (Possessive: a long "a-a-a-..." must not make it quadratic.)
+_NOT_WORDS = re.compile(
+    r"(?<![^\s@])[^\s@]++@\S++|\b(?:https?://|www\.)\S++|(?<![\w-])[\w-]++(?:\.[\w-]++)++(?:/\S*+)?|[@#]\w++"
+)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from memory.integrity.normalise import skeleton
 # The assistant by kind. Not "the character", "the model" or "the narrator": a user tells of
 # books, shows and catwalks, where those are someone else.
 _GENERIC = (
-    r"(?:ai|a\.i\.|assistant|bot|chatbot|language model|llm|ia|asistente|chatbot"
+    r"(?:ai|a\.i\.|assistant|bot|chatbot|language model|llm|ia|asistente"
     r"|inteligencia artificial)"
 )
 # Where a clause opens: the start or a clause mark (then the character by its bare name, or a
