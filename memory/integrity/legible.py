@@ -8,7 +8,7 @@ Deutsch"). The rule fails closed by design: a list of orders in every language a
 encoding can never be complete, a vocabulary can.
 
 The vocabularies are wordfreq's small lists (shipped inside the package, loaded at start-up,
-about 25 MB for the eight languages): a word is known in a language when its Zipf frequency
+about 40 MB of RAM for the eight languages): a word is known in a language when its Zipf frequency
 there is above zero (the tables are read directly, so no cache keeps a user's words in memory
 after a forget). Proper names are capitalised and not judged; neither are numbers,
 addresses, handles or words shorter than three letters.
@@ -80,7 +80,7 @@ def _is_latin(word: str) -> bool:
 
 
 def load_vocabularies() -> None:
-    """Read every word list now (about 150 ms), so that no check waits for one."""
+    """Read every word list now (about 0.2 s), so that no check waits for one."""
     for language in READ + OTHERS:
         _vocabulary(language)
 
