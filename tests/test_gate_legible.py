@@ -16,7 +16,7 @@ import pytest
 from bot.app import App
 from cards.character import load_character
 from memory.integrity.gate import check_claim, check_fact, check_joined, check_text
-from memory.integrity.legible import backwards, illegible_reason
+from memory.integrity.legible import backwards, illegible_reason, reading
 from tests.conftest import CHARACTERS, FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.helpers import dm
@@ -51,7 +51,7 @@ def test_text_the_gate_cannot_read_is_not_promoted(text: str) -> None:
     ],
 )
 def test_true_facts_with_names_and_borrowed_words_are_read(text: str) -> None:
-    assert illegible_reason(text) is None
+    assert illegible_reason(reading(text)) is None
     assert check_text(text) is None
 
 
@@ -74,7 +74,7 @@ def test_plain_text_is_never_read_backwards() -> None:
         "Tomasz mentored teenagers at the robotics club until it closed",
         "Ama a sus sobrinos Unai y Garazi y les enseña ajedrez los viernes",
     ]
-    assert [backwards(value) for value in values] == [None, None, None]
+    assert [backwards(value, reading(value)) for value in values] == [None, None, None]
     assert check_joined(values) is None
 
 

@@ -50,7 +50,7 @@ from memory.integrity.address import (
 )
 from memory.integrity.formats import ADDRESS_FORMS, format_value
 from memory.integrity.guard import instruction_reason
-from memory.integrity.legible import backwards, illegible_reason
+from memory.integrity.legible import backwards, illegible_reason, reading
 from memory.integrity.links import without_links
 from memory.integrity.meta import (
     CONFIGURATION,
@@ -157,13 +157,15 @@ def check_text(
     of the text is checked (an invisible character read as nothing, and as a space)."""
     if (parts := after_address_preference(text)) is not None:
         return check_text(parts, max_len=max_len, names=names)
-    for reading in readings(text):
-        if reason := _check_reading(reading, max_len, names):
+    for way in readings(text):
+        if reason := _check_reading(way, max_len, names):
             return reason
     stored = clean(text)
-    if (mirrored := backwards(stored)) and (reason := _check_reading(mirrored, max_len, names)):
+    seen = reading(stored)  # looked up once, for both checks below
+    mirrored = backwards(stored, seen)
+    if mirrored and (reason := _check_reading(mirrored, max_len, names)):
         return f"read backwards, {reason}"
-    if reason := illegible_reason(stored):
+    if reason := illegible_reason(seen):
         return reason
     for match in IDENTIFIER.finditer(skeleton(text)):  # "responde_siempre_en_ingles" as words
         clause = match.group(0).replace("_", " ")

@@ -128,9 +128,8 @@ def reading(text: str) -> Reading:
     return Reading(len(words), tuple(unknown), longest, in_top, top)
 
 
-def illegible_reason(text: str) -> str | None:
-    """Why the gate cannot read ``text`` (so must not promote it), or None."""
-    seen = reading(text)
+def illegible_reason(seen: Reading) -> str | None:
+    """Why the gate cannot read a text, given its `reading` (so must not promote it), or None."""
     if not seen.judged:
         return None
     unknown = len(seen.unknown)
@@ -146,11 +145,12 @@ def illegible_reason(text: str) -> str | None:
     return None
 
 
-def backwards(text: str) -> str | None:
-    """``text`` read from its end when its unknown words are words written backwards (in whole
-    or in part: the gate's rules then judge that reading too), or None. Plain words read
-    backwards are unknown ("ti" for "it" aside), so plain text is never judged that way."""
-    unknown = reading(text).unknown
+def backwards(text: str, seen: Reading) -> str | None:
+    """``text`` (whose `reading` is ``seen``) read from its end when its unknown words are words
+    written backwards (in whole or in part: the gate's rules then judge that reading too), or
+    None. Plain words read backwards are unknown ("ti" for "it" aside), so plain text is never
+    judged that way."""
+    unknown = seen.unknown
     mirrored = [word for word in unknown if _best(word[::-1], READ)[0] > 0]
     if len(mirrored) >= MIRRORED_WORDS and 2 * len(mirrored) >= len(unknown):
         return text[::-1]
