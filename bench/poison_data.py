@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memory.integrity.render import as_data
+
 CORPUS = Path(__file__).resolve().parent / "poison_corpus"
 FIT_SHARE = 0.25  # of ids by hash; the issue allows at most 30 %
 CHARACTER = {"es": "detective_bilbao", "en": "lighthouse_keeper", "mixed": "detective_bilbao"}
@@ -65,6 +67,9 @@ VIEWS: tuple[Callable[[str], str], ...] = (
     lambda t: _collapse(_without_format(t)),
     lambda t: _collapse(_without_format(_unescaped(t))),
     lambda t: _collapse(_without_format(t)).replace("_", " "),
+    # as the memory block shows stored text (brackets, fences, headings dropped): a JSON snippet
+    # the user pasted is remembered as '"status": "ok"', which is its payload as rendered
+    lambda t: _collapse(as_data(t)),
 )
 
 
