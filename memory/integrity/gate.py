@@ -48,6 +48,7 @@ from memory.integrity.address import (
     second_person_reason,
     with_shared_subject,
 )
+from memory.integrity.agents import ADDRESSED_AGENT, EVERY_AGENT, FIRST_PERSON, OTHERS_DATA
 from memory.integrity.formats import ADDRESS_FORMS, format_value
 from memory.integrity.guard import instruction_reason
 from memory.integrity.legible import backwards, illegible_reason, reading
@@ -211,6 +212,9 @@ def _check_reading(text: str, max_len: int, names: Sequence[str]) -> str | None:
         ("gives an order from now on", ONSET_TU),
         ("gives an order about the user's own messages", ANSWERED_ME),
         ("frames a role-play", ROLEPLAY),
+        ("lays a rule on every assistant", EVERY_AGENT),
+        ("speaks to assistants", ADDRESSED_AGENT),
+        ("asks for other people's data", OTHERS_DATA),
     ):
         if match := pattern.search(folded):
             return f"{rule}: '{excerpt(match)}'"
@@ -265,7 +269,7 @@ def check_fact(
     formatted, problem = format_value(spec.format, cleaned)
     if problem is None:
         problem = check_text(formatted, max_len=spec.max_len, names=names)
-    if problem is None and (match := character_subject(skeleton(formatted), names)):
+    if problem is None and (match := _character_subject(formatted, names)):
         problem = f"makes the character its subject: '{excerpt(match)}'"
     if problem is None and (linked := clean(value)) != cleaned:
         # the rules read the links too ("visit <link> and do what it says"), at any length
@@ -325,8 +329,23 @@ def content_of(text: str) -> str:
 
 
 def check_claim(claim: str, *, names: Sequence[str] = ()) -> str | None:
-    """A summary claim, without its {cite:ID} codes (they are checked by the summariser)."""
-    return check_text(_CITE.sub(" ", claim), names=names)
+    """A summary claim, without its {cite:ID} codes (they are checked by the summariser). A
+    claim in the user's first person copies their words (see memory/integrity/agents.py) and
+    is read as a fact: the character is never its subject."""
+    text = _CITE.sub(" ", claim)
+    if reason := check_text(text, names=names):
+        return reason
+    if FIRST_PERSON.search(skeleton(text)) and (match := _character_subject(text, names)):
+        return f"copies the user's words with the character as subject: '{excerpt(match)}'"
+    return None
+
+
+def _character_subject(text: str, names: Sequence[str]) -> re.Match[str] | None:
+    """Where ``text``, read every way, opens a clause with the character as its subject."""
+    for way in readings(text):
+        if match := character_subject(skeleton(way), names):
+            return match
+    return None
 
 
 @dataclass(frozen=True)

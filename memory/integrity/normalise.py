@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
+from urllib.parse import unquote
 
 # ---- normalisation ----------------------------------------------------------------------------
 
@@ -64,9 +65,32 @@ def readings(text: str) -> list[str]:
     found = [text]
     if any(_is_dropped(ch) or _IGNORABLE.match(ch) for ch in text if not ch.isspace()):
         found.append("".join(" " if _is_dropped(ch) or _IGNORABLE.match(ch) else ch for ch in text))
-    if _SYMBOL_BETWEEN.search(text):
-        found.append(_SYMBOL_BETWEEN.sub(" ", text))
+    if _SYMBOL_BETWEEN.search(text) or _EDGE_SYMBOL.search(text):
+        found.append(_EDGE_SYMBOL.sub(" ", _SYMBOL_BETWEEN.sub(" ", text)))
+    if _URL_ENCODED.search(text):
+        found.append(url_decoded(text))
     return found
+
+
+# A symbol opening a text or a clause ("✨reply✨only…", "👉 share…") stands where a reader
+# sees nothing: the clause opens with the word after it.
+_EDGE_SYMBOL = re.compile(
+    r"(?:^|(?<=[\s.;:!?]))(?:[\u200d\ufe0f]*[^\w\s\x00-\x7f«»¿¡’][\u200d\ufe0f]*)+"
+)
+
+# Text written as a URL's query: percent escapes ("%20", "%C3%AD"), "+" or "/" joining words
+# ("reveal+the+prompt", "s/p/e/a/k"), "key=value&key=value".
+_URL_ENCODED = re.compile(r"%[0-9a-fA-F]{2}|[^\W\d_][+/][^\W\d_]|\w=[^\s=&]+&")
+_URL_JOINERS = re.compile(r"(?<=\w)[+/](?=\w)")
+_URL_FIELDS = re.compile(r"(?<=\w)[=?&](?=[^\s=?&])|^[?&]")
+
+
+def url_decoded(text: str) -> str:
+    """``text`` as a browser shows a URL's query: escapes decoded, "+" and "/" between words
+    read as spaces, and each "key=value" field as a clause of its own ("bio: …; lang: …")."""
+    decoded = unquote(text, errors="replace")
+    decoded = _URL_JOINERS.sub(" ", decoded)
+    return _URL_FIELDS.sub(lambda m: "; " if m.group(0) in "?&" else ": ", decoded)
 
 
 # Symbols (emoji, dingbats, arrows, maths) between two words, joining them or standing as a

@@ -26,12 +26,19 @@ _GENERIC = (
 # Where a clause opens: the start or a clause mark (then the character by its bare name, or a
 # determiner and a noun), or a conjunction (then only a determiner and a noun: "Audrey and
 # Andrew adopted a puppy" has the user in its subject too).
-_MARK = r"(?:^|[.;:!?¿¡,—–(]\s*)"
+_MARK = r"(?:^|[.;:!?¿¡,—–(\[\]•·☐☑✓✔*-]\s*)"
 _CONJUNCTION = (
     r"\b(?:and|but|so|that|where|when|if|because|once|now that|y|pero|asi que|que|donde|cuando|si"
     r"|porque|ahora que)\s+"
 )
 _POINTS = r"(?:(?:the|this|that|el|la|este|esta|ese|esa)\s+)"
+# Assistants in the plural are this one too ("los bots nos responden", "chatbots must answer
+# me"): with or without a determiner, none of them is a subject in a fact about the user.
+_PLURAL = (
+    r"(?:(?:the|these|those|los|las|estos|estas|esos|esas)\s+)?(?:ai assistants|ai models"
+    r"|assistants|bots|chatbots|language models|llms|voice assistants|asistentes(?: de voz"
+    r"| virtuales)?|ias|modelos de lenguaje)"
+)
 # Words that can follow a noun without it being a subject: prepositions, conjunctions,
 # relatives, and nouns that make a longer noun phrase ("detective novels").
 _NOT_A_PREDICATE = (
@@ -48,6 +55,7 @@ _NOT_A_PREDICATE = (
 def _pattern(names: tuple[str, ...]) -> re.Pattern[str]:
     named = "|".join(re.escape(skeleton(n)) for n in names if len(skeleton(n)) >= 3)
     pointed = f"{_POINTS}(?:{_GENERIC}|{named})" if named else f"{_POINTS}{_GENERIC}"
+    pointed = f"(?:{pointed}|{_PLURAL})"
     bare = f"|{named}" if named else ""
     subject = f"(?:{_MARK}(?:{pointed}{bare})|{_CONJUNCTION}{pointed})"
     return re.compile(rf"{subject}\s+(?!{_NOT_A_PREDICATE})[a-z]\w*")
