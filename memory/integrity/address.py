@@ -41,7 +41,10 @@ _SECOND = re.compile(
 # The one second-person request a profile may hold: how the user wants to be addressed.
 # A summary may frame it ("The user said: ..."), and a claim may be cut ("... de tu …").
 _FRAME = r"^(?:[a-z' ]{1,40}:\s*)?(?:(?:i|yo|she|he|they|ella|el)\s+)?"
-_END = r"(?:[\s,]+(?:please|por favor|thanks|gracias))?[\s.!…]*$"
+_END = (
+    r"(?:\s+(?:than|not|instead of|rather than|en vez de|y no)\s+[a-z][a-z'\-]{1,20})?"
+    r"(?:[\s,]+(?:please|por favor|thanks|gracias|honestly|really|de verdad|la verdad))?[\s.!…]*$"
+)
 ADDRESS_PREFERENCE = re.compile(
     _FRAME + r"(?:please\s+|por favor,?\s+)?"
     # what the user does not want to be called: "don't call me sweetie", "no me llames cari"
@@ -52,7 +55,8 @@ ADDRESS_PREFERENCE = re.compile(
     r"|llames|llame|tutees|tutee)\s+(?:de\s+(?:tu|usted|vos)|por\s+(?:mi|su)\s+nombre"
     r"|[a-z][a-z'\-]{1,20}(?:\s+[a-z][a-z'\-]{1,20})?)"
     r"|tuteame|hablame de (?:tu|usted)|llamame [a-z][a-z'\-]{1,20}"
-    r"|(?:(?:prefers?|likes?|would like|'d like|i'd like|wants?)\s+)?(?:(?:you|people)\s+)?"
+    r"|(?:(?:prefers?|likes?|would like|'d like|i'd like|wants?|i'd rather|'d rather"
+    r"|would rather)\s+)?(?:(?:you|people)\s+)?"
     r"(?:to\s+)?(?:call|address)\s+(?:me|him|her|them)\s+(?:by\s+(?:my|his|her|their)\s+"
     r"(?:first\s+|last\s+|family\s+|sur|nick)?name(?:,?\s+[a-z][a-z'\-]{1,20})?|informally"
     r"|formally|as\s+\w+|[a-z][a-z'\-]{1,20})"
@@ -70,7 +74,7 @@ _REPORTED = re.compile(
 _SELF_REPORT = re.compile(r"\b(?:user|usuari[oa]|i|yo|we|nosotros)\s+(?:\w+\s+)?\w+$")
 
 
-_QUOTED = re.compile(r"(?<!\w)'[^']{1,40}'(?!\w)|\"[^\"]{1,40}\"|«[^»]{1,40}»|“[^”]{1,40}”")
+_QUOTED = re.compile(r"(?<!\w)'[^']{1,200}'(?!\w)|\"[^\"]{1,200}\"|«[^»]{1,200}»|“[^”]{1,200}”")
 
 
 # A form of address named as such ("trato de usted a los clientes", "me hablan de tú", "de tú a
@@ -116,6 +120,22 @@ def with_shared_subject(text: str) -> str:
 def judged(text: str) -> str:
     """The words the rules read: harmless markup flattened, then the skeleton."""
     return skeleton(neutralise(clean(text)))
+
+
+# A reminder closing a fact ("..., please keep that in mind", "tenlo en cuenta") asks the
+# listener to remember what was said; it adds nothing to judge, and what it follows is judged.
+_REMINDER = re.compile(
+    r"[\s,.;:!]+(?:please\s+|por favor,?\s+)?(?:keep (?:that|this|it) in mind|remember (?:that"
+    r"|this|it)|don['’]?t forget (?:that|this|it)|tenlo en cuenta|no lo olvides|recu[eé]rdalo)"
+    r"(?:,?\s+(?:please|por favor|thanks|gracias))?[\s.!]*$",
+    re.IGNORECASE,
+)
+
+
+def without_reminder(text: str) -> str:
+    """``text`` without a closing reminder to remember it (see `_REMINDER`)."""
+    cleaned = clean(text)
+    return _REMINDER.sub("", cleaned) or cleaned
 
 
 def is_address_preference(text: str) -> bool:

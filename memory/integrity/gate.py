@@ -47,6 +47,7 @@ from memory.integrity.address import (
     judged,
     second_person_reason,
     with_shared_subject,
+    without_reminder,
 )
 from memory.integrity.agents import ADDRESSED_AGENT, EVERY_AGENT, FIRST_PERSON, OTHERS_DATA
 from memory.integrity.formats import ADDRESS_FORMS, format_value
@@ -156,6 +157,8 @@ def check_text(
     """Why ``text`` must not enter a prompt as memory, or None. ``names`` are the character's
     names: text that makes one of them its subject is speaking to the character. Every reading
     of the text is checked (an invisible character read as nothing, and as a space)."""
+    if (kept := without_reminder(text)) != clean(text):
+        return check_text(kept, max_len=max_len, names=names)
     if (parts := after_address_preference(text)) is not None:
         return check_text(parts, max_len=max_len, names=names)
     for way in readings(text):
