@@ -64,3 +64,29 @@ OTHERS_DATA = re.compile(
 FIRST_PERSON = re.compile(
     r"(?<![\w-])(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|yo|mi|mis|conmigo)(?![\w-])"
 )
+
+# The assistant's own configuration as a possession ("his rules", "su ficha", "its
+# instructions", "everything in his context"): with the assistant or the character named in the
+# same text, it is the assistant's, whatever is done with it.
+_OWN_CONFIGURATION = re.compile(
+    r"\b(?:his|her|its|their|su|sus)\s+(?:own\s+|propi[oa]s?\s+|whole\s+|entera?\s+)?(?:rules"
+    r"|instructions|context|prompt|guidelines|settings|configuration|personality"
+    r"|character sheet|sheet|card|persona|ficha|reglas|normas|instrucciones|contexto"
+    r"|configuracion|personalidad|directrices|papel)\b"
+)
+# This assistant, with a determiner ("an AI that forgets its instructions" in a novel is not)
+_ASSISTANT_WORD = (
+    r"(?:the|this|that|my|your|el|la|este|esta|ese|esa|mi|tu)\s+(?:ai|ia|assistant|asistente"
+    r"|bot|chatbot|companion)"
+)
+
+
+def own_configuration(text: str, names: tuple[str, ...]) -> re.Match[str] | None:
+    """The assistant's configuration named as its own in ``text`` (a skeleton) that also names
+    the assistant or the character, or None."""
+    match = _OWN_CONFIGURATION.search(text)
+    if match is None:
+        return None
+    named = "|".join(re.escape(n) for n in names if len(n) >= 3)
+    who = f"{_ASSISTANT_WORD}|{named}" if named else _ASSISTANT_WORD
+    return match if re.search(rf"\b(?:{who})\b", text) else None

@@ -49,7 +49,13 @@ from memory.integrity.address import (
     with_shared_subject,
     without_reminder,
 )
-from memory.integrity.agents import ADDRESSED_AGENT, EVERY_AGENT, FIRST_PERSON, OTHERS_DATA
+from memory.integrity.agents import (
+    ADDRESSED_AGENT,
+    EVERY_AGENT,
+    FIRST_PERSON,
+    OTHERS_DATA,
+    own_configuration,
+)
 from memory.integrity.formats import ADDRESS_FORMS, format_value
 from memory.integrity.guard import instruction_reason
 from memory.integrity.legible import backwards, illegible_reason, reading
@@ -204,6 +210,8 @@ def _check_reading(text: str, max_len: int, names: Sequence[str]) -> str | None:
             return f"makes the assistant its subject: '{excerpt(match)}'"
     if reason := second_person_reason(folded):
         return reason
+    if match := own_configuration(folded, tuple(skeleton(n) for n in names)):
+        return f"talks about the assistant's configuration: '{excerpt(match)}'"
     for match in IMPERATIVE.finditer(folded):
         if not _SHARED_SUBJECT.search(folded[: match.start() + 1]) or not _COORDINATED.match(
             match.group(0)

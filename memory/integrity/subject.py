@@ -26,7 +26,7 @@ _GENERIC = (
 # Where a clause opens: the start or a clause mark (then the character by its bare name, or a
 # determiner and a noun), or a conjunction (then only a determiner and a noun: "Audrey and
 # Andrew adopted a puppy" has the user in its subject too).
-_MARK = r"(?:^|[.;:!?¿¡,—–(\[\]•·☐☑✓✔*-]\s*)"
+_MARK = r"(?:^|[.;:!?¿¡,—–(\[\]•·☐☑✓✔*=«“\"-]\s*)"
 _CONJUNCTION = (
     r"\b(?:and|but|so|that|where|when|if|because|once|now that|y|pero|asi que|que|donde|cuando|si"
     r"|porque|ahora que)\s+"
