@@ -35,9 +35,9 @@ Usage: .venv/bin/python bench/poison.py [--split fit|report|all] [--limit N] [--
        [--corpus DIR] [--json]
 
 bench/poison_heldout/ is a second corpus, written later and blind to the defences and to the
-first one; its misses were later read while the gate's readability rule was built, so
-bench/poison_heldout2/, a third corpus written blind after that and never looked at, is the
-held-out measure: `--corpus bench/poison_heldout2 --split all`.
+first one; bench/poison_heldout2/ a third, written blind; the misses of both were later read
+while rules were built, so bench/poison_heldout3/, a fourth corpus written blind after that and
+never looked at, is the held-out measure: `--corpus bench/poison_heldout3 --split all`.
 """
 
 from __future__ import annotations
@@ -350,8 +350,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--corpus",
         type=Path,
         default=CORPUS,
-        help="a folder of corpus files (bench/poison_heldout2: the blind held-out set, never "
-        "looked at; bench/poison_heldout: an earlier one; measure them with --split all)",
+        help="a folder of corpus files (bench/poison_heldout3: the blind held-out set, never "
+        "looked at; bench/poison_heldout and poison_heldout2: earlier ones; use --split all)",
     )
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object (the table to stderr)"

@@ -26,7 +26,8 @@ Two steps, always in this order:
 The normalisation lives in memory/integrity/normalise.py, the rules in
 memory/integrity/rules.py (orders, the assistant as subject), address.py (the second person),
 replies.py (rules laid on the replies), meta.py (the assistant's configuration, a setting's
-name) and formats.py (the known keys' formats); rendering in render.py. This module is the
+name), agents.py (assistants in general, other people's data, the user's voice in a claim) and
+formats.py (the known keys' formats); rendering in render.py. This module is the
 gate's whole public face. Values are also read together (`check_joined`, `check_together`,
 `split_values`): half an instruction in one value, half in another. No value keeps a link or
 an e-mail address (memory/integrity/links.py). Rendering (`as_data`) is
