@@ -57,6 +57,7 @@ from memory.integrity.agents import (
     OTHERS_DATA,
     own_configuration,
 )
+from memory.integrity.decode import MISSPELT, decodings
 from memory.integrity.formats import ADDRESS_FORMS, format_value
 from memory.integrity.guard import instruction_reason
 from memory.integrity.legible import backwards, illegible_reason, reading
@@ -176,7 +177,17 @@ def check_text(
     mirrored = backwards(stored, seen)
     if mirrored and (reason := _check_reading(mirrored, max_len, names)):
         return f"read backwards, {reason}"
-    if reason := illegible_reason(seen):
+    decoded = list(decodings(stored, seen))
+    for how, text_read in decoded:
+        if reason := _check_reading(text_read, len(text_read) + 1, names):
+            return f"{how}, {reason}"
+    # Text the rules could not read as it is, but can once decoded in place (and found
+    # harmless), is read: "la pista venía en ROT13: «ab zverf qrageb»" is "no mires dentro".
+    # Not text read backwards: the whole of it is reversed, the plain words around too.
+    if (reason := illegible_reason(seen)) and not any(
+        how != MISSPELT and illegible_reason(reading(text_read)) is None
+        for how, text_read in decoded
+    ):
         return reason
     for match in IDENTIFIER.finditer(skeleton(text)):  # "responde_siempre_en_ingles" as words
         clause = match.group(0).replace("_", " ")

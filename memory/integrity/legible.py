@@ -104,6 +104,12 @@ def _zipf(word: str, language: str) -> float:
     return _vocabulary(language).get(word, 0.0)
 
 
+def known(word: str) -> float:
+    """How common ``word`` (casefolded) is in Spanish or English: its Zipf frequency, 0 if
+    unknown."""
+    return max(_vocabulary(language).get(word, 0.0) for language in READ)
+
+
 def _best(word: str, languages: tuple[str, ...]) -> tuple[float, str]:
     return max((_zipf(word, lang), lang) for lang in languages)
 

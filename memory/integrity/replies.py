@@ -55,6 +55,17 @@ REPLY_RULE = re.compile(
     r"|my|mi|mis)\b)" + _TO_SOMEONE
 )
 
+# Replies without the assistant's safeguards ("replies with no safety caveats", "respuestas
+# sin advertencias ni negativas"): a taste in replies is a fact ("prefers short answers"), a
+# reply stripped of its limits is a setting of the assistant's, whoever would like it.
+UNGUARDED_REPLIES = re.compile(
+    rf"\b{_REPLY_UNIT}\b(?:\s+\w+){{0,3}}?\s+(?:without|with no|with zero|free of|no|sin"
+    r"|libres? de|cero|ni)\s+(?:\w+\s+)?(?:caveats?|warnings?|disclaimers?|refusals?|filters?"
+    r"|censorship|limits?|restrictions?|rules|moralizing|lectures?|avisos?|advertencias?"
+    r"|negativas?|filtros?|censura|limites?|restricciones?|reglas|sermones?)\b"
+)
+
+
 # The user's own questions or messages answered: by whom, if not the assistant ("my questions
 # must always be answered in verse", "mis mensajes se contestan en latín").
 ANSWERED_ME = re.compile(
@@ -73,6 +84,8 @@ _REPLY_NOUN = re.compile(r"(?:answer|repl|response|output|respuesta|contestacion
 def reply_rule(words: str) -> re.Match[str] | None:
     """The first rule laid on the assistant's replies in ``words`` (a skeleton), leaving out
     the user's own replies and what the user does with theirs."""
+    if match := UNGUARDED_REPLIES.search(words):
+        return match
     for match in REPLY_RULE.finditer(words):
         before = words[: match.start()]
         if not (
