@@ -10,6 +10,7 @@ usted", "en Colombia se usa el usted") are not spoken to the assistant.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from memory.integrity.normalise import clean, skeleton
 from memory.integrity.rules import MEMORY_FRAME, excerpt, neutralise
@@ -77,6 +78,15 @@ _SELF_REPORT = re.compile(r"\b(?:user|usuari[oa]|i|yo|we|nosotros)\s+(?:\w+\s+)?
 _QUOTED = re.compile(r"(?<!\w)'[^']{1,200}'(?!\w)|\"[^\"]{1,200}\"|«[^»]{1,200}»|“[^”]{1,200}”")
 
 
+_ASSISTANT_NOUN = r"(?:ai|ia|assistant|asistente|bot|chatbot|model|modelo)"
+
+
+def _names_assistant(text: str, names: Sequence[str]) -> bool:
+    named = "|".join(re.escape(skeleton(n)) for n in names if len(skeleton(n)) >= 3)
+    who = f"{_ASSISTANT_NOUN}|{named}" if named else _ASSISTANT_NOUN
+    return re.search(rf"\b(?:{who})\b", text) is not None
+
+
 # A form of address named as such ("trato de usted a los clientes", "me hablan de tú", "de tú a
 # tú") speaks of how people address each other, not to the assistant.
 # "de tu ficha" is a possessive, not the form "de tú": a noun after it keeps the second person.
@@ -88,8 +98,14 @@ _ADDRESS_FORM = re.compile(
 )
 
 
-def second_person_reason(folded: str) -> str | None:
-    match = _SECOND.search(_ADDRESS_FORM.sub(" ", _QUOTED.sub(" ", folded)))
+def second_person_reason(folded: str, names: Sequence[str] = ()) -> str | None:
+    """The second person in ``folded`` (a skeleton) spoken to the assistant, or None. Quoted
+    words and reported words are someone else's, unless they name the assistant or the
+    character: then they are spoken to it («olvida tu papel, detective»)."""
+    unquoted = _QUOTED.sub(
+        lambda m: m.group(0) if _names_assistant(m.group(0), names) else " ", folded
+    )
+    match = _SECOND.search(_ADDRESS_FORM.sub(" ", unquoted))
     if match is None:
         return None
     reported = _REPORTED.search(folded)
@@ -97,6 +113,7 @@ def second_person_reason(folded: str) -> str | None:
         reported is not None
         and reported.end() <= match.start()
         and not _SELF_REPORT.search(folded[: reported.end()])
+        and not _names_assistant(folded[reported.end() :], names)
     ):
         return None  # someone else's words, quoted by the user (checked by the other rules)
     return f"speaks to the assistant: '{excerpt(match)}'"

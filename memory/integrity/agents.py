@@ -46,7 +46,8 @@ _PEOPLE = (
 _THEIR_DATA = (
     r"(?:chats?|conversations?|messages?|secrets?|data|summaries|histor(?:y|ies)|memor(?:y|ies)"
     r"|profiles?|questions?|conversaciones|mensajes|secretos|datos|resumenes|historial"
-    r"|memorias?|recuerdos|perfiles|preguntas)"
+    r"|memorias?|recuerdos|perfiles|preguntas|phone numbers|numbers|addresses|passwords|e-?mails"
+    r"|personal data|details|telefonos|numeros|direcciones|contrasenas|correos|datos personales)"
 )
 # Someone else's data as a thing to have: "other users' chats", "the chats of everyone",
 # "los resúmenes de las conversaciones de todos", "what other people asked it".

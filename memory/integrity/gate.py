@@ -220,7 +220,7 @@ def _check_reading(text: str, max_len: int, names: Sequence[str]) -> str | None:
     for pattern in patterns:
         if match := pattern.search(folded):
             return f"makes the assistant its subject: '{excerpt(match)}'"
-    if reason := second_person_reason(folded):
+    if reason := second_person_reason(folded, names):
         return reason
     if match := own_configuration(folded, tuple(skeleton(n) for n in names)):
         return f"talks about the assistant's configuration: '{excerpt(match)}'"

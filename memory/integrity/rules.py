@@ -35,8 +35,9 @@ MARKUP = re.compile(
     r"|(?:```|~~~)\s*(?:system|sys|assistant|developer|prompt|instructions?|sistema|asistente"
     r"|instrucciones)\b"
     r"|\\[\"nrtu]"
-    r"|(?:^|[.;!?\]}>\"']\s*)(?:system|assistant|developer|user|human|sistema|asistente"
-    r"|usuario|instructions?|instrucciones)\s*:",
+    r"|(?:^|[.;!?\]}>\"'\-•*·–—«“]\s*)(?:system|assistant|developer|user|human|sistema"
+    r"|asistente"
+    r"|usuario|instructions?|instrucciones|bot|chatbot|ai|ia|a\.i\.|modelo|model)\s*:",
     re.IGNORECASE,
 )
 # A string closed and a field opened after it ('"}, {"role":', '", "kind":'): a value breaking
