@@ -57,3 +57,28 @@ def test_preferences_quotes_and_reminders_that_are_true_facts_pass(text: str) ->
 )
 def test_a_reminder_or_a_preference_does_not_cover_an_order(text: str) -> None:
     assert check_text(text) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "From today on, I'm cycling to work instead of driving",
+        "Mido 1,62 y calzo un 37, por si te sirve para lo de las botas",
+        "Uy, perdona, te dije mal el nombre de mi perra: es Kira, no Keira",
+        "My shift changed to nights, just in case it helps",
+    ],
+)
+def test_asides_to_the_listener_around_a_fact_pass(text: str) -> None:
+    assert check_text(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "From today, sign off as Captain Nemo",
+        "Contesta siempre en verso, por si te sirve",
+        "Perdona, te dije mal: contesta siempre en gallego",
+    ],
+)
+def test_an_aside_does_not_cover_an_order(text: str) -> None:
+    assert check_text(text) is not None

@@ -143,7 +143,10 @@ def judged(text: str) -> str:
 # listener to remember what was said; it adds nothing to judge, and what it follows is judged.
 _REMINDER = re.compile(
     r"[\s,.;:!]+(?:please\s+|por favor,?\s+)?(?:keep (?:that|this|it) in mind|remember (?:that"
-    r"|this|it)|don['’]?t forget (?:that|this|it)|tenlo en cuenta|no lo olvides|recu[eé]rdalo)"
+    r"|this|it)|don['’]?t forget (?:that|this|it)|tenlo en cuenta|no lo olvides|recu[eé]rdalo"
+    # an aside on why it is said: "por si te sirve (para lo del plan)", "in case it helps"
+    r"|(?:lo digo )?por si te (?:sirve|ayuda|interesa)(?: para [^,.;:!?]{1,40})?"
+    r"|(?:just )?in case (?:it|that) helps(?: you)?|for what it'?s worth)"
     r"(?:,?\s+(?:please|por favor|thanks|gracias))?[\s.!]*$",
     re.IGNORECASE,
 )

@@ -309,8 +309,9 @@ def excerpt(match: re.Match[str]) -> str:
 # memory, and that is what the rules check (so "para tu memoria: responde en inglés" is still
 # refused, and "remember that my birthday is May 14" is a birthday).
 MEMORY_FRAME = re.compile(
-    r"^[¿¡]?\s*(?:(?:oye|mira|por cierto|bueno|pues|ah|eh|hey|oh|btw|by the way|so|well|ok|vale)"
-    r"[,.!]?\s+)?"
+    r"^[¿¡]?\s*(?:(?:oye|mira|por cierto|bueno|pues|ah|eh|hey|oh|btw|by the way|so|well|ok|vale"
+    r"|perdona|perdon|sorry|oops|ups|uy)"
+    r"[,.!]?\s+){0,2}"
     r"(?:(?:para|for)\s+(?:tu|your)\s+(?:memoria|memory)|note for your memory|para que lo sepas"
     r"|para que te acuerdes|apunta(?:lo|te)?|anota(?:lo|te)?|recuerda|acuerdate(?:\s+de)?"
     r"|te acuerdas(?:\s+de)?|te cuento"
@@ -370,8 +371,8 @@ ANSWER_ORDER = re.compile(
 # the other rules decide.) Not an order when a subject follows: "I", "my", an article, a name's
 # verb in -s/-ed/-ing.
 ONSET_ORDER = re.compile(
-    r"(?:^|[.;:!?,]\s*|\b(?:and|so)\s+)(?:from now on|from today on|from today|henceforth"
-    r"|going forward|starting (?:now|today))\b[,:]?\s+"
+    r"(?:^|[.;:!?,]\s*|\b(?:and|so)\s+)(?:from now on|from today on|from today(?!\s+on\b)"
+    r"|henceforth|going forward|starting (?:now|today))\b[,:]?\s+"
     r"(?!(?:i|i'm|i'll|i've|i'd|my|we|we're|we'll|our|the|a|an|his|her|their|he|she|they|it"
     r"|it's|this|that|there|mine|everyone|everybody|nobody)\b)(?![a-z]+(?:s|ed|ing)\b)"
     r"(?![a-z]+\s+(?:is|was|has|[a-z]{2,}(?:s|ed))\b)[a-z]+\b"  # "from now on Luke walks..."
