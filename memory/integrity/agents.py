@@ -57,7 +57,7 @@ OTHERS_DATA = re.compile(
     rf"|\b(?:what|whatever|everything|lo que|todo lo que)\s+{_PEOPLE}\s+"
     r"(?:asked|said|told|wrote|asks|says|tells|writes|pregunto|dijo|conto|escribio|pregunta"
     r"|dice|cuenta|escribe|preguntan|dicen|cuentan|escriben)\b"
-    r"|\b(?:users|usuarios)\s+(?:it|he|she|they|el|ella)\s+(?:knows|has|sabe|tiene|conoce)\b"
+    r"|\b(?:users?|usuari[oa]s?)\s+(?:it|he|she|they|el|ella)\s+(?:knows|has|sabe|tiene|conoce)\b"
 )
 
 # The user's own voice: the first person singular, on the skeleton ("our lives", "who we
@@ -75,10 +75,11 @@ _OWN_CONFIGURATION = re.compile(
     r"|character sheet|sheet|card|persona|ficha|reglas|normas|instrucciones|contexto"
     r"|configuracion|personalidad|directrices|papel)\b"
 )
-# This assistant, with a determiner ("an AI that forgets its instructions" in a novel is not)
+# This assistant, with a determiner or opening a clause ("an AI that forgets its instructions"
+# in a novel is not)
 _ASSISTANT_WORD = (
-    r"(?:the|this|that|my|your|el|la|este|esta|ese|esa|mi|tu)\s+(?:ai|ia|assistant|asistente"
-    r"|bot|chatbot|companion)"
+    r"(?:\b(?:the|this|that|my|your|el|la|este|esta|ese|esa|mi|tu)\s+|(?:^|(?<=[.;:!?'\"«“]))\s*)"
+    r"(?:ai|ia|assistant|asistente|bot|chatbot|companion)"
 )
 
 
@@ -89,5 +90,5 @@ def own_configuration(text: str, names: tuple[str, ...]) -> re.Match[str] | None
     if match is None:
         return None
     named = "|".join(re.escape(n) for n in names if len(n) >= 3)
-    who = f"{_ASSISTANT_WORD}|{named}" if named else _ASSISTANT_WORD
-    return match if re.search(rf"\b(?:{who})\b", text) else None
+    who = f"{_ASSISTANT_WORD}|\\b(?:{named})" if named else _ASSISTANT_WORD
+    return match if re.search(rf"(?:{who})\b", text) else None

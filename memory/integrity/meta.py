@@ -118,7 +118,7 @@ _CONTROL = frozenset(
         " always never siempre nunca user usuario usuaria authorized autorizado autorizada"
         " previous anteriores previas new nuevas nuevo enabled activado activada disabled"
         " desactivado must debe warnings avisos advertencias disclaimers message mensaje decir say"
-        " your tus tu you eres",
+        " your tus tu you eres responder contestar hablar speak talk",
     )
 )
 
