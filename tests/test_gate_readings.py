@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 
 from memory.integrity.gate import check_text, filter_claims
+from memory.integrity.normalise import readings
 from memory.models import SummaryFields
+from tests.test_anchors import growth
 
 ZWSP, FILLER = "\u200b", "\u3164"
 
@@ -74,3 +76,19 @@ def test_a_rule_wished_on_the_replies_is_refused(text: str) -> None:
 )
 def test_wishes_about_other_things_are_facts(text: str) -> None:
     assert check_text(text) is None
+
+
+# Runs of joiners and symbols between a word and a sign that is neither: the older symbol
+# pattern backtracked exponentially on them ("a" + 200 zero-width joiners + "!" took minutes).
+_JOINER_RUNS = ["\u200d", "\u200d✨", " ✨\u200d", "\ufe0f\u200d", "✨"]
+
+
+def test_the_readings_grow_linearly_on_runs_of_joiners_and_symbols() -> None:
+    for unit in _JOINER_RUNS:
+
+        def work(text: str) -> object:
+            return readings(f"a{text}!")
+
+        # an exponential pattern shows at once: 10 joiners against 20 is 2^10 times the work
+        assert growth(work, unit, 10, 2) < 8, repr(unit)
+        assert growth(work, unit, 1_000, 10) < 30, repr(unit)
