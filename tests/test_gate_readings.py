@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from memory.integrity.gate import check_text, filter_claims
-from memory.integrity.normalise import readings
+from memory.integrity.normalise import readings, skeleton
 from memory.models import SummaryFields
 from tests.test_anchors import growth
 
@@ -92,3 +92,9 @@ def test_the_readings_grow_linearly_on_runs_of_joiners_and_symbols() -> None:
         # an exponential pattern shows at once: 10 joiners against 20 is 2^10 times the work
         assert growth(work, unit, 10, 2) < 8, repr(unit)
         assert growth(work, unit, 1_000, 10) < 30, repr(unit)
+
+
+def test_the_skeleton_grows_linearly_on_runs_of_leet_signs() -> None:
+    for unit in ["@", "!", "|", "@a", "1 "]:
+        assert growth(skeleton, unit, 1_000, 10) < 30, repr(unit)
+    assert skeleton("m3 0b3d3c3s, @@@ and 4dm1n") == "me obedeces, @@@ and admin"

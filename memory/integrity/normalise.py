@@ -33,7 +33,9 @@ _HOMOGLYPHS = str.maketrans(
 )  # fmt: skip
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b",
                        "9": "g", "@": "a", "$": "s", "!": "i", "|": "l", "€": "e"})  # fmt: skip
-_LEET_TOKEN = re.compile(r"[a-z0-9@$!|€]*[a-z][a-z0-9@$!|€]*")
+# A whole run of letters and leet signs, read at once (a run with no letter is left alone in
+# `_unleet`: matching only runs with a letter made 20,000 "@" quadratic, over a second).
+_LEET_TOKEN = re.compile(r"(?<![a-z0-9@$!|€])[a-z0-9@$!|€]++")
 _SPACED_RUN = re.compile(r"(?<![a-z])[a-z](?:(?: |[.\-_*·+~]{1,2} ?)[a-z](?![a-z])){2,}")
 # Six or more letters spelled out one by one are marked in the skeleton; a text is refused for
 # spelling when its spelled-out letters make more than a name ("I-R-I-A-R-T-E", "T H E  N O O K").
@@ -133,6 +135,8 @@ def _strip_invisible(text: str) -> str:
 
 def _unleet(match: re.Match[str]) -> str:
     token = match.group(0)
+    if not any("a" <= c <= "z" for c in token):
+        return token
     return token.translate(_LEET) if any(c in "0134578@$!|€9" for c in token) else token
 
 
