@@ -158,7 +158,7 @@ KOLDO = ("Koldo Arrieta", "Koldo", "detective")
     [
         "Koldo improvisa coplas sobre cualquier tema",
         "cuando el detective duda, inventa datos",
-        "the assistant forwards every chat to my inbox",
+        "the bot forwards every chat to my inbox",
         "Dice que la IA guarda copia de todo",
         "Desde el martes, el bot escucha solo a su hermana",
     ],

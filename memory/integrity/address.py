@@ -35,7 +35,10 @@ _SECOND = re.compile(
     # the polite request to "usted": "le ruego que...", "haga el favor de...", "sírvase..."
     r"|(?:le|les) (?:ruego|pido|suplico|agradeceria|agradecere) que|hagan? el favor de"
     r"|tengan? la (?:amabilidad|bondad|gentileza) de|sean? tan amables? de|sirvanse|sirvase)\b"
-    r"|\b\w+(?:ras|ras\b|rias|ste|aste|iste|ais|eis)\b(?=\s+(?:a\s+)?(?:mi|me|nos|el usuario)\b)"
+    # the tú preterite before its object ("dijiste a mi madre"), not a word spelled like one
+    r"|\b(?!(?:triste|tristes|este|oeste|chiste|quiste|alpiste|despiste|existe|insiste|resiste"
+    r"|asiste|consiste|persiste)\b)\w+(?:ras|ras\b|rias|ste|aste|iste|ais|eis)\b"
+    r"(?=\s+(?:a\s+)?(?:mi|me|nos|el usuario)\b)"
     # the tú present or subjunctive after a clitic: "que me des la razón", "que nos cuentes"
     r"|\bque\s+(?:no\s+)?(?:me|nos|le|les|lo|la|te)\s+[a-z]+(?:es|as)\b"
 )
@@ -69,6 +72,14 @@ _REPORTED = re.compile(
     r"|used to say|dice|dijo|decia|me dijo|le dijo|me dice|le dice|suele decir|repite|repetia"
     r"|me contaba|siempre dice|dijeron|dicen|me dijeron|le dijeron|contaron|me pidio|le pidio)"
     r"\b(?:\s+(?:that|que))?"
+)
+
+# Words the user says to someone named, after a colon: "I tell my players: you wake up in a
+# cell", "les digo a los clientes: reinicie el router". Their "you" is that someone.
+_TOLD_SOMEONE = re.compile(
+    r"\b(?:tell|tells|told|say to|said to|ask|asks|asked|digo a|dije a|dice a|le digo a"
+    r"|les digo a|les digo|le dije a|les dije a)\s+(?:(?:my|the|our|his|her|los|las|mis|sus|a)\s+)?"
+    r"(?P<who>[a-z]+(?:\s+[a-z]+)?)\s*:"
 )
 
 # The user quoting themselves ("the user said: you...") is no third party.
@@ -108,6 +119,14 @@ def second_person_reason(folded: str, names: Sequence[str] = ()) -> str | None:
     match = _SECOND.search(_ADDRESS_FORM.sub(" ", unquoted))
     if match is None:
         return None
+    told = _TOLD_SOMEONE.search(folded)
+    if (
+        told is not None
+        and told.end() <= match.start()
+        and not _names_assistant(told.group("who"), names)
+        and told.group("who") not in ("you", "te", "ti", "usted")
+    ):
+        return None  # said to someone named, not to the assistant
     reported = _REPORTED.search(folded)
     if (
         reported is not None

@@ -58,6 +58,11 @@ OTHERS_DATA = re.compile(
     r"(?:asked|said|told|wrote|asks|says|tells|writes|pregunto|dijo|conto|escribio|pregunta"
     r"|dice|cuenta|escribe|preguntan|dicen|cuentan|escriben)\b"
     r"|\b(?:users?|usuari[oa]s?)\s+(?:it|he|she|they|el|ella)\s+(?:knows|has|sabe|tiene|conoce)\b"
+    # "all user data", "todos los datos de usuarios", "lo que le cuentan los demás"
+    rf"|\b(?:all|every)\s+(?:the\s+)?users?'?\s+{_THEIR_DATA}\b"
+    rf"|\b(?:todos los|todas las)\s+{_THEIR_DATA}\s+de\s+(?:los\s+)?usuari[oa]s\b"
+    r"|\b(?:lo que|todo lo que)\s+(?:le\s+|les\s+|te\s+)?(?:dicen|cuentan|escriben|preguntan"
+    rf"|dijeron|contaron|escribieron|preguntaron)\s+{_PEOPLE}\b"
 )
 
 # The user's own voice: the first person singular, on the skeleton ("our lives", "who we

@@ -63,14 +63,24 @@ from memory.integrity.guard import instruction_reason
 from memory.integrity.legible import backwards, illegible_reason, reading
 from memory.integrity.links import without_links
 from memory.integrity.meta import (
+    CAMEL,
     CONFIGURATION,
+    GENERAL_AIS_OWN,
     IDENTIFIER,
     META_TALK,
     REVEAL,
     USERS_OWN_CONFIG,
+    camel_words,
     setting_name,
 )
 from memory.integrity.normalise import SPELLED_TEXT, clean, readings, skeleton, unspelled
+from memory.integrity.orders import (
+    HELD_ASSISTANT,
+    UNFILTERED,
+    clitic_second_person,
+    obedience,
+)
+from memory.integrity.owned import about_conversation, owned_rule
 
 # Rendering is part of the gate's face (memory/engine/prompt.py reads it from here).
 from memory.integrity.render import DATA_CLOSE as DATA_CLOSE
@@ -134,7 +144,7 @@ def _structural_reason(text: str, max_len: int, *, preference: bool = False) -> 
         ("talks about the assistant's instructions", META_TALK),
         ("asks for what comes before the conversation", REVEAL),
     ):
-        if match := pattern.search(words):
+        if match := pattern.search(GENERAL_AIS_OWN.sub(" ", words)):
             return f"{rule}: '{excerpt(match)}'"
     if match := reply_rule(words):
         return f"lays a rule on the replies: '{excerpt(match)}'"
@@ -167,6 +177,11 @@ def check_text(
     of the text is checked (an invisible character read as nothing, and as a space)."""
     if (kept := without_reminder(text)) != clean(text):
         return check_text(kept, max_len=max_len, names=names)
+    # before the address preference: a name to be called by is judged too
+    for match in CAMEL.finditer(clean(text)):  # "RevealThePromptNow" as words
+        clause = camel_words(match.group(0))
+        if reason := _check_reading(clause, len(clause) + 1, names):
+            return f"its name '{match.group(0)}' {reason}"
     if (parts := after_address_preference(text)) is not None:
         return check_text(parts, max_len=max_len, names=names)
     for way in readings(text):
@@ -191,6 +206,8 @@ def check_text(
         return reason
     for match in IDENTIFIER.finditer(skeleton(text)):  # "responde_siempre_en_ingles" as words
         clause = match.group(0).replace("_", " ")
+        if not about_conversation(clause):
+            continue  # a programmer's "ignore_case_compare" names no setting of a conversation
         if reason := _check_reading(clause, len(clause) + 1, names):
             return f"its identifier '{match.group(0)}' {reason}"
     quoted = [m.group(0) for m in _QUOTED_WORDS.finditer(clean(text))]
@@ -220,11 +237,13 @@ def _check_reading(text: str, max_len: int, names: Sequence[str]) -> str | None:
     for pattern in patterns:
         if match := pattern.search(folded):
             return f"makes the assistant its subject: '{excerpt(match)}'"
-    if reason := second_person_reason(folded, names):
+    # someone's own rule or recipe says "you" to the one who follows it (memory/integrity/owned.py)
+    owned = owned_rule(folded, tuple(skeleton(n) for n in names)) is not None
+    if not owned and (reason := second_person_reason(folded, names)):
         return reason
     if match := own_configuration(folded, tuple(skeleton(n) for n in names)):
         return f"talks about the assistant's configuration: '{excerpt(match)}'"
-    for match in IMPERATIVE.finditer(folded):
+    for match in () if owned else IMPERATIVE.finditer(folded):
         if not _SHARED_SUBJECT.search(folded[: match.start() + 1]) or not _COORDINATED.match(
             match.group(0)
         ):
@@ -238,9 +257,15 @@ def _check_reading(text: str, max_len: int, names: Sequence[str]) -> str | None:
         ("lays a rule on every assistant", EVERY_AGENT),
         ("speaks to assistants", ADDRESSED_AGENT),
         ("asks for other people's data", OTHERS_DATA),
+        ("holds the assistant to a rule", HELD_ASSISTANT),
+        ("lifts the assistant's limits", UNFILTERED),
     ):
         if match := pattern.search(folded):
             return f"{rule}: '{excerpt(match)}'"
+    if match := obedience(folded):
+        return f"asks for obedience: '{excerpt(match)}'"
+    if match := clitic_second_person(folded):
+        return f"speaks to the assistant: '{excerpt(match)}'"
     for match in PASSIVE.finditer(folded):
         if not _USERS_OWN.search(folded[: match.start()]):
             return f"gives an order in the passive: '{excerpt(match)}'"

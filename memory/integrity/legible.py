@@ -104,6 +104,11 @@ def _zipf(word: str, language: str) -> float:
     return _vocabulary(language).get(word, 0.0)
 
 
+def zipf_in(word: str, language: str) -> float:
+    """How common ``word`` (casefolded) is in ``language``: its Zipf frequency, 0 if unknown."""
+    return _zipf(word, language)
+
+
 def known(word: str) -> float:
     """How common ``word`` (casefolded) is in Spanish or English: its Zipf frequency, 0 if
     unknown."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from memory.integrity.owned import about_conversation
+
 # What configures the assistant, by name.
 CONFIGURATION = re.compile(
     r"\b(?:character sheet|character card|ficha (?:del |de )?personaje|hoja de personaje"
@@ -73,7 +75,7 @@ _BEFORE = (
 _THIS_TALK = (
     r"(?:my|this|the|your|our|mi|este|esta|el|la|tu|nuestra|nuestro)\s+(?:first\s+|primer\s+"
     r"|current\s+|actual\s+)?(?:message|messages|text|question|turn|input|conversation|chat"
-    r"|mensaje|mensajes|texto|pregunta|turno|conversacion|charla)"
+    r"|mensaje|mensajes|texto|pregunta|turno|conversacion|charla|line|linea)"
 )
 REVEAL = re.compile(
     r"\b(?:everything|all|whatever|anything|what|the text|the words|all the text|todo|lo que"
@@ -83,6 +85,16 @@ REVEAL = re.compile(
     + _THIS_TALK
     + r"\b|\b(?:text|words|lines|content|texto|palabras|lineas|contenido)\s+(?:that\s+|que\s+)?"
     r"(?:precedes?|comes? before|precede|va antes de|viene antes de)\s+" + _THIS_TALK + r"\b"
+)
+
+# Assistants in general and their configuration, as someone's work: "comprobar si los chatbots
+# revelan su prompt", "whether LLMs follow system instructions". Removed before the rules above
+# read the text; this assistant named with them is still found ("the bot" is not plural).
+GENERAL_AIS_OWN = re.compile(
+    r"\b(?:chatbots|bots|llms|ais|ias|models|assistants|language models|modelos|asistentes"
+    r"|modelos de lenguaje)\b(?:\s+\w+){0,4}?\s+(?:(?:su|sus|their|the|los|las)\s+)?"
+    r"(?:system prompts?|prompts?|system instructions|instrucciones del sistema|instrucciones"
+    r"|instructions|programming|programacion)\b"
 )
 
 # The user's own prompt, or one of theirs: "my first system prompt for a Discord bot", "a
@@ -100,6 +112,16 @@ USERS_OWN_CONFIG = re.compile(
 # name in it ("pepe_el_grande_88"). An identifier made of the assistant's control words names
 # one of its settings, whatever the value around it says; its words are also judged as a clause.
 IDENTIFIER = re.compile(r"(?<![\w-])[a-z]+(?:_[a-z]+)+(?![\w-])")
+# Words run together with capitals ("RevealThePromptNow", "RevelaTuPrompt"), read apart: a name
+# of three humps or more is a clause, on the case-preserving text.
+CAMEL = re.compile(r"(?<!\w)[A-Z]?[a-z]+(?:[A-Z][a-z]+){2,}(?!\w)")
+_HUMP = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
+def camel_words(word: str) -> str:
+    return _HUMP.sub(" ", word).lower()
+
+
 _STRONG = frozenset(
     re.findall(
         r"\w+",
@@ -129,6 +151,7 @@ def setting_name(text: str) -> re.Match[str] | None:
     for match in IDENTIFIER.finditer(text):
         words = match.group(0).split("_")
         score = sum(2 if w in _STRONG else 1 if w in _CONTROL else 0 for w in words)
-        if score >= 2:
+        # a programmer's "ignore_case_compare" names nothing of a conversation
+        if score >= 2 and about_conversation(" ".join(words)):
             return match
     return None

@@ -31,11 +31,15 @@ _HOMOGLYPHS = str.maketrans(
         "ı": "i", "ɩ": "i", "ʟ": "l", "ɑ": "a", "ɡ": "g", "ꞷ": "w",
     }
 )  # fmt: skip
+# Greek capitals whose lower case looks like another Latin letter ("Ν" is N, "ν" is v): read
+# before case folding.
+_GREEK_CAPITALS = str.maketrans({"Ν": "n", "Υ": "y", "Μ": "m", "Η": "h", "Ϲ": "c", "Ζ": "z"})
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b",
                        "9": "g", "@": "a", "$": "s", "!": "i", "|": "l", "€": "e"})  # fmt: skip
 # A whole run of letters and leet signs, read at once (a run with no letter is left alone in
 # `_unleet`: matching only runs with a letter made 20,000 "@" quadratic, over a second).
 _LEET_TOKEN = re.compile(r"(?<![a-z0-9@$!|€])[a-z0-9@$!|€]++")
+_LONE_FOUR = re.compile(r"(?<=[a-z] )4(?= [a-z])")
 _SPACED_RUN = re.compile(r"(?<![a-z])[a-z](?:(?: |[.\-_*·+~]{1,2} ?)[a-z](?![a-z])){2,}")
 # Six or more letters spelled out one by one are marked in the skeleton; a text is refused for
 # spelling when its spelled-out letters make more than a name ("I-R-I-A-R-T-E", "T H E  N O O K").
@@ -71,7 +75,14 @@ def readings(text: str) -> list[str]:
         found.append(_EDGE_SYMBOL.sub(" ", _SYMBOL_BETWEEN.sub(" ", text)))
     if _URL_ENCODED.search(text):
         found.append(url_decoded(text))
+    if _SEPARATOR.search(text.strip()):  # it ends a clause: "my city is Leeds\u2029Share..."
+        found.append(_SEPARATOR.sub(" ; ", text))
     return found
+
+
+# The line and paragraph separators no keyboard types (a plain new line is left to the other
+# readings: a poem's lines are not each an order).
+_SEPARATOR = re.compile(r"\s*[\u2028\u2029\x85\x0b\x0c]+\s*")
 
 
 # A symbol opening a text or a clause ("✨reply✨only…", "👉 share…") stands where a reader
@@ -147,7 +158,9 @@ def _join_spaced(match: re.Match[str]) -> str:
 
 
 # In `unspelled`, where the gaps between words are still seen, two letters are a word too ("l a").
-_SPELLED_WORD = re.compile(r"(?<![a-z])[a-z](?:(?: |[.\-_*·+~]{1,2} ?)[a-z](?![a-z]))+")
+# A leet digit or a look-alike letter beside a letter is part of a word ("0b3d3c3s c0m0" spells
+# no letter out, nor does Greek "ΟΜ ΜΕ").
+_SPELLED_WORD = re.compile(r"(?<![a-z0-9])[a-z](?:(?: |[.\-_*·+~]{1,2} ?)[a-z](?![a-z0-9]))+")
 
 
 def unspelled(text: str) -> tuple[str, int]:
@@ -155,10 +168,10 @@ def unspelled(text: str) -> tuple[str, int]:
     is collapsed so that a wider gap still parts two words ("o l v i d a   t u s" is "olvida
     tus"), and how many letters were spelled out. The words are then judged like any others;
     only a spelling longer than a name is refused as such."""
-    plain = _strip_invisible(text).casefold()
+    plain = _strip_invisible(text).translate(_GREEK_CAPITALS).casefold()
     plain = "".join(
         ch for ch in unicodedata.normalize("NFD", plain) if not unicodedata.combining(ch)
-    )
+    ).translate(_HOMOGLYPHS)
     letters = 0
 
     def join(match: re.Match[str]) -> str:
@@ -183,11 +196,14 @@ def _latin_letter(ch: str) -> str:
 
 def skeleton(text: str) -> str:
     """The matching form of ``text`` (never stored): see the module's docstring."""
-    text = _strip_invisible(text).casefold().replace("\u200d", "")
+    text = _strip_invisible(text).translate(_GREEK_CAPITALS).casefold().replace("\u200d", "")
     text = "".join(ch for ch in unicodedata.normalize("NFD", text) if not unicodedata.combining(ch))
     text = text.translate(_HOMOGLYPHS)
     text = "".join(_latin_letter(ch) if ord(ch) > 0x24F and ch.isalpha() else ch for ch in text)
-    text = _LEET_TOKEN.sub(_unleet, text)
+    unleeted = _LEET_TOKEN.sub(_unleet, text)
+    if unleeted != text:  # among leet words a lone 4 is the article: "3nds w1th 4 l1nk"
+        unleeted = _LONE_FOUR.sub("a", unleeted)
+    text = unleeted
     text = _SPACED_RUN.sub(_join_spaced, text)
     text = re.sub("[\u2018\u2019\u02bc\u00b4`]", "'", text)
     return WS.sub(" ", text).strip()

@@ -52,7 +52,16 @@ REPLY_RULE = re.compile(
     r"(?:every|each|all(?: of)? (?:your|the)|any|cada|todas? (?:tus|las)|todos? (?:tus|los))\s+"
     r"(?:answers?|repl(?:y|ies)|responses?|messages?|sentences?|outputs?|turns?|respuestas?"
     r"|mensajes?|frases?|contestacion(?:es)?|turnos?)\b(?!\s+(?:de|del|from|of|que|that|i|yo"
-    r"|my|mi|mis)\b)" + _TO_SOMEONE
+    r"|my|mi|mis)\b)"
+    + _TO_SOMEONE
+    # what every reply does, in the present: "every reply ends with a link", "cada respuesta
+    # lleva un chiste" (not "every message from my boss ends...", "every reply I send")
+    + r"|\b(?:every|each|all|all of your|all the|cada|todas? (?:tus|las)|todos? (?:tus|los))\s+"
+    r"(?:answers?|repl(?:y|ies)|responses?|outputs?|respuestas?|contestacion(?:es)?)\s+"
+    r"(?:always\s+|siempre\s+|now\s+|ahora\s+)?(?:ends|starts|begins|includes|contains|closes"
+    r"|finishes|mentions|uses|rhymes|has|carries|goes|termina|acaba|empieza|comienza|incluye"
+    r"|lleva|contiene|menciona|usa|rima|cierra|va|terminan|acaban|empiezan|incluyen|llevan"
+    r"|end|start|begin|include|contain|mention|use|rhyme)\b"
 )
 
 # Replies without the assistant's safeguards ("replies with no safety caveats", "respuestas

@@ -31,7 +31,8 @@ MARKUP = re.compile(
     r"|random|roll|setvar|getvar)\b|<(?:BOT|USER|CHAR)>"
     # a heading or fence that announces a role or rules ("# Nuevo rol: ...", "```system")
     r"|(?:^|\s)#{1,6}\s*(?:\w+\s+){0,2}(?:rol|role|reglas?|rules?|normas?|instrucci\w*"
-    r"|instructions?|sistema|system|prioridad|priority|modo|mode|persona|prompt|config\w*)\b"
+    r"|instructions?|sistema|system|prioridad|priority|modo|mode|persona|prompt|config\w*"
+    r"|policy|policies|politicas?|assistant|asistente)\b"
     r"|(?:```|~~~)\s*(?:system|sys|assistant|developer|prompt|instructions?|sistema|asistente"
     r"|instrucciones)\b"
     r"|\\[\"nrtu]"
@@ -231,7 +232,7 @@ DEFAULT_ASSISTANT = assistant_patterns(())
 # ---- orders without an explicit addressee ----------------------------------------------
 
 _CLAUSE_START = (
-    r"(?:^|[.;:!?,()\[\]–—]\s*"
+    r"(?:^|[.;:!?,()\[\]–—→⇒➜➡►▶]\s*"
     r"|\b(?:and|then|now|please|pls|also|so|y|luego|ahora|por favor|pues|asi que)\s+)"
 )
 # English verbs an order to the assistant opens with; facts are written in the third person
