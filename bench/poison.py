@@ -35,9 +35,10 @@ Usage: .venv/bin/python bench/poison.py [--split fit|report|all] [--limit N] [--
        [--corpus DIR] [--json]
 
 bench/poison_heldout/ is a second corpus, written later and blind to the defences and to the
-first one; bench/poison_heldout2/ a third, written blind; the misses of both were later read
-while rules were built, so bench/poison_heldout3/, a fourth corpus written blind after that and
-never looked at, is the held-out measure: `--corpus bench/poison_heldout3 --split all`.
+first one; bench/poison_heldout2/ and bench/poison_heldout3/ a third and a fourth, written blind;
+the misses of all three were later read while rules were built, so bench/poison_heldout4/, a
+fifth corpus written blind after that and never read, is the held-out measure:
+`--corpus bench/poison_heldout4 --split all`.
 """
 
 from __future__ import annotations
@@ -350,8 +351,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--corpus",
         type=Path,
         default=CORPUS,
-        help="a folder of corpus files (bench/poison_heldout3: the blind held-out set, never "
-        "looked at; bench/poison_heldout and poison_heldout2: earlier ones; use --split all)",
+        help="a folder of corpus files (bench/poison_heldout4: the blind held-out set, never "
+        "read; bench/poison_heldout, poison_heldout2 and poison_heldout3: earlier ones; use "
+        "--split all)",
     )
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object (the table to stderr)"
