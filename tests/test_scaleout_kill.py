@@ -167,6 +167,19 @@ async def inbox_counts(url: str) -> tuple[int, int]:
         await con.close()
 
 
+async def settled_inbox(url: str, within_seconds: float) -> tuple[int, int]:
+    """`inbox_counts` once no row is left unanswered, or as they stand after `within_seconds`.
+    A reply is sent before its rows are marked answered, and the rows of a worker killed in
+    between are marked by the next claim of the pair (its outbox row says the reply went out)
+    once the lease runs out: the marks trail the deliveries by up to a lease and a poll."""
+    deadline = time.monotonic() + within_seconds
+    while True:
+        counts = await inbox_counts(url)
+        if counts[1] == 0 or time.monotonic() > deadline:
+            return counts
+        await asyncio.sleep(0.2)
+
+
 async def turn_counts(url: str) -> tuple[int, int]:
     """(user turns, user turns of a message stored more than once) in the turn log."""
     con = await asyncpg.connect(url)
@@ -203,7 +216,7 @@ async def test_workers_killed_at_random_lose_and_repeat_nothing(
 
             await until(done, 30, "every user's newest message answered")
             await until(lambda: not telegram.pending_updates, 10, "every update acknowledged")
-            stored, unanswered = await inbox_counts(url)
+            stored, unanswered = await settled_inbox(url, 30)
             user_turns, repeated_turns = await turn_counts(url)
         except BaseException:
             print(f"kills={scene.kills} sent={scene.delivery.sent}")
