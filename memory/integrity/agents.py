@@ -23,6 +23,13 @@ _NOUNS = (
     r"|modelos? de (?:lenguaje|ia)|inteligencias? artificial(?:es)?)"
 )
 
+# Assistants in the plural, as a subject or as a trade's topic (memory/integrity/subject.py,
+# meta.py).
+PLURAL_AGENTS = (
+    r"(?:ai assistants|ai models|assistants|bots|chatbots|language models|llms|voice assistants"
+    r"|asistentes(?: de voz| virtuales)?|ias|modelos de lenguaje)"
+)
+
 # Every assistant, by a quantifier ("any", "every", "cualquier", "todos los"), with at most one
 # word between ("any AI assistant", "cualquier otro bot").
 EVERY_AGENT = re.compile(

@@ -80,7 +80,7 @@ from memory.integrity.orders import (
     clitic_second_person,
     obedience,
 )
-from memory.integrity.owned import about_conversation, owned_rule
+from memory.integrity.owned import about_conversation, is_own_rule
 
 # Rendering is part of the gate's face (memory/engine/prompt.py reads it from here).
 from memory.integrity.render import DATA_CLOSE as DATA_CLOSE
@@ -238,10 +238,11 @@ def _check_reading(text: str, max_len: int, names: Sequence[str]) -> str | None:
         if match := pattern.search(folded):
             return f"makes the assistant its subject: '{excerpt(match)}'"
     # someone's own rule or recipe says "you" to the one who follows it (memory/integrity/owned.py)
-    owned = owned_rule(folded, tuple(skeleton(n) for n in names)) is not None
+    folded_names = tuple(skeleton(n) for n in names)
+    owned = is_own_rule(folded, folded_names)
     if not owned and (reason := second_person_reason(folded, names)):
         return reason
-    if match := own_configuration(folded, tuple(skeleton(n) for n in names)):
+    if match := own_configuration(folded, folded_names):
         return f"talks about the assistant's configuration: '{excerpt(match)}'"
     for match in () if owned else IMPERATIVE.finditer(folded):
         if not _SHARED_SUBJECT.search(folded[: match.start() + 1]) or not _COORDINATED.match(

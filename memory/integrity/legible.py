@@ -100,23 +100,19 @@ def _vocabulary(language: str) -> dict[str, float]:
     return {word: 9 - index / 100 for index, bucket in enumerate(buckets) for word in bucket}
 
 
-def _zipf(word: str, language: str) -> float:
-    return _vocabulary(language).get(word, 0.0)
-
-
 def zipf_in(word: str, language: str) -> float:
     """How common ``word`` (casefolded) is in ``language``: its Zipf frequency, 0 if unknown."""
-    return _zipf(word, language)
+    return _vocabulary(language).get(word, 0.0)
 
 
 def known(word: str) -> float:
     """How common ``word`` (casefolded) is in Spanish or English: its Zipf frequency, 0 if
     unknown."""
-    return max(_vocabulary(language).get(word, 0.0) for language in READ)
+    return max(zipf_in(word, language) for language in READ)
 
 
 def _best(word: str, languages: tuple[str, ...]) -> tuple[float, str]:
-    return max((_zipf(word, lang), lang) for lang in languages)
+    return max((zipf_in(word, lang), lang) for lang in languages)
 
 
 def reading(text: str) -> Reading:

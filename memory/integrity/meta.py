@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from memory.integrity.agents import PLURAL_AGENTS
 from memory.integrity.owned import about_conversation
 
 # What configures the assistant, by name.
@@ -91,8 +92,8 @@ REVEAL = re.compile(
 # revelan su prompt", "whether LLMs follow system instructions". Removed before the rules above
 # read the text; this assistant named with them is still found ("the bot" is not plural).
 GENERAL_AIS_OWN = re.compile(
-    r"\b(?:chatbots|bots|llms|ais|ias|models|assistants|language models|modelos|asistentes"
-    r"|modelos de lenguaje)\b(?:\s+\w+){0,4}?\s+(?:(?:su|sus|their|the|los|las)\s+)?"
+    rf"\b(?:{PLURAL_AGENTS}|ais|models|modelos)\b(?:\s+\w+){{0,4}}?\s+"
+    r"(?:(?:su|sus|their|the|los|las)\s+)?"
     r"(?:system prompts?|prompts?|system instructions|instrucciones del sistema|instrucciones"
     r"|instructions|programming|programacion)\b"
 )

@@ -52,7 +52,7 @@ _KIND = re.compile(
     r"\b(?:rules?|policy|motto|recipe|secret|trick|tips?|checklist|list|routine|method|steps"
     r"|habit|mantra|ritual|advice|tradition|plan|care|homework|proverb|saying|quote|sign"
     r"|regla|reglas|norma|normas|receta|truco|secreto|lista|rutina|metodo|consejos?|tradicion"
-    r"|lema|costumbre|pasos|habito|plan|cuidados?|deberes|proverbio|refran|dicho|frase|cartel"
+    r"|lema|costumbre|pasos|habito|cuidados?|deberes|proverbio|refran|dicho|frase|cartel"
     r"|coach|teacher|doctor|therapist|trainer|mum|mom|dad|grandma|grandpa|boss|entrenador\w*"
     r"|profe\w*|medic[oa]|terapeuta|madre|padre|abuel[oa]|jef[ea])\b"
 )
@@ -72,20 +72,18 @@ def about_conversation(text: str) -> bool:
     return _CONVERSATION.search(text) is not None
 
 
-def owned_rule(text: str, names: Sequence[str] = ()) -> str | None:
-    """What someone's own rule, recipe, list or saying in ``text`` (a skeleton) says, when
-    neither it nor its label says anything about a conversation or names the character
-    (``names``, skeletons); else None."""
+def is_own_rule(text: str, names: Sequence[str] = ()) -> bool:
+    """Whether ``text`` (a skeleton) is someone's own rule, recipe, list or saying, under a
+    label that says what or whose it is, and neither it nor its label says anything about a
+    conversation or names the character (``names``, skeletons)."""
     match = _LABEL.match(text)
     if match is None:
-        return None
+        return False
     label, rest = match.group("label"), match.group("rest")
     if len(label.split()) > _LABEL_WORDS or _SPOKEN_TO.search(label):
-        return None
+        return False
     if not (_KIND.search(label) or _REPORTING.search(label) or _DISH.match(label)):
-        return None  # "Nota:", "Bio:", "Dato:" say nothing of whose the words are
+        return False  # "Nota:", "Bio:", "Dato:" say nothing of whose the words are
     if _CONVERSATION.search(_REPORTING.sub(" ", label)) or _CONVERSATION.search(rest):
-        return None
-    if any(re.search(rf"\b{re.escape(name)}\b", text) for name in names if len(name) >= 3):
-        return None
-    return rest
+        return False
+    return not any(re.search(rf"\b{re.escape(name)}\b", text) for name in names if len(name) >= 3)

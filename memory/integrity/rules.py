@@ -197,10 +197,12 @@ def assistant_patterns(names: tuple[str, ...]) -> list[re.Pattern[str]]:
     ref = _REF
     folded = [re.escape(skeleton(n)) for n in names if len(skeleton(n)) >= 3]
     subject = f"(?:\\w+\\s+)?(?:(?:{_MODAL})\\s+(?:\\w+\\s+)?{_ACTION}|{_ACT_3SG}\\b|{_IS_NOW})"
-    # "quiere que la IA...", "wants the bot to...": a wish whose object acts (not "le gusta la IA",
+    # "quiere que la IA...", "wants the bot to...", "what she wants is for the companion to...":
+    # a wish whose object acts (not "le gusta la IA",
     # "wants the new model", where the assistant is only what is liked or wanted)
     parts = [
-        f"\\b{_WISH}\\s+(?:that\\s+|que\\s+|for\\s+|a\\s+|le\\s+|(?:it\\s+)?(?:if|when|cuando|si)\\s+)"
+        f"\\b{_WISH}\\s+(?:(?:is|was|es|era)\\s+)?(?:that\\s+|que\\s+|for\\s+|a\\s+|le\\s+"
+        f"|(?:it\\s+)?(?:if|when|cuando|si)\\s+)"
         f"(?:\\w+\\s+)?{ref}\\b|\\b{_WISH}\\s+{ref}\\s+(?:\\w+\\s+)?(?:to|que)\\b"
     ]
     parts.append(f"\\b(?:para que|so that|in order for)\\s+{ref}\\b")

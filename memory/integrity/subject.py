@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
+from memory.integrity.agents import PLURAL_AGENTS
 from memory.integrity.normalise import skeleton
 
 # The assistant by kind. Not "the character", "the model" or "the narrator": a user tells of
@@ -34,11 +35,7 @@ _CONJUNCTION = (
 _POINTS = r"(?:(?:the|this|that|el|la|este|esta|ese|esa)\s+)"
 # Assistants in the plural are this one too ("los bots nos responden", "chatbots must answer
 # me"): with or without a determiner, none of them is a subject in a fact about the user.
-_PLURAL = (
-    r"(?:(?:the|these|those|los|las|estos|estas|esos|esas)\s+)?(?:ai assistants|ai models"
-    r"|assistants|bots|chatbots|language models|llms|voice assistants|asistentes(?: de voz"
-    r"| virtuales)?|ias|modelos de lenguaje)"
-)
+_PLURAL = rf"(?:(?:the|these|those|los|las|estos|estas|esos|esas)\s+)?{PLURAL_AGENTS}"
 # Words that can follow a noun without it being a subject: prepositions, conjunctions,
 # relatives, and nouns that make a longer noun phrase ("detective novels").
 _NOT_A_PREDICATE = (
