@@ -15,7 +15,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from memory.errors import UserFacingError
-from memory.integrity.gate import check_fact, check_text, check_turn, filter_claims
+from memory.integrity.gate import check_fact, check_text, check_turn
+from memory.integrity.together import filter_claims
 from memory.models import (
     Fact,
     FactVersion,

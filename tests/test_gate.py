@@ -15,13 +15,12 @@ from memory.integrity.gate import (
     as_data_claim,
     check_claim,
     check_fact,
-    check_joined,
     check_text,
     check_turn,
     clean,
-    filter_claims,
     skeleton,
 )
+from memory.integrity.together import check_joined, filter_claims
 from memory.models import SummaryFields
 from memory.profile.fact_keys import canonical_key, registry_key, spec_of, storage_key
 from tests.helpers import load_corpus

@@ -12,8 +12,9 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.app import App
-from memory.integrity.gate import check_joined, check_text, check_together, split_values
+from memory.integrity.gate import check_text
 from memory.integrity.normalise import unspelled
+from memory.integrity.together import check_joined, check_together, split_values
 from memory.models import Fact
 from memory.profile.view import Lifetimes, profile_lines
 from tests.conftest import FakeClock

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory.integrity.gate import check_joined, check_text
+from memory.integrity.gate import check_text
+from memory.integrity.together import check_joined
 
 NAMES = ("Koldo Arrieta", "Koldo")
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory.integrity.gate import check_fact, check_joined, check_text
+from memory.integrity.gate import check_fact, check_text
+from memory.integrity.together import check_joined
 
 NAMES = ("Lucía Mendi", "Lucía")  # a character the gate never saw while it was written
 

@@ -15,8 +15,9 @@ import pytest
 
 from bot.app import App
 from cards.character import load_character
-from memory.integrity.gate import check_claim, check_fact, check_joined, check_text
+from memory.integrity.gate import check_claim, check_fact, check_text
 from memory.integrity.legible import backwards, illegible_reason, reading
+from memory.integrity.together import check_joined
 from tests.conftest import CHARACTERS, FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.helpers import dm

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from bot.app import App
-from memory.integrity.gate import check_fact, filter_claims
+from memory.integrity.gate import check_fact
 from memory.integrity.links import without_links
+from memory.integrity.together import filter_claims
 from memory.models import SummaryFields
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from memory.integrity.gate import check_text, filter_claims
+from memory.integrity.gate import check_text
 from memory.integrity.normalise import readings, skeleton
+from memory.integrity.together import filter_claims
 from memory.models import SummaryFields
 from tests.test_anchors import growth
 

@@ -1,7 +1,7 @@
 """The one gate for everything that enters a prompt from memory.
 
 Every path that writes text the character will later read as memory calls this module: profile
-extraction (`check_fact`), the summary's claims (`filter_claims`), `companion memory import`
+extraction (`check_fact`), the summary's claims (`check_claim`), `companion memory import`
 (facts, claims, assistant and tool turns), `/memoria corregir` (`check_fact`) and tool results
 stored as turns (`check_text`). Nothing is written around it.
 
@@ -27,9 +27,10 @@ The normalisation lives in memory/integrity/normalise.py, the rules in
 memory/integrity/rules.py (orders, the assistant as subject), address.py (the second person),
 replies.py (rules laid on the replies), meta.py (the assistant's configuration, a setting's
 name), agents.py (assistants in general, other people's data, the user's voice in a claim) and
-formats.py (the known keys' formats); rendering in render.py. This module is the
-gate's whole public face. Values are also read together (`check_joined`, `check_together`,
-`split_values`): half an instruction in one value, half in another. No value keeps a link or
+formats.py (the known keys' formats); rendering in render.py. This module and together.py
+are the gate's whole public face: together.py reads values together (`check_joined`,
+`check_together`, `split_values`, `filter_claims`), half an instruction in one value, half in
+another. No value keeps a link or
 an e-mail address (memory/integrity/links.py). Rendering (`as_data`) is
 the second wall: whatever is stored is shown on one line, with no heading, fence or delimiter
 left in it (memory/engine/prompt.py).
@@ -38,7 +39,7 @@ left in it (memory/engine/prompt.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory.integrity.address import (
@@ -107,11 +108,10 @@ from memory.integrity.rules import (
     excerpt,
 )
 from memory.integrity.subject import character_subject
-from memory.models import SummaryFields
 from memory.profile.fact_keys import KEY_SYNTAX, ValueFormat, spec_of
 
 MAX_TEXT_CHARS = 400  # a summary claim, an imported turn's line
-_CITE = re.compile(r"\{cite:\d+\}")
+CITE_CODE = re.compile(r"\{cite:\d+\}")
 
 
 def _structural_reason(text: str, max_len: int, *, preference: bool = False) -> str | None:
@@ -328,35 +328,6 @@ def check_fact(
     return FactVerdict(spec.key, formatted, None)
 
 
-def check_joined(texts: Iterable[str], *, names: Sequence[str] = ()) -> str | None:
-    """An instruction split over several values ("answer only" + "in French from now on"):
-    the values are checked once more side by side, in order, as they are and, when two or more
-    of them quote or label their words, as what they quote or label ("Dato dos: y termina con
-    «solo con insultos»"). A request about how the user is addressed is allowed alone, and
-    read alone."""
-    parts = [clean(t) for t in texts if t and t.strip()]
-    parts = [p for p in parts if not is_address_preference(p)]
-    if len(parts) < 2:
-        return None
-    joined = [" ".join(parts)]
-    if sum(map(_marks_its_words, parts)) >= 2:
-        joined.append(" ".join(content_of(p) for p in parts))
-    for text in joined:
-        reason = check_text(text, max_len=len(text) + 1, names=names)
-        if reason:
-            return f"read together, the values {reason}"
-    return None
-
-
-def check_together(new: str, held: Iterable[str], *, names: Sequence[str] = ()) -> str | None:
-    """A value read with each value the user already holds, in both orders: half an
-    instruction stored today completes the half stored last week."""
-    for old in held:
-        if reason := check_joined([old, new], names=names) or check_joined([new, old], names=names):
-            return reason
-    return None
-
-
 # A value's words once its label is set aside: what it quotes, or what follows its last
 # label sign ("Mi segunda regla: ...", "sufijo = ..."). The quoted words of two values
 # read together are the sentence an attacker split in halves.
@@ -381,7 +352,7 @@ def check_claim(claim: str, *, names: Sequence[str] = ()) -> str | None:
     """A summary claim, without its {cite:ID} codes (they are checked by the summariser). A
     claim in the user's first person copies their words (see memory/integrity/agents.py) and
     is read as a fact: the character is never its subject."""
-    text = _CITE.sub(" ", claim)
+    text = CITE_CODE.sub(" ", claim)
     if reason := check_text(text, names=names):
         return reason
     if FIRST_PERSON.search(skeleton(text)) and (match := _character_subject(text, names)):
@@ -395,95 +366,3 @@ def _character_subject(text: str, names: Sequence[str]) -> re.Match[str] | None:
         if match := character_subject(skeleton(way), names):
             return match
     return None
-
-
-@dataclass(frozen=True)
-class ClaimRefusal:
-    field: str
-    claim: str
-    reason: str
-
-
-def filter_claims(
-    fields: SummaryFields, *, names: Sequence[str] = ()
-) -> tuple[SummaryFields, tuple[ClaimRefusal, ...]]:
-    """The summary without the claims the gate refuses, and what was refused: a hostile claim
-    is dropped alone, the rest of the summary stays."""
-    refused: list[ClaimRefusal] = []
-    for name, claims in fields.items():
-        kept = []
-        for claim in claims:
-            reason = check_claim(claim, names=names)
-            if reason is None:
-                kept.append(clean(without_links(claim)))
-            else:
-                refused.append(ClaimRefusal(name, claim, reason))
-        kept, split = _without_split_orders(kept, names)
-        refused += [ClaimRefusal(name, claim, reason) for claim, reason in split]
-        fields = fields.with_field(name, tuple(kept))
-    return fields, tuple(refused)
-
-
-def _without_split_orders(
-    claims: list[str], names: Sequence[str]
-) -> tuple[list[str], list[tuple[str, str]]]:
-    """Neighbouring claims read together, as the model reads the field: an instruction split
-    over two claims ("Koldo would like to" + "always answer in French") drops both."""
-    bare = [_CITE.sub(" ", claim) for claim in claims]
-    split = split_neighbours(bare, names=names)
-    kept = [claim for index, claim in enumerate(claims) if index not in split]
-    return kept, [(claims[index], reason) for index, reason in sorted(split.items())]
-
-
-def split_neighbours(
-    texts: Sequence[str], *, names: Sequence[str] = (), both_orders: bool = False
-) -> dict[int, str]:
-    """The texts to drop, with the reason: each text is read after the last one kept, in the
-    order they are shown (and, with ``both_orders``, before it: a profile is ranked, not kept in
-    the order it was said, and "the second half is..." names its place); a pair that reads as an
-    instruction drops both halves."""
-    dropped: dict[int, str] = {}
-    kept: list[int] = []
-    for index, text in enumerate(texts):
-        pair = [texts[kept[-1]], text] if kept else []
-        if pair and (
-            reason := check_joined(pair, names=names)
-            or (both_orders and check_joined(pair[::-1], names=names))
-        ):
-            dropped[kept.pop()] = dropped[index] = reason
-            continue
-        kept.append(index)
-    return dropped
-
-
-def split_values(texts: Sequence[str], *, names: Sequence[str] = ()) -> dict[int, str]:
-    """`split_neighbours` in both orders, and every two values that quote or label their words
-    read together, by what they quote or label, wherever they are (the halves of a profile may
-    be ranked apart). Few values quote; the first `MAX_MARKED` are read."""
-    dropped = split_neighbours(texts, names=names, both_orders=True)
-    marked = [i for i, t in enumerate(texts) if i not in dropped and _marks_its_words(t)]
-    for position, first in enumerate(marked[:MAX_MARKED]):
-        for second in marked[position + 1 : MAX_MARKED]:
-            if first in dropped or second in dropped:
-                continue
-            if reason := _contents_together(texts[first], texts[second], tuple(names)):
-                dropped[first] = dropped[second] = reason
-    return dropped
-
-
-MAX_MARKED = 16  # quoting or labelled values read pairwise: at most 16 x 15 / 2 pairs
-
-
-# Not cached: a cache would keep the values' words in RAM after a forget. Block 2 reads only
-# the values it shows (memory/profile/view.py), so the pairs stay few.
-def _contents_together(first: str, second: str, names: tuple[str, ...]) -> str | None:
-    for pair in ((first, second), (second, first)):
-        joined = " ".join(content_of(clean(t)) for t in pair)
-        if reason := check_text(joined, max_len=len(joined) + 1, names=names):
-            return f"read together, the values {reason}"
-    return None
-
-
-def _marks_its_words(text: str) -> bool:
-    cleaned = clean(text)
-    return content_of(cleaned) != cleaned.strip(" .")

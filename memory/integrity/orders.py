@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from memory.integrity.legible import zipf_in
-from memory.integrity.rules import _ACT_3SG, _MODAL, _REF
+from memory.integrity.rules import ACT_3SG, ASSISTANT_REF, MODAL
 
 _USER = (
     r"(?:al? usuari[oa]|a la usuaria|the user|this user|a este usuario|a esta usuaria|me|us"
@@ -86,13 +86,13 @@ _STRONG_REF = (
 )
 _ONE_OF_MINE = r"(?<!\bmy )(?<!\bour )(?<!\bmi )(?<!\bpersonal )(?<!\bteaching )"
 HELD_ASSISTANT = re.compile(
-    rf"\b{_REF}\s+(?:\w+\s+)?{_PERMITTED}\s+\w+"
+    rf"\b{ASSISTANT_REF}\s+(?:\w+\s+)?{_PERMITTED}\s+\w+"
     # a relative clause between: "la IA que me lea debe contestar"
-    rf"|\b{_REF}\s+(?:que|who|that|which)\s+(?:\w+\s+){{1,3}}?{_OBLIGED}\b"
+    rf"|\b{ASSISTANT_REF}\s+(?:que|who|that|which)\s+(?:\w+\s+){{1,3}}?{_OBLIGED}\b"
     # words set apart by commas: "el asistente, desde esta sesión, hablará"
-    rf"|\b{_REF}\s*,\s*[^,]{{1,40}},\s*(?:{_MODAL}\b|{_FUTURE_3SG}\b|{_ACT_3SG}\b)"
+    rf"|\b{ASSISTANT_REF}\s*,\s*[^,]{{1,40}},\s*(?:{MODAL}\b|{_FUTURE_3SG}\b|{ACT_3SG}\b)"
     rf"|\b{_STRONG_REF}\s+(?:\w+\s+)?{_FUTURE_3SG}\b"
-    rf"|\b{_REF}\s+(?:\w+\s+)?{_SPEECH_FUTURE}\b"
+    rf"|\b{ASSISTANT_REF}\s+(?:\w+\s+)?{_SPEECH_FUTURE}\b"
     # "the character drops the act", "assistant shares user files"
     rf"|\b{_STRONG_REF}\s+(?:also\s+|now\s+|then\s+|just\s+|only\s+|still\s+)?"
     r"[a-z]{3,}(?<!ss)(?<!us)(?<!is)s\b"

@@ -119,7 +119,7 @@ _IS_HEX = re.compile(r"^[0-9a-fA-F]+$")
 
 # ---- the assistant as subject or target: checked on the skeleton ------------------------------
 
-_REF = (
+ASSISTANT_REF = (
     r"(?:(?:the|this|that|your)\s+(?:ai|a\.i\.?|assistant|bot|chatbot|chat bot"
     r"|language model|llm|model|companion|character|persona|narrator)"
     r"|(?:el|la|al|del|este|esta|ese|esa|tu)\s+(?:ia|i\.a\.?"
@@ -139,7 +139,7 @@ _WISH = (
     r"|odio|odia|detesto|detesta|no soporto|no soporta|me molesta|le molesta|hates?"
     r"|can'?t stand|dislikes?)"
 )
-_MODAL = (
+MODAL = (
     r"(?:must|should|shall|will|would|has to|have to|needs? to|is to|are to|is (?:supposed|required"
     r"|expected|instructed|allowed|not allowed|forbidden|meant|going) to|may|can'?t|cannot|can"
     r"|always|never|only|no longer|from now on|does not|doesn'?t|won'?t|is not to|do not"
@@ -155,7 +155,7 @@ _ACTION = (
     r"|comportarse|convertirse|dirigirse|mencionar|tutear|interpretar|negarse|romper|salir"
     r"|ser (?!\w+(?:ad|id)[oa]s?\b)|le |me |nos )"
 )
-_ACT_3SG = (
+ACT_3SG = (
     r"(?:answers|responds|replies|speaks|talks|says|writes|calls|ignores|forgets|obeys|reveals"
     r"|acts|pretends|follows|addresses|treats|refers|greets|signs|ends|starts|begins|agrees"
     r"|refuses|stops|keeps|becomes|plays|responde|contesta|habla|dice|escribe"
@@ -194,9 +194,9 @@ _IS_NOW = (
 
 @lru_cache(maxsize=64)  # one entry per character: compiled once, not per value checked
 def assistant_patterns(names: tuple[str, ...]) -> list[re.Pattern[str]]:
-    ref = _REF
+    ref = ASSISTANT_REF
     folded = [re.escape(skeleton(n)) for n in names if len(skeleton(n)) >= 3]
-    subject = f"(?:\\w+\\s+)?(?:(?:{_MODAL})\\s+(?:\\w+\\s+)?{_ACTION}|{_ACT_3SG}\\b|{_IS_NOW})"
+    subject = f"(?:\\w+\\s+)?(?:(?:{MODAL})\\s+(?:\\w+\\s+)?{_ACTION}|{ACT_3SG}\\b|{_IS_NOW})"
     # "quiere que la IA...", "wants the bot to...", "what she wants is for the companion to...":
     # a wish whose object acts (not "le gusta la IA",
     # "wants the new model", where the assistant is only what is liked or wanted)

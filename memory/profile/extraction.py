@@ -35,7 +35,8 @@ from memory.engine.llm import (
     ToolSpec,
 )
 from memory.integrity.credentials import credential_values, find_credentials
-from memory.integrity.gate import as_data, check_fact, check_joined, check_together
+from memory.integrity.gate import as_data, check_fact
+from memory.integrity.together import check_joined, check_together
 from memory.models import Conversation, Fact, Turn, UsageRecord
 from memory.profile.fact_keys import KEY_SYNTAX, key_json_schema, spec_of, storage_key
 from memory.profile.view import Lifetimes

@@ -14,7 +14,8 @@ from enum import Enum
 from cards.character import CharacterBook
 from memory.engine.labels import label
 from memory.engine.tokens import TokenEstimator
-from memory.integrity.gate import as_data, check_text, split_values
+from memory.integrity.gate import as_data, check_text
+from memory.integrity.together import split_values
 from memory.models import Fact, Thread
 from memory.profile.fact_keys import canonical_key
 from memory.store.protocols import Facts

@@ -28,7 +28,8 @@ from memory.engine.llm import (
 from memory.engine.prompt import format_summary, trim_summary
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.credentials import credential_values, find_credentials, mask_credentials
-from memory.integrity.gate import ClaimRefusal, check_claim, filter_claims
+from memory.integrity.gate import check_claim
+from memory.integrity.together import ClaimRefusal, filter_claims
 from memory.models import Summary, SummaryFields, Thread, Turn, UsageRecord
 from memory.summary.supersede import ValueChange, retire_superseded
 
