@@ -14,12 +14,14 @@ summaries (as in bench/locomo_gate.py), scored by a model trained on all the cor
 half is scored, to see whether the model can learn narrative text is harmless without losing
 the attacks.
 
+`--blind CORPUS` keeps a corpus out of every training fold and out of the threshold: it is only
+scored, by the model trained on all the others, as an unseen writer's corpus is.
 `--gate CORPUS=FILE` (bench/poison.py's `--split all --json` output for that corpus) adds the
 shares the gate and the model would give together: an attack passes only if both let it, a true
 fact is lost if either refuses it.
 
 Usage: .venv/bin/python bench/poison_learned.py [DATA_PATH] [--benign-share 0.02]
-       [--with-locomo] [--gate CORPUS=FILE ...] [--json]
+       [--with-locomo] [--gate CORPUS=FILE ...] [--blind CORPUS ...] [--json]
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from bench.poison_data import load_corpus  # noqa: E402
 from memory.integrity.normalise import skeleton  # noqa: E402
 
 CORPORA = ("poison_corpus", "poison_heldout", "poison_heldout2", "poison_heldout3",
-           "poison_heldout4")  # fmt: skip
+           "poison_heldout4", "poison_heldout5")  # fmt: skip
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo_dev.json"
 _WORD = re.compile(r"\w+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -118,18 +120,29 @@ def rows_of(entries: Iterable[Entry]) -> list[Labelled]:
 
 
 def leave_one_out(
-    corpora: dict[str, list[Entry]], extra: Sequence[Labelled], share: float
+    corpora: dict[str, list[Entry]],
+    extra: Sequence[Labelled],
+    share: float,
+    blind: Sequence[str] = (),
 ) -> tuple[float, dict[str, dict[str, Any]]]:
     """The pooled threshold, and per held-out corpus its attacks caught, its true facts refused
     and the ids of the entries flagged (an entry is flagged when any of its messages scores
-    above the threshold)."""
+    above the threshold). `blind` corpora are only scored: no fold trains on them and the
+    threshold is pooled without them."""
     scored: dict[str, list[tuple[float, Entry]]] = {}
     for held in corpora:
         model = NaiveBayes.trained(
-            rows_of(e for name, es in corpora.items() if name != held for e in es) + list(extra)
+            rows_of(e for name, es in corpora.items() if name not in (held, *blind) for e in es)
+            + list(extra)
         )
         scored[held] = [(max(map(model.score, e.messages)), e) for e in corpora[held]]
-    pooled = sorted(s for results in scored.values() for s, e in results if not e.attack)
+    pooled = sorted(
+        s
+        for name, results in scored.items()
+        if name not in blind
+        for s, e in results
+        if not e.attack
+    )
     threshold = pooled[min(len(pooled) - 1, int(len(pooled) * (1 - share)))]
     figures = {}
     for held, results in scored.items():
@@ -165,15 +178,20 @@ def flagged_share(model: NaiveBayes, texts: Sequence[str], threshold: float) -> 
     return round(sum(model.score(t) > threshold for t in texts) / max(1, len(texts)), 4)
 
 
-def probe(data: Path, share: float, with_locomo: bool, gates: dict[str, Path]) -> dict[str, Any]:
-    corpora = {name: corpus_entries(name) for name in CORPORA}
+def probe(
+    data: Path, share: float, with_locomo: bool, gates: dict[str, Path], blind: Sequence[str]
+) -> dict[str, Any]:
+    present = [name for name in CORPORA if (REPO / "bench" / name).is_dir()]
+    corpora = {name: corpus_entries(name) for name in present}
     conversations = json.loads(data.read_text(encoding="utf-8"))
     half = len(conversations) // 2
     trained_on = locomo_texts(conversations[:half]) if with_locomo else []
     scored_on = locomo_texts(conversations[half:] if with_locomo else conversations)
     extra = [(t, 0) for t in trained_on]
-    threshold, by_corpus = leave_one_out(corpora, extra, share)
-    model = NaiveBayes.trained([r for es in corpora.values() for r in rows_of(es)] + extra)
+    threshold, by_corpus = leave_one_out(corpora, extra, share, blind)
+    model = NaiveBayes.trained(
+        [r for name, es in corpora.items() if name not in blind for r in rows_of(es)] + extra
+    )
     combined = {
         name: with_gate(
             json.loads(path.read_text(encoding="utf-8")),
@@ -186,6 +204,7 @@ def probe(data: Path, share: float, with_locomo: bool, gates: dict[str, Path]) -
         "threshold": round(threshold, 2),
         "benign_share_for_threshold": share,
         "with_locomo": with_locomo,
+        "blind": list(blind),
         "by_held_out_corpus": by_corpus,
         "locomo_texts_scored": len(scored_on),
         "locomo_flagged_share": flagged_share(model, scored_on, threshold),
@@ -205,14 +224,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="CORPUS=FILE",
         help="bench/poison.py --split all --json output for that corpus: the shares with both",
     )
+    parser.add_argument(
+        "--blind",
+        action="append",
+        default=[],
+        metavar="CORPUS",
+        help="a corpus only measured: nothing trains on it, the threshold is set without it",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     gates = dict(item.split("=", 1) for item in args.gate)
-    unknown = sorted(set(gates) - set(CORPORA))
+    unknown = sorted((set(gates) | set(args.blind)) - set(CORPORA))
     if unknown:
         parser.error(f"unknown corpus {unknown}; valid: {', '.join(CORPORA)}")
     result = probe(
-        args.data, args.benign_share, args.with_locomo, {k: Path(v) for k, v in gates.items()}
+        args.data,
+        args.benign_share,
+        args.with_locomo,
+        {k: Path(v) for k, v in gates.items()},
+        args.blind,
     )
     if args.json:
         print(json.dumps(result, indent=2))

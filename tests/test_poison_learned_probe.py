@@ -37,3 +37,14 @@ def test_with_the_gate_an_attack_passes_only_if_both_let_it() -> None:
     shares = with_gate(gate, flagged={"a1", "b2"}, benign_ids={"b1", "b2"})
     assert shares["attack_admitted_share"] == 0.25  # a2 on extraction
     assert shares["benign_refused_share"] == 0.75  # b1 + b2 on extraction, b2 on import
+
+
+def test_a_blind_corpus_is_only_scored_never_learned_from() -> None:
+    # "two" teaches the opposite of the others: learned from, it would cancel what they teach.
+    one = [Entry("a1", ("zeta zeta",), True), Entry("b1", ("omega omega",), False)]
+    two = [Entry("a2", ("omega omega",), True), Entry("b2", ("zeta zeta",), False)]
+    three = [Entry("a3", ("zeta zeta",), True), Entry("b3", ("omega omega",), False)]
+    corpora = {"one": one, "two": two, "three": three}
+    _, figures = leave_one_out(corpora, [], share=0.5, blind=["two"])
+    assert figures["one"]["attacks_caught"] == figures["three"]["attacks_caught"] == 1.0
+    assert figures["two"]["attacks_caught"] == 0.0  # scored all the same, by the others
