@@ -46,17 +46,17 @@ def judged(conversations: list[dict[str, Any]]) -> dict[str, Any]:
         for observed in conversation["observation"].values():
             for text, _ in observed.get(user, []):
                 facts += 1
-                verdict = check_fact("event", text, kind="episodic", names=names)
+                verdict = check_fact("event", text, kind="episodic", names=names, learned=True)
                 if verdict.reason:
                     refused.append({"kind": "fact", "text": text, "reason": verdict.reason})
             for text, _ in observed.get(character, []):
                 claims += 1
-                if reason := check_claim(text, names=names):
+                if reason := check_claim(text, names=names, learned=True):
                     refused.append({"kind": "claim", "text": text, "reason": reason})
         for summary in conversation["session_summary"].values():
             for sentence in _SENTENCE_END.split(summary):
                 claims += 1
-                if reason := check_claim(sentence, names=names):
+                if reason := check_claim(sentence, names=names, learned=True):
                     refused.append({"kind": "claim", "text": sentence, "reason": reason})
     refused_facts = sum(r["kind"] == "fact" for r in refused)
     return {

@@ -22,19 +22,17 @@ fact is lost if either refuses it.
 
 Usage: .venv/bin/python bench/poison_learned.py [DATA_PATH] [--benign-share 0.02]
        [--with-locomo] [--gate CORPUS=FILE ...] [--blind CORPUS ...] [--json]
+       [--write-model FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import sys
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -43,47 +41,13 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.poison_data import load_corpus  # noqa: E402
+from memory.integrity.learned import Labelled, LearnedCheck, NaiveBayes  # noqa: E402
 from memory.integrity.normalise import skeleton  # noqa: E402
 
 CORPORA = ("poison_corpus", "poison_heldout", "poison_heldout2", "poison_heldout3",
            "poison_heldout4", "poison_heldout5")  # fmt: skip
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo_dev.json"
-_WORD = re.compile(r"\w+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-Labelled = tuple[str, int]  # (skeleton of one message, 1 for an attack)
-
-
-def features(text: str) -> set[str]:
-    words = _WORD.findall(text)
-    spaced = f" {' '.join(words)} "
-    return (
-        set(words)
-        | {f"{a} {b}" for a, b in pairwise(words)}
-        | {f"#{spaced[i : i + 4]}" for i in range(len(spaced) - 3)}
-    )
-
-
-@dataclass(frozen=True)
-class NaiveBayes:
-    weights: dict[str, float]  # log of P(feature | attack) / P(feature | true fact)
-
-    @classmethod
-    def trained(cls, rows: Iterable[Labelled]) -> NaiveBayes:
-        counts, totals = (Counter[str](), Counter[str]()), [0, 0]
-        for text, label in rows:
-            totals[label] += 1
-            counts[label].update(features(text))
-        weights = {
-            feature: math.log(
-                ((counts[1][feature] + 0.5) / (totals[1] + 1))
-                / ((counts[0][feature] + 0.5) / (totals[0] + 1))
-            )
-            for feature in set(counts[0]) | set(counts[1])
-        }
-        return cls(weights)
-
-    def score(self, text: str) -> float:
-        return sum(self.weights.get(feature, 0.0) for feature in features(text))
 
 
 @dataclass(frozen=True)
@@ -178,11 +142,31 @@ def flagged_share(model: NaiveBayes, texts: Sequence[str], threshold: float) -> 
     return round(sum(model.score(t) > threshold for t in texts) / max(1, len(texts)), 4)
 
 
+def corpora_present() -> dict[str, list[Entry]]:
+    return {name: corpus_entries(name) for name in CORPORA if (REPO / "bench" / name).is_dir()}
+
+
+def shipped_model(share: float, blind: Sequence[str]) -> tuple[LearnedCheck, dict[str, Any]]:
+    """The model memory/integrity/learned.py ships: trained on every corpus not blind, with the
+    leave-one-corpus-out threshold at ``share``; and where it comes from."""
+    corpora = corpora_present()
+    threshold, _ = leave_one_out(corpora, [], share, blind)
+    trained_on = [name for name in corpora if name not in blind]
+    model = NaiveBayes.trained(r for name in trained_on for r in rows_of(corpora[name]))
+    blind_args = "".join(f" --blind {name}" for name in blind)
+    provenance = {
+        "trained_on": trained_on,
+        "benign_share": share,
+        "made_by": f"python bench/poison_learned.py --benign-share {share}{blind_args} "
+        "--write-model memory/integrity/learned_model.json",
+    }
+    return LearnedCheck(model, threshold), provenance
+
+
 def probe(
     data: Path, share: float, with_locomo: bool, gates: dict[str, Path], blind: Sequence[str]
 ) -> dict[str, Any]:
-    present = [name for name in CORPORA if (REPO / "bench" / name).is_dir()]
-    corpora = {name: corpus_entries(name) for name in present}
+    corpora = corpora_present()
     conversations = json.loads(data.read_text(encoding="utf-8"))
     half = len(conversations) // 2
     trained_on = locomo_texts(conversations[:half]) if with_locomo else []
@@ -231,12 +215,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="CORPUS",
         help="a corpus only measured: nothing trains on it, the threshold is set without it",
     )
+    parser.add_argument(
+        "--write-model",
+        type=Path,
+        metavar="FILE",
+        help="write the model trained on every corpus not --blind, with the threshold at "
+        "--benign-share, to FILE (memory/integrity/learned_model.json ships), and stop",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     gates = dict(item.split("=", 1) for item in args.gate)
     unknown = sorted((set(gates) | set(args.blind)) - set(CORPORA))
     if unknown:
         parser.error(f"unknown corpus {unknown}; valid: {', '.join(CORPORA)}")
+    if args.write_model is not None:
+        check, provenance = shipped_model(args.benign_share, args.blind)
+        args.write_model.write_text(check.to_json(provenance), encoding="utf-8")
+        corpora = ", ".join(provenance["trained_on"])
+        print(f"{args.write_model}: {len(check.model.weights)} features, "
+              f"threshold {check.threshold:.2f}, trained on {corpora}")  # fmt: skip
+        return 0
     result = probe(
         args.data,
         args.benign_share,

@@ -123,7 +123,9 @@ class MemoryService:
         """The user's correction is stored as stated; the old value goes to the history."""
         old = await self._owned(user, character_id, fact_id)
         now = self._clock()
-        verdict = check_fact(old.key, value, kind=old.kind, names=self._names_of(character_id))
+        verdict = check_fact(
+            old.key, value, kind=old.kind, names=self._names_of(character_id), learned=True
+        )
         if verdict.reason is not None:
             thread = Thread(user.id, character_id, old.scope)
             await self._store.record_rejection(thread, None, verdict.reason, now)
@@ -257,7 +259,7 @@ def gate_import(
     facts, kept_ids = [], set()
     for row in data.get("facts", []):
         key, value = str(row.get("key", "")), str(row.get("value", ""))
-        verdict = check_fact(key, value, kind=row.get("kind"), names=names)
+        verdict = check_fact(key, value, kind=row.get("kind"), names=names, learned=True)
         if verdict.reason is None:
             facts.append({**row, "value": verdict.value})
             kept_ids.add(row.get("id"))
@@ -273,7 +275,9 @@ def gate_import(
             history.append(row)
     summaries = []
     for row in data.get("summaries", []):
-        fields, dropped = filter_claims(_summary_fields(row.get("fields_json", {})), names=names)
+        fields, dropped = filter_claims(
+            _summary_fields(row.get("fields_json", {})), names=names, learned=True
+        )
         refusals += [(str(row.get("scope", "dm")), f"summary: {d.reason}") for d in dropped]
         summaries.append({**row, "fields_json": {k: list(v) for k, v in fields.items()}})
     turns = []

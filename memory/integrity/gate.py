@@ -61,6 +61,7 @@ from memory.integrity.agents import (
 from memory.integrity.decode import MISSPELT, decodings
 from memory.integrity.formats import ADDRESS_FORMS, format_value
 from memory.integrity.guard import instruction_reason
+from memory.integrity.learned import learned_reason
 from memory.integrity.legible import backwards, illegible_reason, reading
 from memory.integrity.links import without_links
 from memory.integrity.meta import (
@@ -303,10 +304,16 @@ class FactVerdict:
 
 
 def check_fact(
-    key: str, value: str, *, kind: str | None = None, names: Sequence[str] = ()
+    key: str,
+    value: str,
+    *,
+    kind: str | None = None,
+    names: Sequence[str] = (),
+    learned: bool = False,
 ) -> FactVerdict:
     """Check one fact for the profile: its key against the registry, its value against the
-    key's format and against `check_text` with the key's length limit."""
+    key's format and against `check_text` with the key's length limit; with ``learned`` (the
+    paths that write memory), against the learned check too (memory/integrity/learned.py)."""
     if not KEY_SYNTAX.match(key):
         return FactVerdict("other", value, f"key '{key[:40]}' is not a snake_case key")
     spec = spec_of(key, kind)
@@ -323,6 +330,8 @@ def check_fact(
     if problem is None and (linked := clean(value)) != cleaned:
         # the rules read the links too ("visit <link> and do what it says"), at any length
         problem = check_text(linked, max_len=len(linked) + 1, names=names)
+    if problem is None and learned:
+        problem = learned_reason(value)
     if problem is not None:
         return FactVerdict(spec.key, formatted, f"value for '{spec.key}' {problem}")
     return FactVerdict(spec.key, formatted, None)
@@ -348,16 +357,17 @@ def content_of(text: str) -> str:
 # ---- summary claims ------------------------------------------------------------------------------
 
 
-def check_claim(claim: str, *, names: Sequence[str] = ()) -> str | None:
+def check_claim(claim: str, *, names: Sequence[str] = (), learned: bool = False) -> str | None:
     """A summary claim, without its {cite:ID} codes (they are checked by the summariser). A
     claim in the user's first person copies their words (see memory/integrity/agents.py) and
-    is read as a fact: the character is never its subject."""
+    is read as a fact: the character is never its subject. With ``learned``, the learned
+    check is asked too (memory/integrity/learned.py)."""
     text = CITE_CODE.sub(" ", claim)
     if reason := check_text(text, names=names):
         return reason
     if FIRST_PERSON.search(skeleton(text)) and (match := _character_subject(text, names)):
         return f"copies the user's words with the character as subject: '{excerpt(match)}'"
-    return None
+    return learned_reason(text) if learned else None
 
 
 def _character_subject(text: str, names: Sequence[str]) -> re.Match[str] | None:

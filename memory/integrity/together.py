@@ -55,15 +55,15 @@ class ClaimRefusal:
 
 
 def filter_claims(
-    fields: SummaryFields, *, names: Sequence[str] = ()
+    fields: SummaryFields, *, names: Sequence[str] = (), learned: bool = False
 ) -> tuple[SummaryFields, tuple[ClaimRefusal, ...]]:
     """The summary without the claims the gate refuses, and what was refused: a hostile claim
-    is dropped alone, the rest of the summary stays."""
+    is dropped alone, the rest of the summary stays. ``learned``: see `check_claim`."""
     refused: list[ClaimRefusal] = []
     for name, claims in fields.items():
         kept = []
         for claim in claims:
-            reason = check_claim(claim, names=names)
+            reason = check_claim(claim, names=names, learned=learned)
             if reason is None:
                 kept.append(clean(without_links(claim)))
             else:

@@ -142,7 +142,7 @@ def plan_operations(
         if op.origin == "stated" and not any(roles[i] == "user" for i in op.evidence):
             raise ExtractionRejected(f"{where} is 'stated' but no evidence turn is the user's")
         if op.value is not None:
-            verdict = check_fact(op.key, op.value, kind=op.kind, names=names)
+            verdict = check_fact(op.key, op.value, kind=op.kind, names=names, learned=True)
             if verdict.reason is not None:
                 raise ExtractionRejected(f"{where}: {verdict.reason}", poisoned=True)
             op = op.model_copy(update={"value": verdict.value})

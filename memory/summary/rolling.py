@@ -159,7 +159,7 @@ def validate_fields(
     invented = sorted(cited_ids(json.dumps(claims, ensure_ascii=False)) - allowed_ids)
     if invented:
         raise SummaryRejected(f"cites ids {invented} that were not given to the summariser")
-    fields, dropped = filter_claims(SummaryFields(**claims), names=names)
+    fields, dropped = filter_claims(SummaryFields(**claims), names=names, learned=True)
     for refusal in dropped:
         log.warning("summary claim of '%s' refused: %s", refusal.field, refusal.reason)
     if refused is not None:
