@@ -15,6 +15,7 @@ from cards.character import CharacterBook
 from memory.engine.labels import label
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.gate import as_data, check_text
+from memory.integrity.learned import learned_reason
 from memory.integrity.together import split_values
 from memory.models import Fact, Thread
 from memory.profile.fact_keys import canonical_key
@@ -166,7 +167,10 @@ def profile_lines(
 
 
 def _passes_alone(fact: Fact) -> bool:
-    return check_text(fact.value, max_len=len(fact.value) + 1) is None
+    # the learned check too: a value stored before the model (or under an older one) is
+    # read as today's writes are
+    value = fact.value
+    return check_text(value, max_len=len(value) + 1) is None and learned_reason(value) is None
 
 
 def _fit(
