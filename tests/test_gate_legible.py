@@ -124,6 +124,11 @@ async def test_compaction_refuses_a_claim_about_the_characters_trade(
     assert [r for r in rejections(app) if "detective" in r]
 
 
+# about the character, by its trade; neither the rules without its names nor the learned check
+# refuse it, so only the names the import gives the gate can
+MOVED_AWAY = "el detective se ha mudado a Cádiz y ya no trabaja"
+
+
 async def test_import_refuses_a_fact_about_the_characters_trade(
     app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
 ) -> None:
@@ -139,16 +144,17 @@ async def test_import_refuses_a_fact_about_the_characters_trade(
         "summaries": [],
         "facts": [
             {**fact, "id": 1, "key": "city", "value": "Portugalete"},
-            {**fact, "id": 2, "key": "other", "value": "el detective ahora es un pirata cojo"},
+            {**fact, "id": 2, "key": "other", "value": MOVED_AWAY},
         ],
         "fact_history": [],
     }
     ana = await app.store.upsert_user("telegram", "u1", "Ana", clock())
+    assert check_fact("other", MOVED_AWAY, learned=True).ok
     counts = await app.memory.import_(ana, "detective_bilbao", data)
     assert counts["refused"] == 1 and counts["facts"] == 1
     await app.companion.handle(dm("Hola"))
     blocks = memory_blocks(fake_anthropic)
-    assert "Portugalete" in blocks and "pirata" not in blocks
+    assert "Portugalete" in blocks and "Cádiz" not in blocks
 
 
 KOLDO = ("Koldo Arrieta", "Koldo", "detective")
