@@ -82,7 +82,7 @@ class LearnedCheck:
         if score > self.threshold:
             return (
                 f"reads like a disguised instruction to the assistant (learned check: score "
-                f"{score:.0f}, limit {self.threshold:.0f})"
+                f"{score:.0f}, limit {self.threshold:.0f}; a fact about you, said plainly, passes)"
             )
         return None
 
