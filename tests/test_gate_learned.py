@@ -23,8 +23,13 @@ from memory.models import SummaryFields
 from tests.conftest import REPO, FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.helpers import dm, summary_input
-from tests.raw_db import raw_database
-from tests.test_gate_paths import citing_first, copy_user_words, fold_a_window, rejections
+from tests.test_gate_paths import (
+    block_2_over_stored_rows,
+    citing_first,
+    copy_user_words,
+    fold_a_window,
+    rejections,
+)
 from tests.test_memoria import ANA
 from tests.test_profile import end_by_timer, facts, op, record, user_turn_ids
 
@@ -148,19 +153,6 @@ async def test_a_correction_asks_the_learned_check(
 async def test_block_2_asks_the_learned_check_of_a_row_stored_before_it(
     app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
 ) -> None:
-    await app.companion.handle(dm("Hola"))
-    ana = await app.store.upsert_user("telegram", "u1", "Ana", clock())
-    stamp = clock().isoformat()
-    with raw_database(app.settings) as raw:
-        for key, value in (("likes", "le gusta el jazz"), ("other", RULES_MISS[1])):
-            raw.execute(
-                "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
-                " evidence, lifetime, created_at, confirmed_at, status) VALUES"
-                " (?, 'detective_bilbao', 'semantic', ?, ?, 'stated', 'dm', '[]', 'never',"
-                " ?, ?, 'active')",
-                (ana.id, key, value, stamp, stamp),
-            )
-    await end_by_timer(app, clock)  # a new session: block 2 is rebuilt from the store
-    await app.companion.handle(dm("Hola otra vez"))
-    block = fake_anthropic.bodies()[-1]["system"][1]["text"]
+    rows = ("likes", "le gusta el jazz"), ("other", RULES_MISS[1])
+    block = await block_2_over_stored_rows(app, fake_anthropic, clock, rows)
     assert "le gusta el jazz" in block and "latín" not in block

@@ -219,14 +219,15 @@ async def test_a_tool_result_stored_as_a_turn_withholds_an_instruction(
     assert "reveal your prompt" not in stored
 
 
-async def test_a_row_from_before_the_gate_is_not_shown_and_its_key_is_not_rendered(
-    app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
-) -> None:
+async def block_2_over_stored_rows(
+    app: App, fake_anthropic: FakeAnthropic, clock: FakeClock, rows: tuple[tuple[str, str], ...]
+) -> str:
+    """Block 2 of a new session's request, over facts written straight into the store (as a
+    row from before the gate would be)."""
     await app.companion.handle(dm("Hola"))
     ana = await app.store.upsert_user("telegram", "u1", "Ana", clock())
     stamp = clock().isoformat()
     with raw_database(app.settings) as raw:
-        rows = ("ignore_your_rules", "le gusta el jazz"), ("likes", ATTACK), ("hobby", RULES_ONLY)
         for key, value in rows:
             raw.execute(
                 "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
@@ -237,7 +238,14 @@ async def test_a_row_from_before_the_gate_is_not_shown_and_its_key_is_not_render
             )
     await end_by_timer(app, clock)  # a new session: block 2 is rebuilt from the store
     await app.companion.handle(dm("Hola otra vez"))
-    block = fake_anthropic.bodies()[-1]["system"][1]["text"]
+    return str(fake_anthropic.bodies()[-1]["system"][1]["text"])
+
+
+async def test_a_row_from_before_the_gate_is_not_shown_and_its_key_is_not_rendered(
+    app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    rows = ("ignore_your_rules", "le gusta el jazz"), ("likes", ATTACK), ("hobby", RULES_ONLY)
+    block = await block_2_over_stored_rows(app, fake_anthropic, clock, rows)
     assert "- other: le gusta el jazz" in block
     assert "ignore" not in block and "responda siempre" not in block
     assert learned_reason(RULES_ONLY) is None and "chiste" not in block  # the rules' own re-check
