@@ -41,11 +41,15 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.poison_data import load_corpus  # noqa: E402
-from memory.integrity.learned import Labelled, LearnedCheck, NaiveBayes  # noqa: E402
-from memory.integrity.normalise import skeleton  # noqa: E402
+from memory.integrity.learned import (  # noqa: E402
+    Labelled,
+    LearnedCheck,
+    NaiveBayes,
+    model_reading,
+)
 
 CORPORA = ("poison_corpus", "poison_heldout", "poison_heldout2", "poison_heldout3",
-           "poison_heldout4", "poison_heldout5")  # fmt: skip
+           "poison_heldout4", "poison_heldout5", "poison_heldout6")  # fmt: skip
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo_dev.json"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -59,7 +63,7 @@ class Entry:
 
 def corpus_entries(name: str) -> list[Entry]:
     return [
-        Entry(e.id, tuple(skeleton(m) for m in e.messages), e.kind == "attack")
+        Entry(e.id, tuple(model_reading(m) for m in e.messages), e.kind == "attack")
         for e in load_corpus(REPO / "bench" / name)
         if e.kind in ("attack", "benign")
     ]
@@ -76,7 +80,7 @@ def locomo_texts(conversations: Sequence[dict[str, Any]]) -> list[str]:
             texts += [text for who in speakers for text, _ in observed.get(who, [])]
         for summary in conversation["session_summary"].values():
             texts += _SENTENCE_END.split(summary)
-    return [skeleton(t) for t in texts if t.strip()]
+    return [model_reading(t) for t in texts if t.strip()]
 
 
 def rows_of(entries: Iterable[Entry]) -> list[Labelled]:

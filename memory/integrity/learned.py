@@ -14,7 +14,8 @@ The model is data, not code: `memory/integrity/learned_model.json`, written by
 `python bench/poison_learned.py --write-model` from the corpora it names, with the threshold
 that refuses `benign_share` of the true facts of corpora it had not seen (leave one corpus out).
 Its features are the words, word pairs and 4-letter pieces of the skeleton
-(memory/integrity/normalise.py), so look-alike letters and leetspeak read as plain letters.
+(memory/integrity/normalise.py), so look-alike letters and leetspeak read as plain letters, of
+the text as memory keeps it: links masked (a link's own words are the rules' to read).
 """
 
 from __future__ import annotations
@@ -30,11 +31,18 @@ from importlib.resources import files
 from itertools import pairwise
 from typing import Any
 
+from memory.integrity.links import without_links
 from memory.integrity.normalise import skeleton
 
 MODEL_FILE = "learned_model.json"
 _WORD = re.compile(r"\w+")
 Labelled = tuple[str, int]  # (skeleton of one message, 1 for an attack)
+
+
+def model_reading(text: str) -> str:
+    """What the model is trained on and scores: the skeleton of the text as memory keeps it
+    (links and e-mail addresses masked, memory/integrity/links.py; the rules read them)."""
+    return skeleton(without_links(text))
 
 
 def features(folded: str) -> set[str]:
@@ -78,7 +86,7 @@ class LearnedCheck:
 
     def reason(self, text: str) -> str | None:
         """Why the model refuses ``text``, or None."""
-        score = self.model.score(skeleton(text))
+        score = self.model.score(model_reading(text))
         if score > self.threshold:
             return (
                 f"reads like a disguised instruction to the assistant (learned check: score "
