@@ -1,7 +1,7 @@
-"""Would a learned check beside the gate's rules pay? A probe, not part of the product.
+"""The gate's learned check (memory/integrity/learned.py): measured, and made.
 
 The rules of memory/integrity/ were built from the misses of the development corpora, and a
-corpus written blind still gets about 5 % of its attacks past them (bench/poison.py). This asks
+corpus written blind still gets 5 to 40 % of its attacks past them (bench/poison.py). This asks
 whether a plain statistical model learns something that carries across writers: naive Bayes over
 the words, word pairs and 4-letter pieces of each message's skeleton (the gate's matching form),
 trained on every corpus but one and scored on the one left out (leave-one-corpus-out, so the
@@ -12,7 +12,8 @@ The other side is memory nobody wrote to look like an order: LoCoMo's observatio
 summaries (as in bench/locomo_gate.py), scored by a model trained on all the corpora. With
 `--with-locomo`, half of LoCoMo's conversations join the training as true memories and the other
 half is scored, to see whether the model can learn narrative text is harmless without losing
-the attacks.
+the attacks. Every fold (and the shipped model) also learns from bench/poison_narrative/, 240
+summary sentences written as true memories, since the corpora's true facts are all first-person.
 
 `--blind CORPUS` keeps a corpus out of every training fold and out of the threshold: it is only
 scored, by the model trained on all the others, as an unseen writer's corpus is.
@@ -49,8 +50,12 @@ from memory.integrity.learned import (  # noqa: E402
 )
 
 CORPORA = ("poison_corpus", "poison_heldout", "poison_heldout2", "poison_heldout3",
-           "poison_heldout4", "poison_heldout5", "poison_heldout6")  # fmt: skip
+           "poison_heldout4", "poison_heldout5", "poison_heldout6", "poison_heldout7")  # fmt: skip
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo_dev.json"
+# Summary sentences of the kind the summariser writes (third person, Spanish and English),
+# written for the model as true memories: the corpora's true facts are all first-person
+# near-misses, and a model that never saw narrative text refuses some of it.
+NARRATIVE = REPO / "bench" / "poison_narrative" / "claims.json"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -146,6 +151,11 @@ def flagged_share(model: NaiveBayes, texts: Sequence[str], threshold: float) -> 
     return round(sum(model.score(t) > threshold for t in texts) / max(1, len(texts)), 4)
 
 
+def narrative_rows() -> list[Labelled]:
+    claims = json.loads(NARRATIVE.read_text(encoding="utf-8"))
+    return [(model_reading(claim), 0) for claim in claims]
+
+
 def corpora_present() -> dict[str, list[Entry]]:
     return {name: corpus_entries(name) for name in CORPORA if (REPO / "bench" / name).is_dir()}
 
@@ -154,12 +164,15 @@ def shipped_model(share: float, blind: Sequence[str]) -> tuple[LearnedCheck, dic
     """The model memory/integrity/learned.py ships: trained on every corpus not blind, with the
     leave-one-corpus-out threshold at ``share``; and where it comes from."""
     corpora = corpora_present()
-    threshold, _ = leave_one_out(corpora, [], share, blind)
+    narrative = narrative_rows()
+    threshold, _ = leave_one_out(corpora, narrative, share, blind)
     trained_on = [name for name in corpora if name not in blind]
-    model = NaiveBayes.trained(r for name in trained_on for r in rows_of(corpora[name]))
+    model = NaiveBayes.trained(
+        [r for name in trained_on for r in rows_of(corpora[name])] + narrative
+    )
     blind_args = "".join(f" --blind {name}" for name in blind)
     provenance = {
-        "trained_on": trained_on,
+        "trained_on": [*trained_on, NARRATIVE.parent.name],
         "benign_share": share,
         "made_by": f"python bench/poison_learned.py --benign-share {share}{blind_args} "
         "--write-model memory/integrity/learned_model.json",
@@ -175,7 +188,7 @@ def probe(
     half = len(conversations) // 2
     trained_on = locomo_texts(conversations[:half]) if with_locomo else []
     scored_on = locomo_texts(conversations[half:] if with_locomo else conversations)
-    extra = [(t, 0) for t in trained_on]
+    extra = [(t, 0) for t in trained_on] + narrative_rows()
     threshold, by_corpus = leave_one_out(corpora, extra, share, blind)
     model = NaiveBayes.trained(
         [r for name, es in corpora.items() if name not in blind for r in rows_of(es)] + extra

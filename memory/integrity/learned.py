@@ -1,7 +1,7 @@
 """A learned second opinion beside the gate's rules: naive Bayes on a value's skeleton.
 
 The rules (rules.py, address.py, ...) were built from the misses of the poisoning corpora, and a
-corpus written by someone who never saw them still got 5 to 12 % of its attacks past them. A
+corpus written by someone who never saw them still got 5 to 40 % of its attacks past them. A
 plain statistical model trained on those same corpora catches most of what a new writer gets
 past the rules (bench/poison_learned.py measures it leaving one corpus out, and on corpora it
 never learned from). It only ever refuses more: a value the rules refuse stays refused.
@@ -11,7 +11,8 @@ learned=True)`), never inside `check_text`: each rule keeps tests of its own, wh
 layer under them would mask.
 
 The model is data, not code: `memory/integrity/learned_model.json`, written by
-`python bench/poison_learned.py --write-model` from the corpora it names, with the threshold
+`python bench/poison_learned.py --write-model` from the corpora it names and from summary
+sentences written as true memories (bench/poison_narrative/), with the threshold
 that refuses `benign_share` of the true facts of corpora it had not seen (leave one corpus out).
 Its features are the words, word pairs and 4-letter pieces of the skeleton
 (memory/integrity/normalise.py), so look-alike letters and leetspeak read as plain letters, of
