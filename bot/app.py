@@ -26,6 +26,7 @@ from memory.engine.companion import Companion
 from memory.engine.photos import PhotoDescriber
 from memory.engine.responder import Responder
 from memory.engine.tokens import TokenEstimator
+from memory.integrity.learned import shipped_check
 from memory.integrity.legible import load_vocabularies
 from memory.privacy import MemoryService
 from memory.profile.extraction import ProfileExtractor, character_names
@@ -163,8 +164,10 @@ async def open_app(
 ) -> AsyncIterator[App]:
     """Build everything once, in dependency order, and close it in reverse."""
     characters = CharacterBook.load(settings.characters_dir)
-    # The gate's word lists, read off the event loop: the first message must not wait for them.
+    # The gate's word lists and its learned model, read off the event loop: the first message
+    # must not wait for them.
     await asyncio.to_thread(load_vocabularies)
+    await asyncio.to_thread(shipped_check)
     llm = llm or build_llm(settings)
     clock = clock or system_clock(settings)
     store = await open_store(settings.database_target)
