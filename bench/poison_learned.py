@@ -50,7 +50,8 @@ from memory.integrity.learned import (  # noqa: E402
 )
 
 CORPORA = ("poison_corpus", "poison_heldout", "poison_heldout2", "poison_heldout3",
-           "poison_heldout4", "poison_heldout5", "poison_heldout6", "poison_heldout7")  # fmt: skip
+           "poison_heldout4", "poison_heldout5", "poison_heldout6", "poison_heldout7",
+           "poison_heldout8")  # fmt: skip
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo_dev.json"
 # Summary sentences of the kind the summariser writes (third person, Spanish and English),
 # written for the model as true memories: the corpora's true facts are all first-person
