@@ -7,6 +7,7 @@ so that, when they do not all fit the budget, the least useful go first (see REA
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from enum import Enum
@@ -220,4 +221,8 @@ class ProfileService:
     async def lines_for(self, thread: Thread, now: datetime) -> ProfileLines:
         facts = await self._store.facts(thread.user_id, thread.character_id, thread.scope)
         language = self._characters.language_of(thread.character_id)
-        return profile_lines(facts, now, self._lifetimes, language, self._budget, self._tokens)
+        # The gate re-reads every value shown (about 100 ms for twenty facts): in a thread, so
+        # a session start never holds up the other users' messages.
+        return await asyncio.to_thread(
+            profile_lines, facts, now, self._lifetimes, language, self._budget, self._tokens
+        )

@@ -1,0 +1,78 @@
+"""Block 2 is read off the event loop: a session start never holds up other users' messages."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from typing import Any
+
+from bot.app import App
+from memory.engine.tokens import TokenEstimator
+from memory.models import Fact, Thread
+from memory.profile.view import Lifetimes, ProfileService
+from tests.conftest import FakeClock
+from tests.helpers import dm
+from tests.raw_db import raw_database
+
+VALUES = (
+    "enfermera en el hospital de Cruces", "su gata se llama Txuri", "le gusta el jazz",
+    "tiene miedo a las alturas", "corre los domingos por la ría", "su hermano vive en Londres",
+    "estudia alemán por las tardes", "toca la guitarra desde niña", "no come carne",
+    "su madre es de Zamora", "quiere aprender a bucear", "trabaja a turnos de noche",
+)  # fmt: skip
+
+
+class CountingLoop:
+    """Counts the event loop's turns while it is free to run other tasks."""
+
+    def __init__(self) -> None:
+        self.turns = 0
+        self.running = True
+
+    async def spin(self) -> None:
+        while self.running:
+            self.turns += 1
+            await asyncio.sleep(0)
+
+
+class WatchedFacts:
+    """The real store's facts, noting how many loop turns had passed when they arrived."""
+
+    def __init__(self, app: App, loop: CountingLoop) -> None:
+        self._store, self._loop = app.store, loop
+        self.turns_at_fetch: int | None = None
+
+    async def facts(self, *args: Any) -> list[Fact]:
+        rows = await self._store.facts(*args)
+        self.turns_at_fetch = self._loop.turns
+        return rows
+
+
+async def test_block_2_is_ranked_and_gated_while_the_loop_serves_others(
+    app: App, clock: FakeClock
+) -> None:
+    await app.companion.handle(dm("Hola"))
+    ana = await app.store.upsert_user("telegram", "u1", "Ana", clock())
+    stamp = clock().isoformat()
+    with raw_database(app.settings) as raw:
+        for index, value in enumerate(VALUES):
+            raw.execute(
+                "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
+                " evidence, lifetime, created_at, confirmed_at, status) VALUES"
+                " (?, 'detective_bilbao', 'semantic', ?, ?, 'stated', 'dm', '[]', 'never', ?, ?,"
+                " 'active')",
+                (ana.id, f"other_{index}", value, stamp, stamp),
+            )
+    loop = CountingLoop()
+    watched = WatchedFacts(app, loop)
+    service = ProfileService(watched, Lifetimes(), 800, TokenEstimator(), app.characters)
+    spinning = asyncio.create_task(loop.spin())
+    now: datetime = clock()
+    lines = await service.lines_for(Thread(ana.id, "detective_bilbao", "dm"), now)
+    loop.running = False
+    await spinning
+    assert lines.shown == len(VALUES)
+    assert watched.turns_at_fetch is not None
+    # on the loop, ranking and the gate's re-reading would run between the fetch and the
+    # return with no turn for anyone else
+    assert loop.turns > watched.turns_at_fetch
