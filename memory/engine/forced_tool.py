@@ -8,6 +8,7 @@ trigger tries again); an output that fails validation is recorded and asked for 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -59,7 +60,9 @@ async def call_until_valid(
             await record(request.model or "", failure, None)
             return Outcome(None, failure, provider_failed=True)
         try:
-            value = validate(response)
+            # validating runs the memory gate over every value (tens of ms for a summary): in a
+            # thread, so a background job never holds up the users' messages
+            value = await asyncio.to_thread(validate, response)
         except OutputRejected as exc:
             feedback, failure = str(exc), f"attempt {attempt}: {exc}"
             if on_rejected is not None:

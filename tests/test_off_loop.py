@@ -1,12 +1,16 @@
-"""Block 2 is read off the event loop: a session start never holds up other users' messages."""
+"""The memory gate's work runs off the event loop: a session start (block 2) and a background
+job's validation (summary, extraction) never hold up other users' messages."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import datetime
 from typing import Any
 
 from bot.app import App
+from memory.engine.forced_tool import call_until_valid
+from memory.engine.llm import LLMRequest, LLMResponse, Usage
 from memory.engine.tokens import TokenEstimator
 from memory.models import Fact, Thread
 from memory.profile.view import Lifetimes, ProfileService
@@ -76,3 +80,37 @@ async def test_block_2_is_ranked_and_gated_while_the_loop_serves_others(
     # on the loop, ranking and the gate's re-reading would run between the fetch and the
     # return with no turn for anyone else
     assert loop.turns > watched.turns_at_fetch
+
+
+class ReplayedLLM:
+    """Answers each request with the next text of its queue."""
+
+    def __init__(self, *texts: str) -> None:
+        self._texts = list(texts)
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        return LLMResponse(self._texts.pop(0), "replayed", Usage())
+
+
+async def test_a_forced_tool_answer_is_validated_while_the_loop_serves_others() -> None:
+    loop = CountingLoop()
+    turns_during: list[int] = []
+
+    def validate(response: LLMResponse) -> str:
+        before = loop.turns
+        time.sleep(0.05)  # stands for the gate reading a summary's claims
+        turns_during.append(loop.turns - before)
+        return response.text
+
+    async def record(model: str, error: str | None, response: LLMResponse | None) -> None:
+        return None
+
+    spinning = asyncio.create_task(loop.spin())
+    request = LLMRequest(kind="summary", system=(), messages=())
+    outcome = await call_until_valid(
+        ReplayedLLM("ok"), lambda _feedback: request, validate, record, attempts=1
+    )
+    loop.running = False
+    await spinning
+    assert outcome.value == "ok"
+    assert turns_during and turns_during[0] > 0
