@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from memory.integrity.credentials import find_credentials
 from memory.models import SummaryFields, Turn
-from memory.summary.rolling import ANCHOR_LABELS, ANCHOR_UNITS, anchors_of, keep_anchors
+from memory.summary.anchors import ANCHOR_LABELS, ANCHOR_UNITS, anchors_of, keep_anchors
 from tests.helpers import load_corpus
 
 # The pattern keep_anchors used before: quadratic on a run of "-" (about 200 ms per 4,000
