@@ -74,11 +74,10 @@ if str(REPO) not in sys.path:
 
 from bench.poison_data import load_corpus  # noqa: E402
 from bench.poison_learned import (  # noqa: E402
-    _SENTENCE_END,
     CORPORA,
     DEFAULT_DATA,
     NARRATIVE,
-    locomo_texts,
+    locomo_raw_texts,
 )
 from memory.integrity.learned import NaiveBayes, model_reading  # noqa: E402
 
@@ -307,22 +306,6 @@ class Data:
     locomo: Rows
 
 
-def locomo_raw(conversations: Sequence[dict[str, Any]]) -> list[str]:
-    """LoCoMo's observations and summary sentences as written (bench/poison_learned.py's
-    locomo_texts(), before model_reading)."""
-    texts: list[str] = []
-    for conversation in conversations:
-        speakers = (
-            conversation["conversation"]["speaker_a"],
-            conversation["conversation"]["speaker_b"],
-        )
-        for observed in conversation["observation"].values():
-            texts += [text for who in speakers for text, _ in observed.get(who, [])]
-        for summary in conversation["session_summary"].values():
-            texts += _SENTENCE_END.split(summary)
-    return [t for t in texts if t.strip()]
-
-
 def rows_for(texts: Sequence[str], labels: Sequence[int], embedder: Embedder) -> Rows:
     return Rows(
         [model_reading(t) for t in texts],
@@ -351,9 +334,7 @@ def load_data(locomo: Path, embedder: Embedder, exclude: Sequence[str]) -> Data:
     }
     claims = json.loads(NARRATIVE.read_text(encoding="utf-8"))
     conversations = json.loads(locomo.read_text(encoding="utf-8"))
-    raw = locomo_raw(conversations)
-    if [model_reading(t) for t in raw] != locomo_texts(conversations):
-        raise RuntimeError("locomo_raw() no longer matches poison_learned.locomo_texts()")
+    raw = locomo_raw_texts(conversations)
     return Data(
         corpora,
         rows,

@@ -75,7 +75,8 @@ def corpus_entries(name: str) -> list[Entry]:
     ]
 
 
-def locomo_texts(conversations: Sequence[dict[str, Any]]) -> list[str]:
+def locomo_raw_texts(conversations: Sequence[dict[str, Any]]) -> list[str]:
+    """LoCoMo's observations and summary sentences, as written."""
     texts: list[str] = []
     for conversation in conversations:
         speakers = (
@@ -86,7 +87,12 @@ def locomo_texts(conversations: Sequence[dict[str, Any]]) -> list[str]:
             texts += [text for who in speakers for text, _ in observed.get(who, [])]
         for summary in conversation["session_summary"].values():
             texts += _SENTENCE_END.split(summary)
-    return [model_reading(t) for t in texts if t.strip()]
+    return [t for t in texts if t.strip()]
+
+
+def locomo_texts(conversations: Sequence[dict[str, Any]]) -> list[str]:
+    """The same, as the model reads them."""
+    return [model_reading(t) for t in locomo_raw_texts(conversations)]
 
 
 def rows_of(entries: Iterable[Entry]) -> list[Labelled]:
