@@ -111,3 +111,18 @@ def database_env(settings: HasDatabaseSettings) -> dict[str, str]:
     if is_postgres(settings.database_target):
         env["DATABASE_URL"] = str(settings.database_target)
     return env
+
+
+def store_facts_directly(
+    where: HasDatabase, user_id: int, character_id: str, rows: Sequence[tuple[str, str]], stamp: str
+) -> None:
+    """(key, value) rows written straight into the facts table, around the engine and its gate
+    (as a row from before the gate would be): stated, learned in private, never ageing."""
+    with raw_database(where) as raw:
+        for key, value in rows:
+            raw.execute(
+                "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
+                " evidence, lifetime, created_at, confirmed_at, status) VALUES"
+                " (?, ?, 'semantic', ?, ?, 'stated', 'dm', '[]', 'never', ?, ?, 'active')",
+                (user_id, character_id, key, value, stamp, stamp),
+            )

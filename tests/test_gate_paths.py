@@ -20,7 +20,7 @@ from memory.privacy import WITHHELD as IMPORT_WITHHELD
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic, Text, ToolUse
 from tests.helpers import dm, summary_input
-from tests.raw_db import raw_database
+from tests.raw_db import raw_database, store_facts_directly
 from tests.test_memoria import ANA
 from tests.test_profile import end_by_timer, facts, op, record, user_turn_ids
 
@@ -226,16 +226,7 @@ async def block_2_over_stored_rows(
     row from before the gate would be)."""
     await app.companion.handle(dm("Hola"))
     ana = await app.store.upsert_user("telegram", "u1", "Ana", clock())
-    stamp = clock().isoformat()
-    with raw_database(app.settings) as raw:
-        for key, value in rows:
-            raw.execute(
-                "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
-                " evidence, lifetime, created_at, confirmed_at, status) VALUES"
-                " (?, 'detective_bilbao', 'semantic', ?, ?, 'stated', 'dm', '[]', 'never', ?, ?,"
-                " 'active')",
-                (ana.id, key, value, stamp, stamp),
-            )
+    store_facts_directly(app.settings, ana.id, "detective_bilbao", rows, clock().isoformat())
     await end_by_timer(app, clock)  # a new session: block 2 is rebuilt from the store
     await app.companion.handle(dm("Hola otra vez"))
     return str(fake_anthropic.bodies()[-1]["system"][1]["text"])

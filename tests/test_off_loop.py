@@ -16,7 +16,7 @@ from memory.models import Fact, Thread
 from memory.profile.view import Lifetimes, ProfileService
 from tests.conftest import FakeClock
 from tests.helpers import dm
-from tests.raw_db import raw_database
+from tests.raw_db import store_facts_directly
 
 VALUES = (
     "enfermera en el hospital de Cruces", "su gata se llama Txuri", "le gusta el jazz",
@@ -57,16 +57,8 @@ async def test_block_2_is_ranked_and_gated_while_the_loop_serves_others(
 ) -> None:
     await app.companion.handle(dm("Hola"))
     ana = await app.store.upsert_user("telegram", "u1", "Ana", clock())
-    stamp = clock().isoformat()
-    with raw_database(app.settings) as raw:
-        for index, value in enumerate(VALUES):
-            raw.execute(
-                "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
-                " evidence, lifetime, created_at, confirmed_at, status) VALUES"
-                " (?, 'detective_bilbao', 'semantic', ?, ?, 'stated', 'dm', '[]', 'never', ?, ?,"
-                " 'active')",
-                (ana.id, f"other_{index}", value, stamp, stamp),
-            )
+    rows = [(f"other_{index}", value) for index, value in enumerate(VALUES)]
+    store_facts_directly(app.settings, ana.id, "detective_bilbao", rows, clock().isoformat())
     loop = CountingLoop()
     watched = WatchedFacts(app, loop)
     service = ProfileService(watched, Lifetimes(), 800, TokenEstimator(), app.characters)
