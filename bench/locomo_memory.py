@@ -37,7 +37,7 @@ from typing import Any
 from memory.engine.llm import LLMRequest, LLMResponse, ToolCall
 from memory.engine.tokens import TokenEstimator
 from memory.models import Conversation, Fact, Summary, SummaryFields, Thread, Turn, UsageRecord
-from memory.profile.extraction import (
+from memory.profile.planning import (
     ExtractionOutput,
     ExtractionRejected,
     Plan,
@@ -56,7 +56,7 @@ from memory.summary.rolling import (
 )
 
 SUMMARY_CAP_TOKENS = 450  # bot/config.py: Settings.summary_cap_tokens
-MAX_OPERATIONS = 40  # memory/profile/extraction.py: ExtractionOutput.operations
+MAX_OPERATIONS = 40  # memory/profile/planning.py: ExtractionOutput.operations
 _DIA = re.compile(r"D:?(\d+):(\d+)")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
