@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -14,6 +13,7 @@ from cards.character import Character, CharacterBook
 from memory.engine.bursts import Burst, BurstAnswering, Bursts, CallGate
 from memory.engine.compaction import BackgroundWork, OwnCompactions
 from memory.engine.followups import FollowUpWriting
+from memory.engine.forgetting import Forgetting
 from memory.engine.llm import TextSink
 from memory.engine.off_record import OffRecordAnswering, OffRecordSessions
 from memory.engine.prompt import Budgets
@@ -63,7 +63,7 @@ class ProfileSource(Protocol):
     async def lines_for(self, thread: Thread, now: datetime) -> ProfileLines: ...
 
 
-class Companion(BurstAnswering, BackgroundWork, OffRecordAnswering, FollowUpWriting):
+class Companion(BurstAnswering, BackgroundWork, OffRecordAnswering, FollowUpWriting, Forgetting):
     def __init__(
         self,
         store: ConversationStore,
@@ -123,45 +123,6 @@ class Companion(BurstAnswering, BackgroundWork, OffRecordAnswering, FollowUpWrit
         # One counter for all, so that a version is never handed out twice, even after a clear.
         self._profile_epoch += 1
         self._profile_versions[(user_id, character_id)] = self._profile_epoch
-
-    def forget_cached(self, user_id: int, character_id: str) -> None:
-        """Drop the RAM sessions of a user with a character (after /memoria olvidar)."""
-        self._sessions.drop_where(lambda t: t.user_id == user_id and t.character_id == character_id)
-        self._off_record.drop_where(
-            lambda t: t.user_id == user_id and t.character_id == character_id
-        )
-
-    def on_forget(self, listener: Callable[[int, str], Awaitable[None]]) -> None:
-        """Called before a user's memory with a character is deleted, to stop the work of
-        theirs that runs outside the engine (profile extraction); returns once it stopped."""
-        self._forget_listeners.append(listener)
-
-    @contextlib.asynccontextmanager
-    async def forgetting(self, user_id: int, character_id: str) -> AsyncIterator[None]:
-        """Hold everything of this user with this character still while it is deleted: each
-        thread's lock is taken (a reply under way ends first, none begins), the background
-        work in flight is cancelled and waited for, and the sessions leave RAM afterwards.
-        So no summary, fact or usage row computed from the old memory lands after the delete
-        (and the store's conditional writes catch whatever raced past this)."""
-        threads = sorted(
-            (
-                t
-                for t in self._sessions.threads()
-                if (t.user_id, t.character_id) == (user_id, character_id)
-            ),
-            key=lambda t: t.scope,
-        )
-        async with contextlib.AsyncExitStack() as held:
-            for thread in threads:  # in one order: two forgets never wait on each other
-                await held.enter_async_context(self._sessions.lock(thread))
-            owned = list(self._owned_tasks.get((user_id, character_id), ()))
-            for task in owned:
-                task.cancel()
-            await asyncio.gather(*owned, return_exceptions=True)
-            for listener in self._forget_listeners:
-                await listener(user_id, character_id)
-            yield
-            self.forget_cached(user_id, character_id)
 
     def character(self, character_id: str) -> Character:
         character = self._characters.get(character_id)
