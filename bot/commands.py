@@ -13,10 +13,10 @@ from datetime import datetime
 from typing import Protocol
 
 from bot.answers import Answer, Button, Caller, clean_input, is_blank
+from bot.command_line import help_lines
 from bot.memoria import Memoria, is_heavy
 from bot.photos import Photos
 from bot.presence import Presence
-from bot.registry import help_lines
 from bot.reload import CharacterReloader
 from bot.texts import fact_key_label, pick_language, text
 from cards.character import Character, CharacterFileError

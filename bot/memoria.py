@@ -12,7 +12,8 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 from bot.answers import Answer, Button
-from bot.registry import MEMORIA, usage_of
+from bot.command_line import usage_of
+from bot.registry import MEMORIA
 from bot.texts import fact_key_label, format_date, format_moment, text
 from memory.errors import UserFacingError
 from memory.models import SummaryFields, User

@@ -23,9 +23,9 @@ from prompt_toolkit.input import Input
 from prompt_toolkit.output import Output
 
 from bot.answers import Answer, Caller
+from bot.command_line import run_line
 from bot.commands import Commands
 from bot.private_files import write_private_file
-from bot.registry import run_line
 from bot.texts import text as catalogue
 from memory.engine.companion import Companion
 from memory.errors import UserFacingError

@@ -20,7 +20,7 @@ from bot.adapters import discord_views
 from bot.adapters.discord_adapter import DiscordAdapter
 from bot.adapters.split import split_message
 from bot.app import App, open_app
-from bot.registry import help_lines
+from bot.command_line import help_lines
 from bot.texts import text
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import Delay, FakeAnthropic, Text

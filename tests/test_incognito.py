@@ -11,7 +11,7 @@ import pytest
 
 from bot.answers import Caller
 from bot.app import App
-from bot.registry import run_line
+from bot.command_line import run_line
 from memory.errors import UserFacingError
 from memory.models import Thread
 from tests.conftest import FakeClock

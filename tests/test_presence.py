@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.answers import Caller
 from bot.app import App
-from bot.registry import run_line
+from bot.command_line import run_line
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic, Text
 from tests.helpers import dm

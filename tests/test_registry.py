@@ -17,7 +17,8 @@ from pytest import MonkeyPatch
 
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.app import App, open_app
-from bot.registry import REGISTRY, Command, leaves, menu
+from bot.command_line import leaves, menu
+from bot.registry import REGISTRY, Command
 from bot.terminal import run_chat
 from bot.texts import text
 from memory.models import Fact

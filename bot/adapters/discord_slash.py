@@ -23,8 +23,9 @@ from discord import app_commands
 from discord.app_commands import locale_str
 
 from bot.adapters.discord_views import InteractionAnswers, interaction_caller
+from bot.command_line import run
 from bot.commands import Commands
-from bot.registry import REGISTRY, Arg, Command, run
+from bot.registry import REGISTRY, Arg, Command
 
 log = logging.getLogger(__name__)
 

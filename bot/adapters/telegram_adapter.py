@@ -39,9 +39,10 @@ from bot.adapters.live import LiveReply
 from bot.adapters.split import split_html
 from bot.adapters.telegram_format import to_telegram_html
 from bot.answers import Answer, Caller
+from bot.command_line import menu, run, run_line
 from bot.commands import Commands
 from bot.config import Settings
-from bot.registry import REGISTRY, Command, menu, run, run_line
+from bot.registry import REGISTRY, Command
 from bot.texts import LANGUAGES, text
 from memory.errors import UserFacingError
 

@@ -17,9 +17,9 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from bot.command_line import menu
 from bot.config import Settings
 from bot.health import Metrics
-from bot.registry import menu
 from bot.texts import LANGUAGES
 from memory.store.inbox import Arrival, Inbox
 
