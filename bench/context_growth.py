@@ -202,7 +202,9 @@ def steady_figures(turns: list[TurnFigures], min_cacheable: int) -> dict[str, An
     Two kinds of turn change the prefix by design (DESIGN.md's table): a compaction rewrites
     block 3, and a session opening refreshes block 2 (and, after a gap of days, finds every
     cache entry expired). Steady state excludes both; the figure without only the compaction
-    turns is reported beside it, so the cost of session openings stays visible.
+    turns is reported beside it, so the cost of session openings stays visible. So is the
+    figure without the first eligible turn (`_warm`): it can only write the cache, whose whole
+    prefix was too short to store before, so it shows what the cold start costs.
     """
     eligible = eligible_turns(turns, min_cacheable)
     non_compaction = [t for t in eligible if not t.compaction]
@@ -210,6 +212,9 @@ def steady_figures(turns: list[TurnFigures], min_cacheable: int) -> dict[str, An
     first = eligible[0].index if eligible else None
     return {
         "cache_read_share_steady": round(read_share(steady), 4),
+        "cache_read_share_steady_warm": round(
+            read_share([t for t in steady if t.index != first]), 4
+        ),
         "cache_read_share_non_compaction": round(read_share(non_compaction), 4),
         "first_cacheable_turn": first,
         "steady_turns": len(steady),
@@ -403,6 +408,8 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
         f"{result['steady_turns']} turns from turn {result['first_cacheable_turn']} (the first "
         f"whose prefix reaches the minimum), less {result['compaction_turns']} compaction and "
         f"{result['session_opening_turns']} session-opening turns",
+        f"cache_read_share_steady_warm: {result['cache_read_share_steady_warm']:.2%} (the same, "
+        f"less turn {result['first_cacheable_turn']}, whose cache is written cold)",
         f"cache_read_share_non_compaction: {result['cache_read_share_non_compaction']:.1%} "
         "(the same, session openings included)",
         f"cache_read_share_all:    {result['cache_read_share_all']:.1%} (every turn)",

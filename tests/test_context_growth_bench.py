@@ -51,6 +51,8 @@ def test_bench_runs_and_prompt_stays_bounded(tmp_path: Path) -> None:
     assert result["turns"] == 80
     assert result["skipped_character_lines"] == 1
     assert 0.0 <= result["cache_read_share_steady"] <= 1.0
+    # Less the first cacheable turn, which can only write: the share can only rise.
+    assert result["cache_read_share_steady"] < result["cache_read_share_steady_warm"] <= 1.0
     # The short run: the same conversation in six-word messages, with each shipped character.
     assert set(result["cache_read_share_steady_short_by_character"]) == {
         "lighthouse_keeper",
