@@ -4,15 +4,12 @@ the registry (bot/registry.py), shaped into the handler's arguments, or refused 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from bot.answers import Answer, Caller
+from bot.command_surface import CommandSurface
 from bot.registry import REGISTRY, Arg, Command
 from bot.texts import text
 from memory.errors import UserFacingError
-
-if TYPE_CHECKING:
-    from bot.commands import Commands
 
 
 def _arg_usage(arg: Arg, language: str) -> str:
@@ -85,7 +82,9 @@ def usage_of(command: Command, language: str) -> str:
     return prefix + _leaf_usage(command, language)
 
 
-async def run(commands: Commands, caller: Caller, command: Command, words: list[str]) -> Answer:
+async def run(
+    commands: CommandSurface, caller: Caller, command: Command, words: list[str]
+) -> Answer:
     """One command with its words (as typed, or an option per argument from Discord)."""
     language = await commands.language(caller)
     leaf, rest = resolve(command, words)
@@ -104,7 +103,7 @@ def parse_line(line: str) -> tuple[Command | None, str, list[str]] | None:
     return top_level(name), name, words
 
 
-async def run_line(commands: Commands, caller: Caller, line: str) -> Answer | None:
+async def run_line(commands: CommandSurface, caller: Caller, line: str) -> Answer | None:
     """The text platforms' hook (terminal, Telegram): a registry command run, an unknown
     "/word" answered with the list of commands, and None for chat text."""
     parsed = parse_line(line.strip())

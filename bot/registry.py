@@ -4,7 +4,8 @@ arguments, help per language, the handler, and whether only admins may use it.
 Telegram's menu and handlers, Discord's app command tree, and the text parser (Telegram
 ``/...`` messages, the terminal chat) are all generated from ``REGISTRY``; a test walks it and
 runs every command on every platform, so a command cannot exist on one and be missing on another.
-Handlers are thin: they call one method of ``Commands`` with the parsed arguments.
+Handlers are thin: they call one method of ``Commands`` (typed as its face,
+``bot/command_surface.py``, so this table never imports the class) with the parsed arguments.
 ``bot/command_line.py`` resolves what was typed against this table.
 """
 
@@ -12,14 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from bot.answers import Answer, Caller
+from bot.command_surface import CommandSurface
 
-if TYPE_CHECKING:
-    from bot.commands import Commands
-
-Handler = Callable[["Commands", Caller, list[str]], Awaitable[Answer]]
+Handler = Callable[[CommandSurface, Caller, list[str]], Awaitable[Answer]]
 ArgKind = Literal["text", "int", "choice", "character"]
 
 
@@ -90,7 +89,7 @@ CHARACTER = Arg(
 
 
 def _memoria(action: str) -> Handler:
-    def handler(commands: Commands, caller: Caller, args: list[str]) -> Awaitable[Answer]:
+    def handler(commands: CommandSurface, caller: Caller, args: list[str]) -> Awaitable[Answer]:
         return commands.memoria(caller, action, " ".join(args))
 
     return handler

@@ -1,0 +1,42 @@
+"""What a registry handler may call: the narrow face of ``bot.commands.Commands`` that
+``bot/registry.py`` and ``bot/command_line.py`` are typed against, so that neither imports
+the class that imports them (``Commands`` satisfies these protocols structurally)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from bot.answers import Answer, Caller
+
+
+class PresenceCommands(Protocol):
+    """/zona, /incognito and /avisos (bot/presence.py)."""
+
+    async def zone(self, caller: Caller, name: str) -> Answer: ...
+
+    async def incognito(self, caller: Caller, on: bool) -> Answer: ...
+
+    async def followups(self, caller: Caller, on: bool) -> Answer: ...
+
+
+class CommandSurface(Protocol):
+    """The methods the registry's handlers call, one per command family."""
+
+    @property
+    def presence(self) -> PresenceCommands: ...
+
+    async def language(self, caller: Caller) -> str: ...
+
+    async def characters(self, caller: Caller) -> Answer: ...
+
+    async def switch(self, caller: Caller, character_id: str) -> Answer: ...
+
+    async def bind(self, caller: Caller, character_id: str | None) -> Answer: ...
+
+    async def reload(self, caller: Caller) -> Answer: ...
+
+    async def reset(self, caller: Caller) -> Answer: ...
+
+    async def help(self, caller: Caller) -> Answer: ...
+
+    async def memoria(self, caller: Caller, action: str, args: str) -> Answer: ...
