@@ -13,7 +13,7 @@ from dotenv import dotenv_values
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from memory.engine.companion import EngineSettings
+from memory.engine.settings import EngineSettings
 from memory.engine.prompt import Budgets, min_cacheable_tokens
 from memory.models import FACT_KINDS
 from memory.profile.view import Lifetimes

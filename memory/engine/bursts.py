@@ -88,23 +88,14 @@ class Bursts:
         return len(self._open)
 
 
-class BurstAnswering:
-    """The burst half of the Companion: joining, the gate, and handing out the one answer.
-    What it needs of the engine is declared here and implemented by `Companion`."""
+class BurstTurns(Protocol):
+    """What answering a burst needs of the conversation (memory/engine/turns.py)."""
 
-    _bursts: Bursts
-    _sessions: SessionCache
-    _clock: Callable[[], datetime]
+    async def store_burst(self, user: User, thread: Thread, burst: Burst, now: datetime) -> Session:
+        """Append the burst's messages not yet stored, in arrival order (under the lock)."""
+        ...
 
-    async def _open_thread(self, incoming: Incoming) -> tuple[Character, User, Thread]:
-        raise NotImplementedError
-
-    async def _store_burst(
-        self, user: User, thread: Thread, burst: Burst, now: datetime
-    ) -> Session:
-        raise NotImplementedError
-
-    async def _reply(
+    async def reply(
         self,
         session: Session,
         character: Character,
@@ -112,7 +103,29 @@ class BurstAnswering:
         now: datetime,
         on_text: TextSink | None = None,
     ) -> Reply:
-        raise NotImplementedError
+        """One LLM call answering the window up to `turn`."""
+        ...
+
+
+class ThreadOpener(Protocol):
+    async def open_thread(self, incoming: Incoming) -> tuple[Character, User, Thread]: ...
+
+
+class BurstAnswerer:
+    """Joining, the gate, and handing out the one answer of a burst."""
+
+    def __init__(
+        self,
+        threads: ThreadOpener,
+        sessions: SessionCache,
+        turns: BurstTurns,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._bursts = Bursts()
+        self._threads = threads
+        self._sessions = sessions
+        self._turns = turns
+        self._clock = clock
 
     def submit(
         self,
@@ -173,12 +186,12 @@ class BurstAnswering:
     ) -> Reply:
         """Store the burst's messages, wait for the gate, then answer them in one call."""
         first = burst.messages[0]
-        character, user, thread = await self._open_thread(first)
+        character, user, thread = await self._threads.open_thread(first)
         notified = False
         while True:
             async with self._sessions.lock(thread):
                 now = self._clock()
-                session = await self._store_burst(user, thread, burst, now)
+                session = await self._turns.store_burst(user, thread, burst, now)
                 wait = 0.0
                 if gate is not None and burst.stored_reply is None:
                     wait = await gate.take(f"{first.platform}:{first.platform_user_id}")
@@ -186,7 +199,7 @@ class BurstAnswering:
                         # The gate may have waited on the database (workers count calls
                         # there): messages that joined meanwhile are stored too, or the
                         # answer would go on one whose turn is not in the window.
-                        session = await self._store_burst(user, thread, burst, now)
+                        session = await self._turns.store_burst(user, thread, burst, now)
                 if wait <= 0:
                     self._bursts.close(burst)  # no await since the last store: none is left
                     return await self._answer_stored(session, character, burst, now)
@@ -205,9 +218,9 @@ class BurstAnswering:
         if burst.stored_reply is not None:
             return Reply(burst.stored_reply.text, turn_id=burst.stored_reply.id)
         assert burst.last_turn is not None
-        return await self._reply(session, character, burst.last_turn, now, burst.on_text)
+        return await self._turns.reply(session, character, burst.last_turn, now, burst.on_text)
 
     async def _store_held(self, burst: Burst) -> None:
-        _, user, thread = await self._open_thread(burst.messages[0])
+        _, user, thread = await self._threads.open_thread(burst.messages[0])
         async with self._sessions.lock(thread):
-            await self._store_burst(user, thread, burst, self._clock())
+            await self._turns.store_burst(user, thread, burst, self._clock())

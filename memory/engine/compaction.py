@@ -1,26 +1,23 @@
-"""The background half of the Companion: compaction of a session's window into its summary,
-and the tasks that run after a reply (tracked, so that shutdown and tests can wait for them,
-and owned by a user and character, so that a forget can cancel them)."""
+"""Compaction of a session's window into its summary, in the background (the tasks are
+memory/engine/background.py's), under a claim when several workers share one database."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Protocol
 
 from cards.character import Character
+from memory.engine.background import BackgroundTasks
 from memory.engine.session import Session, SessionCache
+from memory.engine.settings import EngineSettings
 from memory.engine.tokens import TokenEstimator
 from memory.store.protocols import ConversationStore
 from memory.summary.rolling import CompactionInput, Summariser
-
-if TYPE_CHECKING:
-    from memory.engine.companion import EngineSettings
 
 log = logging.getLogger(__name__)
 
@@ -41,18 +38,27 @@ class OwnCompactions:
         yield True
 
 
-class BackgroundWork:
-    """What it needs of the engine is declared here and set by `Companion.__init__`."""
+class Compactor:
+    """Folds a session's window into its summary in the background, when the window is due."""
 
-    _settings: EngineSettings
-    _tokens: TokenEstimator
-    _summariser: Summariser
-    _sessions: SessionCache
-    _store: ConversationStore
-    _clock: Callable[[], datetime]
-    _tasks: set[asyncio.Task[Any]]
-    _owned_tasks: dict[tuple[int, str], set[asyncio.Task[Any]]]
-    _compaction_claims: CompactionClaims
+    def __init__(
+        self,
+        settings: EngineSettings,
+        tokens: TokenEstimator,
+        summariser: Summariser,
+        sessions: SessionCache,
+        store: ConversationStore,
+        clock: Callable[[], datetime],
+        tasks: BackgroundTasks,
+    ) -> None:
+        self._settings = settings
+        self._tokens = tokens
+        self._summariser = summariser
+        self._sessions = sessions
+        self._store = store
+        self._clock = clock
+        self._tasks = tasks
+        self._compaction_claims: CompactionClaims = OwnCompactions()
 
     def claim_compactions(self, claims: CompactionClaims) -> None:
         """Compact only under `claims` (workers sharing one database: bot/inbox/)."""
@@ -60,7 +66,7 @@ class BackgroundWork:
 
     # ---- compaction -------------------------------------------------------------------------
 
-    def _compaction_due(self, session: Session) -> bool:
+    def due(self, session: Session) -> bool:
         if session.compacting or len(session.window) < session.compaction_retry_at:
             return False
         if len(session.window) >= self._settings.window_trigger_turns:
@@ -68,7 +74,7 @@ class BackgroundWork:
         used = sum(self._tokens.count(turn.text) for turn in session.window)
         return used > self._settings.budgets.window
 
-    def _start_compaction(self, session: Session, character: Character, keep: int) -> None:
+    def start(self, session: Session, character: Character, keep: int) -> None:
         fold = tuple(session.window[: len(session.window) - keep] if keep else session.window)
         if not fold:
             return
@@ -83,7 +89,7 @@ class BackgroundWork:
             names=character.names_in_memory(),
         )
         owner = (session.thread.user_id, session.thread.character_id)
-        self.spawn(self._compact(session, job), owner=owner)
+        self._tasks.spawn(self._compact(session, job), owner=owner)
 
     async def _compact(self, session: Session, job: CompactionInput) -> None:
         folded = False
@@ -117,31 +123,3 @@ class BackgroundWork:
             session.window = [t for t in session.window if t.id > summary.covers_up_to_turn_id]
         return True
 
-    # ---- background work --------------------------------------------------------------------
-
-    def spawn(
-        self, coroutine: Coroutine[Any, Any, None], owner: tuple[int, str] | None = None
-    ) -> None:
-        """Run after the reply; tracked so that shutdown and tests can wait for it, and by
-        `owner` (user id, character id) so that a forget can cancel it."""
-        task = asyncio.create_task(coroutine)
-        self._tasks.add(task)
-        if owner is not None:
-            self._owned_tasks.setdefault(owner, set()).add(task)
-            task.add_done_callback(lambda done: self._disown(owner, done))
-        task.add_done_callback(self._task_done)
-
-    def _disown(self, owner: tuple[int, str], task: asyncio.Task[Any]) -> None:
-        tasks = self._owned_tasks.get(owner, set())
-        tasks.discard(task)
-        if not tasks:
-            self._owned_tasks.pop(owner, None)
-
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("background job failed", exc_info=task.exception())
-
-    async def drain(self) -> None:
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)

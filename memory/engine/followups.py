@@ -8,35 +8,34 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
 
-from cards.character import Character
 from memory.engine.off_record import OffRecordSessions
-from memory.engine.session import Session, SessionCache
+from memory.engine.responder import Responder
+from memory.engine.session import SessionCache
+from memory.engine.session_book import SessionBook
 from memory.integrity.gate import as_data
-from memory.models import FollowUpCandidate, Incoming, ReplySources, Thread, User
+from memory.models import FollowUpCandidate, Incoming, ReplySources
 from memory.store.protocols import ConversationStore, FollowUps
 
-if TYPE_CHECKING:
-    from memory.engine.responder import Responder
 
+class FollowUpWriter:
+    def __init__(
+        self,
+        book: SessionBook,
+        sessions: SessionCache,
+        store: ConversationStore,
+        responder: Responder,
+        off_record: OffRecordSessions,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._book = book
+        self._sessions = sessions
+        self._store = store
+        self._responder = responder
+        self._off_record = off_record
+        self._clock = clock
 
-class FollowUpWriting:
-    """Declared here, set by `Companion.__init__`."""
-
-    _store: ConversationStore
-    _sessions: SessionCache
-    _responder: Responder
-    _off_record: OffRecordSessions
-    _clock: Callable[[], datetime]
-
-    async def _open_thread(self, incoming: Incoming) -> tuple[Character, User, Thread]:
-        raise NotImplementedError
-
-    async def _session(self, user: User, thread: Thread, now: datetime) -> Session:
-        raise NotImplementedError
-
-    async def write_follow_up(self, due: FollowUpCandidate, store: FollowUps) -> str | None:
+    async def write(self, due: FollowUpCandidate, store: FollowUps) -> str | None:
         """The follow-up's text, stored in the user's private thread; None when it could not
         be written (the model failed, or the conversation is off the record right now)."""
         fact = due.fact
@@ -49,12 +48,12 @@ class FollowUpWriting:
             fact.character_id,
             "",
         )
-        character, user, thread = await self._open_thread(incoming)
+        character, user, thread = await self._book.open_thread(incoming)
         async with self._sessions.lock(thread):
             if self._off_record.active(thread):
                 return None
             now = self._clock()
-            session = await self._session(user, thread, now)
+            session = await self._book.session(user, thread, now)
             event = as_data(f"{fact.value} ({fact.event_date})")
             generated = await self._responder.follow_up(session, character, now, event)
             if generated is None:

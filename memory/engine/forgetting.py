@@ -3,22 +3,22 @@ while it is deleted, so no background work computed from the old memory lands af
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
 
+from memory.engine.background import BackgroundTasks
 from memory.engine.off_record import OffRecordSessions
 from memory.engine.session import SessionCache
 
 
-class Forgetting:
-    """What it needs of the engine is declared here and set by `Companion.__init__`."""
-
-    _sessions: SessionCache
-    _off_record: OffRecordSessions
-    _owned_tasks: dict[tuple[int, str], set[asyncio.Task[Any]]]
-    _forget_listeners: list[Callable[[int, str], Awaitable[None]]]
+class Forgetter:
+    def __init__(
+        self, sessions: SessionCache, off_record: OffRecordSessions, tasks: BackgroundTasks
+    ) -> None:
+        self._sessions = sessions
+        self._off_record = off_record
+        self._tasks = tasks
+        self._listeners: list[Callable[[int, str], Awaitable[None]]] = []
 
     def forget_cached(self, user_id: int, character_id: str) -> None:
         """Drop the RAM sessions of a user with a character (after /memoria olvidar)."""
@@ -30,7 +30,7 @@ class Forgetting:
     def on_forget(self, listener: Callable[[int, str], Awaitable[None]]) -> None:
         """Called before a user's memory with a character is deleted, to stop the work of
         theirs that runs outside the engine (profile extraction); returns once it stopped."""
-        self._forget_listeners.append(listener)
+        self._listeners.append(listener)
 
     @contextlib.asynccontextmanager
     async def forgetting(self, user_id: int, character_id: str) -> AsyncIterator[None]:
@@ -50,11 +50,8 @@ class Forgetting:
         async with contextlib.AsyncExitStack() as held:
             for thread in threads:  # in one order: two forgets never wait on each other
                 await held.enter_async_context(self._sessions.lock(thread))
-            owned = list(self._owned_tasks.get((user_id, character_id), ()))
-            for task in owned:
-                task.cancel()
-            await asyncio.gather(*owned, return_exceptions=True)
-            for listener in self._forget_listeners:
+            await self._tasks.cancel_owned((user_id, character_id))
+            for listener in self._listeners:
                 await listener(user_id, character_id)
             yield
             self.forget_cached(user_id, character_id)

@@ -10,19 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
-from cards.character import Character
-from memory.engine.llm import TextSink
-from memory.engine.session import Session, SessionCache
+from memory.engine.session import Session
 from memory.errors import UserFacingError
-from memory.models import Conversation, Incoming, Reply, Thread, Turn, TurnRole, UsageRecord, User
-from memory.store.protocols import ConversationStore
-
-if TYPE_CHECKING:
-    from memory.engine.bursts import Burst
-    from memory.engine.companion import EngineSettings
-    from memory.engine.responder import Responder
+from memory.models import Thread, Turn, TurnRole, UsageRecord
 
 OFF_RECORD_KIND = "incognito"
 
@@ -110,77 +101,3 @@ class OffRecordSessions:
         """Nothing is ever compacted off the record: the oldest RAM turns just fall away."""
         if len(session.window) > keep:
             del session.window[: len(session.window) - keep]
-
-
-class OffRecordAnswering:
-    """The off-the-record half of the Companion; what it needs of the engine is declared here
-    and set by `Companion.__init__`."""
-
-    _off_record: OffRecordSessions
-    _sessions: SessionCache
-    _store: ConversationStore
-    _responder: Responder
-    _settings: EngineSettings
-    _clock: Callable[[], datetime]
-
-    async def _open_thread(self, incoming: Incoming) -> tuple[Character, User, Thread]:
-        raise NotImplementedError
-
-    async def _known_thread(self, incoming: Incoming) -> tuple[User, Thread] | None:
-        raise NotImplementedError
-
-    async def _restore(
-        self, user: User, thread: Thread, conversation: Conversation, now: datetime
-    ) -> Session:
-        raise NotImplementedError
-
-    async def start_off_record(self, incoming: Incoming) -> None:
-        """From now on this thread's conversation is off the record. It starts from what the
-        character knows (the session as stored); no conversation row is opened for it."""
-        _, user, thread = await self._open_thread(incoming)
-        async with self._sessions.lock(thread):
-            now = self._clock()
-            base = self._sessions.get(thread)
-            if base is None or base.conversation.ended_at is not None:
-                conversation = await self._store.open_conversation(thread)
-                base = await self._restore(
-                    user, thread, conversation or Conversation(0, thread, now, now), now
-                )
-            self._off_record.start(base, now)
-
-    async def stop_off_record(self, incoming: Incoming) -> bool:
-        """Back on the record; False when the conversation was not off it."""
-        known = await self._known_thread(incoming)
-        if known is None:
-            return False
-        async with self._sessions.lock(known[1]):
-            return self._off_record.stop(known[1])
-
-    def is_off_record(self, thread: Thread) -> bool:
-        return self._off_record.active(thread)
-
-    def _store_off_record(self, session: Session, burst: Burst, now: datetime) -> Session:
-        """The burst's messages into the RAM window; nothing is written."""
-        while burst.stored < len(burst.messages):
-            turn = self._off_record.add(session, "user", burst.messages[burst.stored].text, now)
-            burst.stored += 1
-            burst.last_turn = turn
-        return session
-
-    async def _reply_off_record(
-        self,
-        session: Session,
-        character: Character,
-        turn: Turn,
-        now: datetime,
-        on_text: TextSink | None,
-        apology: str,
-    ) -> Reply:
-        generated = await self._responder.respond(session, character, now, turn.id, on_text)
-        if generated is None:
-            return Reply(apology, ok=False)
-        if generated.usage is not None:
-            await self._responder.save_usage(session, generated.usage)
-        self._off_record.add(session, "assistant", generated.text, self._clock())
-        self._off_record.trim(session, self._settings.window_trigger_turns)
-        return Reply(generated.text)

@@ -1,0 +1,146 @@
+"""Taking a turn of the conversation: the user's messages into the turn log (read back when
+another process changed the memory under the session), and the character's reply, stored with
+what it was built from; a compaction is started when the window is due."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
+
+from cards.character import Character
+from memory.engine.bursts import Burst
+from memory.engine.compaction import Compactor
+from memory.engine.llm import TextSink
+from memory.engine.off_record import OffRecordSessions
+from memory.engine.off_record_answers import OffRecordAnswerer
+from memory.engine.responder import Responder
+from memory.engine.session import Session, SessionCache
+from memory.engine.session_book import SessionBook
+from memory.engine.settings import APOLOGY, EngineSettings
+from memory.models import Incoming, Reply, ReplySources, Thread, Turn, User, UserTurn
+from memory.store import ConversationGone
+from memory.store.protocols import ConversationStore
+
+log = logging.getLogger(__name__)
+
+
+class TurnTaker:
+    def __init__(
+        self,
+        store: ConversationStore,
+        book: SessionBook,
+        sessions: SessionCache,
+        responder: Responder,
+        off_record: OffRecordSessions,
+        off_record_answers: OffRecordAnswerer,
+        compactor: Compactor,
+        settings: EngineSettings,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._store = store
+        self._book = book
+        self._sessions = sessions
+        self._responder = responder
+        self._off_record = off_record
+        self._off_record_answers = off_record_answers
+        self._compactor = compactor
+        self._settings = settings
+        self._clock = clock
+
+    async def store_burst(
+        self, user: User, thread: Thread, burst: Burst, now: datetime
+    ) -> Session:
+        """Append the burst's messages not yet stored, in arrival order (under the lock)."""
+        off_record = self._off_record.session_for(thread, now)
+        if off_record is not None:
+            return self._off_record_answers.store_burst(off_record, burst, now)
+        session = await self._book.session(user, thread, now)
+        await self._book.refresh_profile_if_changed(session, now)
+        while burst.stored < len(burst.messages):
+            before = session
+            session, stored = await self._add_user_turn(session, burst.messages[burst.stored], now)
+            if burst.stored == 0 and session.conversation.id == before.conversation.id:
+                session.previous_activity = before.last_activity
+            session.last_activity = now
+            burst.stored += 1
+            burst.last_turn = stored.turn
+            # Only the newest message's stored reply answers the burst: one that arrived after
+            # it still needs the LLM.
+            burst.stored_reply = stored.reply
+        return session
+
+    async def reply(
+        self,
+        session: Session,
+        character: Character,
+        turn: Turn,
+        now: datetime,
+        on_text: TextSink | None = None,
+    ) -> Reply:
+        """One LLM call answering the window up to `turn`, stored with what it was built from."""
+        if session.off_record:
+            apology = APOLOGY[character.language]
+            return await self._off_record_answers.reply(
+                session, character, turn, now, on_text, apology
+            )
+        generated = await self._responder.respond(session, character, now, turn.id, on_text)
+        if generated is None:
+            return Reply(APOLOGY[character.language], ok=False, turn_id=turn.id)
+        reply_turn = await self._store.add_reply(
+            session.conversation,
+            generated.text,
+            self._clock(),
+            ReplySources(
+                turn_id=0,  # the store sets the reply's id
+                fact_ids=session.profile.fact_ids,
+                summary_id=session.summary.id if session.summary else None,
+                window_turn_ids=tuple(t.id for t in session.window),
+                fragment_turn_ids=generated.fragment_turn_ids,
+                created_at=now,
+            ),
+            generated.usage,
+        )
+        session.window.append(reply_turn)
+        if self._compactor.due(session):
+            self._compactor.start(session, character, keep=self._settings.window_keep_turns)
+        return Reply(generated.text, turn_id=reply_turn.id)
+
+    async def _add_user_turn(
+        self, session: Session, incoming: Incoming, now: datetime
+    ) -> tuple[Session, UserTurn]:
+        """Store the user's turn (once: see TurnLog.add_user_turn) and end the window with it.
+        If another process wrote to the database since the session was read (the admin CLI:
+        `companion memory import`, `forget`), the session is read again, so no reply is built
+        from memory that was changed or deleted; a conversation deleted under it is begun
+        anew."""
+        text, message_id, key = incoming.text, incoming.platform_message_id, incoming.source_key
+        try:
+            stored = await self._store.add_user_turn(
+                session.conversation, text, now, message_id, key
+            )
+        except ConversationGone:
+            log.info("conversation %s was deleted by another process", session.conversation.id)
+            self._sessions.drop(session.thread)
+            # `memory forget` may have deleted the user's row too: it is written again.
+            u = session.user
+            user = await self._store.upsert_user(
+                u.platform, u.platform_user_id, u.display_name, now
+            )
+            thread = replace(session.thread, user_id=user.id)
+            session = await self._book.session(user, thread, now)
+            stored = await self._store.add_user_turn(
+                session.conversation, text, now, message_id, key
+            )
+        turn = stored.turn
+        if stored.existed:
+            # The message ran before (a process died after storing it): its turn, and the
+            # reply if one was stored, are read back with the window instead of appended.
+            log.info("message %s was stored before (turn %s): not stored again", key, turn.id)
+        elif self._store.external_changes == session.store_changes or session.compacting:
+            session.window.append(turn)  # (a compaction in flight finishes first; next time)
+            return session, stored
+        fresh = await self._book.restore(session.user, session.thread, session.conversation, now)
+        self._sessions.put(fresh)
+        return fresh, stored
