@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from bot.answers import Answer, Caller
+from bot.answers import Answer, Caller, clean_input
 from bot.registry import REGISTRY, Arg, Command
 from bot.texts import text
 from memory.errors import UserFacingError
@@ -88,7 +88,7 @@ def usage_of(command: Command, language: str) -> str:
 async def run(commands: Commands, caller: Caller, command: Command, words: list[str]) -> Answer:
     """One command with its words (as typed, or an option per argument from Discord)."""
     language = await commands.language(caller)
-    leaf, rest = resolve(command, words)
+    leaf, rest = resolve(command, [clean_input(word) for word in words])
     args = shape_args(leaf, rest, language)
     assert leaf.handler is not None
     return await leaf.handler(commands, caller, args)
