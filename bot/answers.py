@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
 from memory.models import Incoming
-
-# Half of a UTF-16 surrogate pair, alone: JSON can carry one ("\ud800"), but it cannot be
-# encoded as UTF-8, so SQLite and the LLM's HTTP body would both fail on it.
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+from memory.platform_text import storable
 
 
 def clean_input(value: str) -> str:
-    """Text as a platform delivered it, made storable: lone surrogates become U+FFFD."""
-    return _LONE_SURROGATE.sub("\ufffd", value)
+    """Text as a platform delivered it, made storable (memory/platform_text.py): U+0000
+    dropped, lone surrogates replaced by U+FFFD."""
+    return storable(value)
 
 
 def is_blank(value: str) -> bool:

@@ -21,6 +21,8 @@ from bot.cli_admin import register as register_admin
 from bot.cli_admin import run_admin
 from bot.cli_db import register as register_db
 from bot.cli_db import run_db
+from bot.cli_inbox import register as register_inbox
+from bot.cli_inbox import run_inbox
 from bot.cli_memory import register as register_memory
 from bot.cli_memory import run_memory
 from bot.config import Settings, describe_settings_error, unknown_env_keys
@@ -73,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_admin(commands, characters_commands)
     register_memory(commands)
     register_db(commands)
+    register_inbox(commands)
     register_eval(commands)
     return parser
 
@@ -185,6 +188,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings, log_file: Path | Non
         return asyncio.run(run_db(args))
     if args.command == "memory":
         return asyncio.run(run_memory(args, settings))
+    if args.command == "inbox":
+        return asyncio.run(run_inbox(args, settings))
     if args.command == "eval":
         return asyncio.run(run_eval_command(args, settings))
     return 1

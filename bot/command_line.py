@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from bot.answers import Answer, Caller
+from bot.answers import Answer, Caller, clean_input
 from bot.command_surface import CommandSurface
 from bot.registry import REGISTRY, Arg, Command
 from bot.texts import text
@@ -87,7 +87,7 @@ async def run(
 ) -> Answer:
     """One command with its words (as typed, or an option per argument from Discord)."""
     language = await commands.language(caller)
-    leaf, rest = resolve(command, words)
+    leaf, rest = resolve(command, [clean_input(word) for word in words])
     args = shape_args(leaf, rest, language)
     assert leaf.handler is not None
     return await leaf.handler(commands, caller, args)

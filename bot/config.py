@@ -13,8 +13,8 @@ from dotenv import dotenv_values
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from memory.engine.settings import EngineSettings
 from memory.engine.prompt import Budgets, min_cacheable_tokens
+from memory.engine.settings import EngineSettings
 from memory.models import FACT_KINDS
 from memory.profile.view import Lifetimes
 from memory.store import POSTGRES_SCHEMES, public_name

@@ -33,6 +33,7 @@ class Metrics:
     messages_answered: int = 0
     replies_sent: int = 0
     redelivered: int = 0  # claimed again after a lease ran out
+    dead_letters: int = 0  # updates the inbox would not take, kept in dead_letters
     errors: int = 0
     llm_calls: int = 0
     llm_seconds: float = 0.0
@@ -85,6 +86,13 @@ class Metrics:
             "counter",
             "Messages claimed again after another worker's lease ran out.",
             self.redelivered,
+        )
+        metric(
+            "companion_dead_letters_total",
+            "counter",
+            "Updates the inbox would not take, kept as dead letters"
+            " (companion inbox dead-letters).",
+            self.dead_letters,
         )
         metric("companion_errors_total", "counter", "Failed handlings.", self.errors)
         lines.extend(self._histogram(role))

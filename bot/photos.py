@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Protocol
 
-from bot.answers import Answer, Caller
+from bot.answers import Answer, Caller, clean_input
 from bot.texts import pick_language, text
 from cards.character import Character
 from memory.engine.llm import ImageBlock, TextSink
@@ -58,6 +58,7 @@ class Photos:
         on_text: TextSink | None = None,
     ) -> Awaitable[Answer]:
         """The wait for the character's answer to a photo, or a clear refusal at once."""
+        caption = clean_input(caption)  # it goes to the vision call before any store
         character = await self._character_for(caller)
         language = pick_language(caller.locale, character.language)
         limit_mb = f"{self._max_bytes / 1_000_000:g}"

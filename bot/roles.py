@@ -98,15 +98,16 @@ async def _health(settings: Settings, metrics: Metrics, inbox: Inbox):  # type: 
 async def _platform(settings: Settings, metrics: Metrics, stop: asyncio.Event) -> int:
     assert settings.database_url is not None
     url = settings.database_url.get_secret_value()
-    # Migrates (0012's inbox among them); kept open for the one read Discord needs: whether a
-    # channel is bound to a character (its messages are stored even unaddressed).
+    # Migrates (0012's inbox among them); kept open for the one read Discord needs (whether a
+    # channel is bound to a character: its messages are stored even unaddressed) and for the
+    # dead letters, the updates the inbox will not take (bot/inbox/dead_letters.py).
     store = await open_store(url)
     inbox = await open_inbox(url)
     ingests: list[TelegramIngest | DiscordIngest] = []
     try:
         async with _health(settings, metrics, inbox) as health:
             if settings.telegram_bot_token is not None:
-                ingests.append(TelegramIngest(settings, inbox, metrics))
+                ingests.append(TelegramIngest(settings, inbox, metrics, store))
             if settings.discord_bot_token is not None:
                 ingests.append(DiscordIngest(settings, inbox, metrics, store))
             for ingest in ingests:

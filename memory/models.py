@@ -7,6 +7,7 @@ from datetime import date, datetime
 from typing import Literal
 
 from memory.engine.llm import LLMResponse
+from memory.platform_text import storable
 
 TurnRole = Literal["user", "assistant", "tool"]
 FactKind = Literal["semantic", "emotional", "episodic"]
@@ -149,6 +150,11 @@ class Incoming:
     text: str
     platform_message_id: str | None = None
 
+    def __post_init__(self) -> None:
+        # Every message the engine takes passes here, whichever adapter or job built it.
+        object.__setattr__(self, "text", storable(self.text))
+        object.__setattr__(self, "display_name", storable(self.display_name))
+
     @property
     def scope(self) -> str:
         return "dm" if self.channel_kind == "dm" else f"group:{self.platform}:{self.channel_id}"
@@ -230,3 +236,16 @@ class FollowUpState:
 
     sent_at: tuple[datetime, ...]  # every follow-up sent, oldest first
     awaiting_answer: bool  # the newest one has had no message from the user since
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """An update the platform process could not store in the inbox (migrations 0014)."""
+
+    platform: str
+    update_key: str | None  # the platform's id of the update, when it had one
+    platform_user_id: str | None  # the sender, when the update names one
+    payload: str  # the update as the platform sent it, JSON text
+    error: str  # what the store said, the bot's token never in it
+    created_at: datetime
+    id: int | None = None

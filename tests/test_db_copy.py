@@ -4,6 +4,7 @@ with ids, citations and fact history intact, verified by row counts and checksum
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -13,7 +14,15 @@ from typing import Any
 import pytest
 
 from bot.cli import main
-from memory.models import Fact, ReplySources, Summary, SummaryFields, Thread, UsageRecord
+from memory.models import (
+    DeadLetter,
+    Fact,
+    ReplySources,
+    Summary,
+    SummaryFields,
+    Thread,
+    UsageRecord,
+)
 from memory.search.terms import query_terms
 from memory.store import MemoryStore, open_store
 from memory.store.copy import COPY_TABLES, CopyRefused, copy_deployment
@@ -62,6 +71,9 @@ async def populate(store: MemoryStore) -> Thread:
         await store.set_followups(user.id, DETECTIVE, True)
         await store.record_followup(user.id, DETECTIVE, moved.id, turns[-1].id, NOW)
         await store.end_conversation(conversation.id, "idle", NOW + timedelta(hours=1))
+        payload = json.dumps({"update_id": len(name), "message": {"text": f"{name}\x00"}})
+        letter = DeadLetter("telegram", name, name, payload, "DataError: refused", NOW)
+        await store.record_dead_letter(letter)
     await store.bind_channel("telegram", "-100", DETECTIVE, "admin", NOW)
     return thread
 

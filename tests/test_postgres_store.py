@@ -258,7 +258,7 @@ async def test_forget_deletes_the_pair_and_purges(any_store: Any) -> None:
     counts = await store.forget(ana.user_id, DETECTIVE)
     assert counts == {"reply_sources": 1, "llm_usage": 1, "memory_rejections": 1,
                       "summaries": 1, "facts": 1, "turns": 5, "conversations": 1,
-                      "followups": 1, "followup_settings": 1}  # fmt: skip
+                      "followups": 1, "followup_settings": 1, "dead_letters": 0}  # fmt: skip
     assert not await store.followups_enabled(ana.user_id, DETECTIVE)
     assert await store.purge_settled(timeout=30)
     assert await store.pending_purges() == 0

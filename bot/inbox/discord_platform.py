@@ -35,8 +35,10 @@ import discord
 from bot.adapters.discord_adapter import DiscordRedirect, intents, wait_until_ready
 from bot.config import Settings
 from bot.health import Metrics
+from bot.inbox.dead_letters import DeadLetterSink, InboxKeeper
 from bot.registry import REGISTRY
 from memory.errors import UserFacingError
+from memory.platform_text import storable_json
 from memory.store.inbox import Arrival, Inbox
 
 log = logging.getLogger(__name__)
@@ -53,15 +55,22 @@ READY_TIMEOUT = 60.0
 Event = tuple[str, dict[str, Any]]
 
 
-class Bindings(Protocol):
-    """The one store read of this process: whether a channel is bound to a character."""
+class Bindings(DeadLetterSink, Protocol):
+    """The store as this process uses it: whether a channel is bound to a character (its one
+    read), and where an event the inbox will not take is kept."""
 
     async def bound_character(self, platform: str, channel_id: str) -> str | None: ...
 
 
+def arrival_of(raw: dict[str, Any]) -> Arrival:
+    return discord_arrival(raw["t"], raw["d"])
+
+
 def discord_arrival(event: str, data: dict[str, Any]) -> Arrival:
     """The inbox row of an event: its pair is the user in the channel (the adapter's order
-    key); the payload is the dispatch as the gateway sent it."""
+    key); the payload is the dispatch as the gateway sent it, its text made storable
+    (memory/platform_text.py)."""
+    data = storable_json(data)
     if event == INTERACTION_CREATE:
         user = (data.get("member") or {}).get("user") or data.get("user") or {}
         key = f"i{data['id']}"
@@ -128,9 +137,11 @@ class DiscordIngest:
         guild_ready_timeout: float = 2.0,
     ) -> None:
         self._settings = settings
-        self._inbox = inbox
         self._metrics = metrics
         self._bindings = bindings
+        token = settings.discord_bot_token
+        secrets = [token.get_secret_value()] if token is not None else []
+        self._keeper = InboxKeeper(inbox, bindings, metrics, secrets)
         shard_id, shard_count = settings.discord_shard_id, settings.discord_shard_count
         if (shard_id is None) != (shard_count is None) or (shard_id or 0) >= (shard_count or 1):
             raise UserFacingError(
@@ -182,7 +193,7 @@ class DiscordIngest:
                 batch.append(self._queue.get_nowait())
             wanted = [(e, d) for e, d in batch if await self._wanted(e, d)]
             if wanted:
-                await self._store([discord_arrival(e, d) for e, d in wanted])
+                await self._store([{"t": e, "d": d} for e, d in wanted])
             for event, data in wanted:
                 if event == INTERACTION_CREATE and data.get("type") in (COMMAND, COMPONENT):
                     self._tasks.append(asyncio.create_task(self._defer(data)))
@@ -190,11 +201,12 @@ class DiscordIngest:
             for _ in batch:
                 self._queue.task_done()
 
-    async def _store(self, arrivals: list[Arrival]) -> None:
-        """Stored, or tried again until it is: a dropped batch would be lost for good."""
+    async def _store(self, events: list[dict[str, Any]]) -> None:
+        """Each event in the inbox or as a dead letter (bot/inbox/dead_letters.py), or tried
+        again until it is (the database is down): a dropped event would be lost for good."""
         while True:
             try:
-                self._metrics.messages_stored += await self._inbox.put(arrivals)
+                await self._keeper.keep(PLATFORM, events, arrival_of)
                 return
             except Exception:
                 self._metrics.errors += 1
@@ -208,7 +220,10 @@ class DiscordIngest:
         assert me is not None  # events only arrive once logged in
         guild = self._client.get_guild(int(data.get("guild_id") or 0))
         own_role = guild.self_role if guild is not None else None
-        verdict = addressed(data, me.id, own_role.id if own_role else None)
+        try:
+            verdict = addressed(data, me.id, own_role.id if own_role else None)
+        except (KeyError, TypeError, ValueError):
+            return True  # a shape we do not know: kept, as a dead letter if not in the inbox
         if verdict is not None:
             return verdict
         try:

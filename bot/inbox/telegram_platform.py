@@ -20,7 +20,9 @@ from aiohttp import web
 from bot.command_line import menu
 from bot.config import Settings
 from bot.health import Metrics
+from bot.inbox.dead_letters import DeadLetterSink, InboxKeeper
 from bot.texts import LANGUAGES
+from memory.platform_text import storable_json
 from memory.store.inbox import Arrival, Inbox
 
 log = logging.getLogger(__name__)
@@ -30,7 +32,9 @@ SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 
 
 def telegram_arrival(update: dict[str, Any]) -> Arrival:
-    """The inbox row of an update: its pair is the sender in the chat it came from."""
+    """The inbox row of an update: its pair is the sender in the chat it came from; its
+    text made storable on the way in (memory/platform_text.py)."""
+    update = storable_json(update)
     body = next((v for k, v in update.items() if k != "update_id" and isinstance(v, dict)), {})
     sender = body.get("from") or {}
     chat = body.get("chat") or (body.get("message") or {}).get("chat") or {}
@@ -39,12 +43,14 @@ def telegram_arrival(update: dict[str, Any]) -> Arrival:
 
 
 class TelegramIngest:
-    def __init__(self, settings: Settings, inbox: Inbox, metrics: Metrics) -> None:
+    def __init__(
+        self, settings: Settings, inbox: Inbox, metrics: Metrics, dead_letters: DeadLetterSink
+    ) -> None:
         assert settings.telegram_bot_token is not None
         token = settings.telegram_bot_token.get_secret_value()
         self._api = f"{settings.telegram_api_base_url.rstrip('/')}/bot{token}"
         self._settings = settings
-        self._inbox = inbox
+        self._keeper = InboxKeeper(inbox, dead_letters, metrics, [token])
         self._metrics = metrics
         self._session: aiohttp.ClientSession | None = None
         self._task: asyncio.Task[None] | None = None
@@ -101,14 +107,13 @@ class TelegramIngest:
                 log.warning("telegram: getUpdates or the store failed; retrying", exc_info=True)
                 await asyncio.sleep(RETRY_SECONDS)
                 continue
-            if updates:
-                offset = max(int(u["update_id"]) for u in updates) + 1
+            ids = [u["update_id"] for u in updates if isinstance(u.get("update_id"), int)]
+            if ids:
+                offset = max(ids) + 1
 
     async def _store(self, updates: list[dict[str, Any]]) -> None:
-        if updates:
-            self._metrics.messages_stored += await self._inbox.put(
-                [telegram_arrival(u) for u in updates]
-            )
+        """Each update in the inbox, or else a dead letter (bot/inbox/dead_letters.py)."""
+        await self._keeper.keep("telegram", updates, telegram_arrival)
 
     async def _start_webhook(self) -> None:
         settings = self._settings

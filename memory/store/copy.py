@@ -86,6 +86,10 @@ COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
          "fragment_turn_ids", "created_at"),
         "turn_id",
     ),
+    "dead_letters": (
+        ("id", "platform", "update_key", "platform_user_id", "payload", "error", "created_at"),
+        "id",
+    ),
 }  # fmt: skip
 PRIMARY_KEYS = {
     "character_choices": "user_id, channel_key",
@@ -93,7 +97,7 @@ PRIMARY_KEYS = {
     "followup_settings": "user_id, character_id",
 }
 IDENTITY_TABLES = ("users", "conversations", "turns", "summaries", "llm_usage", "facts",
-                    "fact_history", "memory_rejections", "followups")  # fmt: skip
+                    "fact_history", "memory_rejections", "followups", "dead_letters")  # fmt: skip
 
 
 def copy_key(table: str) -> str | None:

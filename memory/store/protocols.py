@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from memory.models import (
     Conversation,
+    DeadLetter,
     Fact,
     FactVersion,
     FollowUpCandidate,
@@ -257,6 +258,25 @@ class Export(Protocol):
     ) -> dict[str, int]: ...
 
 
+class DeadLetters(Protocol):
+    """Updates the platform process could not store (bot/inbox/dead_letters.py); a forget
+    deletes the sender's (Erasure.forget)."""
+
+    async def record_dead_letter(self, letter: DeadLetter) -> bool:
+        """Keep it; False when this update (platform, update_key) is kept already."""
+        ...
+
+    async def dead_letters(self, limit: int) -> list[DeadLetter]:
+        """The newest `limit`, newest first."""
+        ...
+
+    async def count_dead_letters(self) -> int: ...
+
+    async def purge_dead_letters(self) -> int:
+        """Delete them all; how many were deleted."""
+        ...
+
+
 class DeploymentCopy(Protocol):
     """Whole tables, rows as the SQLite columns hold them, for `companion db copy`."""
 
@@ -295,6 +315,7 @@ class MemoryStore(
     SearchIndex,
     Erasure,
     Export,
+    DeadLetters,
     DeploymentCopy,
     Administration,
     Protocol,

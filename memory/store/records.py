@@ -11,7 +11,16 @@ import json
 from datetime import date, datetime
 from typing import Any, Protocol
 
-from memory.models import Conversation, Fact, Summary, SummaryFields, Thread, Turn, UsageRecord
+from memory.models import (
+    Conversation,
+    DeadLetter,
+    Fact,
+    Summary,
+    SummaryFields,
+    Thread,
+    Turn,
+    UsageRecord,
+)
 
 
 class Row(Protocol):
@@ -98,4 +107,18 @@ def usage_record(row: Row) -> UsageRecord:
         tool_round=row["tool_round"],
         fragments=row["fragments"],
         tools_called=row["tools_called"],
+    )
+
+
+def dead_letter(row: Row) -> DeadLetter:
+    created = dt(row["created_at"])
+    assert created is not None
+    return DeadLetter(
+        row["platform"],
+        row["update_key"],
+        row["platform_user_id"],
+        row["payload"],
+        row["error"],
+        created,
+        int(row["id"]),
     )

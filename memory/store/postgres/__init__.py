@@ -10,6 +10,7 @@ from memory.store.postgres.base import (
 )
 from memory.store.postgres.conversations import PgConversationsMixin
 from memory.store.postgres.copy import PgCopyMixin
+from memory.store.postgres.dead_letters import PgDeadLettersMixin
 from memory.store.postgres.presence import PgPresenceMixin
 from memory.store.postgres.privacy import PgPrivacyMixin
 from memory.store.postgres.profile import PgProfileMixin
@@ -23,6 +24,7 @@ class PostgresStore(
     PgPrivacyMixin,
     PgCopyMixin,
     PgPresenceMixin,
+    PgDeadLettersMixin,
 ):
     """Everything the engine keeps, on PostgreSQL 15 or later."""
 

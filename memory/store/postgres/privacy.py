@@ -26,6 +26,14 @@ def _count(status: str) -> int:
     return int(status.rsplit(" ", 1)[-1])
 
 
+# A forget's statement for the sender's dead letters (migrations 0014): they name the user by
+# platform id, as the platform process knew them, not by users.id.
+DELETE_DEAD_LETTERS = (
+    "DELETE FROM dead_letters WHERE (platform, platform_user_id) IN"
+    " (SELECT platform, platform_user_id FROM users WHERE id = $1)"
+)
+
+
 class PgPrivacyMixin(PostgresStoreBase):
     async def fact(self, user_id: int, character_id: str, fact_id: int) -> Fact | None:
         """One of this user's facts with this character; anyone else's is simply not found."""
@@ -127,6 +135,8 @@ class PgPrivacyMixin(PostgresStoreBase):
                     character_id,
                 )
                 counts[table] = _count(status)
+            # Per sender, not per character: the platform process never knew the character.
+            counts["dead_letters"] = _count(await con.execute(DELETE_DEAD_LETTERS, user_id))
             await self._record_pending_purge(con)
         self._start_purge()
         return counts

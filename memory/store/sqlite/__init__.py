@@ -5,6 +5,7 @@ bytes (index merge and WAL truncation)."""
 from memory.store.sqlite.base import available_migrations
 from memory.store.sqlite.conversations import ConversationsMixin
 from memory.store.sqlite.copy import CopyMixin
+from memory.store.sqlite.dead_letters import DeadLettersMixin
 from memory.store.sqlite.presence import PresenceMixin
 from memory.store.sqlite.privacy import PrivacyMixin
 from memory.store.sqlite.profile import ProfileMixin
@@ -12,7 +13,13 @@ from memory.store.sqlite.search import SearchMixin
 
 
 class SqliteStore(
-    ConversationsMixin, ProfileMixin, SearchMixin, PrivacyMixin, PresenceMixin, CopyMixin
+    ConversationsMixin,
+    ProfileMixin,
+    SearchMixin,
+    PrivacyMixin,
+    PresenceMixin,
+    CopyMixin,
+    DeadLettersMixin,
 ):
     """Every interface of memory/store/protocols.py on one SQLite file:
     `await SqliteStore.open(path)`."""

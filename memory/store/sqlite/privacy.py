@@ -21,6 +21,13 @@ from memory.store.remap import evidence as remapped
 from memory.store.remap import summary_values
 from memory.store.sqlite.base import StoreBase, on_db_thread
 
+# A forget's statement for the sender's dead letters (migrations 0014): they name the user by
+# platform id, as the platform process knew them, not by users.id.
+DELETE_DEAD_LETTERS = (
+    "DELETE FROM dead_letters WHERE (platform, platform_user_id) IN"
+    " (SELECT platform, platform_user_id FROM users WHERE id = ?)"
+)
+
 
 class PrivacyMixin(StoreBase):
     # ---- the user's own memory controls (/memoria) -----------------------------------------
@@ -124,6 +131,8 @@ class PrivacyMixin(StoreBase):
             for table in MEMORY_TABLES:  # children before parents
                 cursor = db.execute(f"DELETE FROM {table} {owned}", (user_id, character_id))
                 counts[table] = cursor.rowcount
+            # Per sender, not per character: the platform process never knew the character.
+            counts["dead_letters"] = db.execute(DELETE_DEAD_LETTERS, (user_id,)).rowcount
             self._record_pending_purge()
         return counts
 

@@ -1,0 +1,111 @@
+"""Issue 28 item A2 on PostgreSQL: an update the inbox cannot store no longer stops the platform
+process for everyone. Real `companion run --role platform|worker` subprocesses against the fake
+Telegram, a fake LLM and a throwaway PostgreSQL; and `--role all` in this process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import aiohttp
+import asyncpg
+
+from bot.adapters.telegram_adapter import TelegramAdapter
+from bot.app import open_app
+from tests import pg_fixtures
+from tests.conftest import FakeClock, make_settings
+from tests.fakes.anthropic_api import FakeAnthropic, Text
+from tests.fakes.telegram_api import FakeTelegram
+from tests.scaleout_helpers import FakeChatLLM, RoleProcess, role_env
+
+pytestmark = pg_fixtures.needs_postgres
+
+ANA, BEA, CARMEN = 4101, 4102, 4103
+
+
+async def fetch(url: str, sql: str) -> list[asyncpg.Record]:
+    connection = await asyncpg.connect(url)
+    try:
+        return await connection.fetch(sql)
+    finally:
+        await connection.close()
+
+
+async def scrape(process: RoleProcess) -> str:
+    async with aiohttp.ClientSession() as session:
+        url = f"http://127.0.0.1:{process.health_port}/metrics"
+        async with session.get(url) as response:
+            return await response.text()
+
+
+def refused_update(telegram: FakeTelegram, user: int, text: str) -> None:
+    """A message PostgreSQL's jsonb refuses whatever its text: a number JSON parsers in
+    Python accept (Infinity) and jsonb does not. Sanitising text cannot mend it."""
+    queued = telegram.send_private_text(user, text)
+    queued["message"]["odd"] = float("inf")  # before anything awaits: as it is polled
+
+
+async def test_a_nul_and_an_unstorable_update_stop_nobody_else(
+    tmp_path: Path, pg_base: str
+) -> None:
+    url = await pg_fixtures.fresh_database(pg_base)
+    async with FakeTelegram() as telegram, FakeChatLLM(lambda: 0.0) as llm:
+        env = role_env(tmp_path, url, telegram, llm, INBOX_POLL_SECONDS="0.3")
+        processes: list[RoleProcess] = []
+        failed = True
+        try:
+            for n, role in enumerate(("platform", "worker")):
+                processes.append(await RoleProcess.start(role, env, tmp_path, n))
+                await processes[-1].ready()
+            platform = processes[0]
+            telegram.send_private_text(ANA, "u1-m0 ho\x00la")  # stored sanitised
+            refused_update(telegram, BEA, "u2-m0 hola")  # a dead letter
+            telegram.send_private_text(CARMEN, "u3-m0 hola")  # answered after both
+            await telegram.wait_for_messages(CARMEN, 1, timeout=60)
+            await telegram.wait_for_messages(ANA, 1, timeout=30)
+            metrics = await scrape(platform)
+            failed = False
+        finally:
+            for process in processes:
+                await process.kill()
+                if failed:
+                    print(f"---- {process.role}\n{process.output()[-4000:]}")
+    assert telegram.sent_messages(ANA)[0]["text"].startswith("Re: u1-m0")
+    assert telegram.sent_messages(BEA) == []
+    turns = await fetch(url, "SELECT text FROM turns WHERE role = 'user' ORDER BY id")
+    assert "u1-m0 hola" in [t["text"] for t in turns]
+    [letter] = await fetch(url, "SELECT * FROM dead_letters")
+    assert (letter["platform"], letter["platform_user_id"]) == ("telegram", str(BEA))
+    assert json.loads(letter["payload"])["message"]["text"] == "u2-m0 hola"  # as sent
+    assert "Infinity" in letter["payload"] and "json" in letter["error"].lower()
+    assert telegram.token not in letter["error"]
+    assert 'companion_dead_letters_total{role="platform"} 1' in metrics.splitlines()
+
+
+async def test_role_all_on_postgresql_answers_a_message_holding_nul(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock, pg_url: str
+) -> None:
+    fake_anthropic.queue(Text("Dime."), Text("Aquí estoy."))
+    async with FakeTelegram() as telegram:
+        settings = make_settings(
+            tmp_path,
+            fake_anthropic,
+            database_url=pg_url,
+            telegram_bot_token=telegram.token,
+            telegram_api_base_url=telegram.url,
+        )
+        async with open_app(settings, clock=clock, start_scheduler=False) as app:
+            adapter = TelegramAdapter(settings, app.commands)
+            await adapter.start()
+            try:
+                telegram.send_private_text(ANA, "ho\x00la", first_name="A\x00na")
+                [first] = await telegram.wait_for_messages(ANA, 1, timeout=20)
+                telegram.send_private_text(BEA, "hola")
+                [second] = await telegram.wait_for_messages(BEA, 1, timeout=20)
+            finally:
+                await adapter.stop()
+    assert (first["text"], second["text"]) == ("Dime.", "Aquí estoy.")
+    turns = await fetch(pg_url, "SELECT text FROM turns WHERE role = 'user' ORDER BY id")
+    assert [t["text"] for t in turns] == ["hola", "hola"]
+    names = await fetch(pg_url, "SELECT display_name FROM users ORDER BY id")
+    assert names[0]["display_name"] == "Ana"
