@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from cards.character import Character
 from memory.engine.session import Session, SessionCache
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from memory.engine.companion import EngineSettings
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class CompactionClaims(Protocol):
@@ -120,8 +121,8 @@ class BackgroundWork:
     # ---- background work --------------------------------------------------------------------
 
     def spawn(
-        self, coroutine: Coroutine[Any, Any, None], owner: tuple[int, str] | None = None
-    ) -> None:
+        self, coroutine: Coroutine[Any, Any, T], owner: tuple[int, str] | None = None
+    ) -> asyncio.Task[T]:
         """Run after the reply; tracked so that shutdown and tests can wait for it, and by
         `owner` (user id, character id) so that a forget can cancel it."""
         task = asyncio.create_task(coroutine)
@@ -130,6 +131,7 @@ class BackgroundWork:
             self._owned_tasks.setdefault(owner, set()).add(task)
             task.add_done_callback(lambda done: self._disown(owner, done))
         task.add_done_callback(self._task_done)
+        return task
 
     def _disown(self, owner: tuple[int, str], task: asyncio.Task[Any]) -> None:
         tasks = self._owned_tasks.get(owner, set())

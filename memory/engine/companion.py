@@ -13,7 +13,7 @@ from cards.character import Character, CharacterBook
 from memory.engine.bursts import Burst, BurstAnswering, Bursts, CallGate
 from memory.engine.compaction import BackgroundWork, OwnCompactions
 from memory.engine.followups import FollowUpWriting
-from memory.engine.forgetting import Forgetting
+from memory.engine.forgetting import ForgetsUnderWay, Forgetting
 from memory.engine.llm import TextSink
 from memory.engine.off_record import OffRecordAnswering, OffRecordSessions
 from memory.engine.prompt import Budgets
@@ -94,6 +94,7 @@ class Companion(BurstAnswering, BackgroundWork, OffRecordAnswering, FollowUpWrit
         self._owned_tasks: dict[tuple[int, str], set[asyncio.Task[Any]]] = {}
         self._end_listeners: list[Callable[[Conversation], Awaitable[None]]] = []
         self._forget_listeners: list[Callable[[int, str], Awaitable[None]]] = []
+        self._forgets = ForgetsUnderWay()
         self._users_seen_at_changes = 0
         self._compaction_claims = OwnCompactions()
 
