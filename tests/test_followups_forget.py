@@ -236,3 +236,19 @@ async def test_a_follow_up_that_begins_while_a_forget_is_under_way_writes_nothin
     await bot.app.companion.drain()
     assert sent_to(bot, ANA) == []
     nothing_left(bot.app, ana)
+
+
+async def test_the_stores_checks_see_a_forget_from_another_process(
+    app: App, clock: FakeClock
+) -> None:
+    """What the engine asks right before writing and sending, and the record of a follow-up,
+    after the rows went under it (`companion memory forget`, or a forget in another worker:
+    no lock of this process is held for them)."""
+    ana = await due(app, clock, "telegram", ANA, "entrevista de trabajo")
+    [fact] = await app.store.facts(ana, DETECTIVE)
+    assert await app.store.followup_owed(ana, DETECTIVE, fact.id)
+    await app.store.forget(ana, DETECTIVE)
+    assert not await app.store.followup_owed(ana, DETECTIVE, fact.id)
+    assert not await app.store.record_followup(ana, DETECTIVE, fact.id, None, clock())
+    assert not await app.store.followup_recorded(ana, DETECTIVE, fact.id, 1)
+    nothing_left(app, ana)
