@@ -230,6 +230,7 @@ async def test_a_follow_up_that_begins_while_a_forget_is_under_way_writes_nothin
         assert rows_of(bot.app, ana)["facts"] == 1  # not deleted yet
         bot.llm.queue(Text("¿Qué tal la entrevista?"))
         assert await bot.app.followups.run() == 0
+        assert bot.llm.bodies() == []  # not even written: the forget was seen first
     finally:
         release.set()
     await forgetting
