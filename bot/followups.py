@@ -5,6 +5,7 @@ group: only facts learned in a private chat (scope 'dm') are followed up, and on
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -93,7 +94,9 @@ class FollowUpJob:
 
     async def run(self) -> int:
         """Offer follow-ups where owed, then write and send every follow-up due now; how many
-        follow-ups were sent."""
+        follow-ups were sent. What is due is read once; the engine checks each one again
+        right before it writes it and right before it sends it (a forget or /avisos off
+        meanwhile)."""
         await self.offer()
         now = self._clock()
         # A day of slack each side: "today" depends on each user's zone, checked one by one.
@@ -109,10 +112,10 @@ class FollowUpJob:
             state = await self._store.followup_state(*owner)
             if not self._policy.allows(due, state, now):
                 continue
-            message = await self._companion.write_follow_up(due, self._store)
-            if message is None:
-                continue
-            done.add(owner)
-            if await sender.send_private(due.platform_user_id, message):
-                sent += 1
+            outcome = await self._companion.follow_up(
+                due, self._store, functools.partial(sender.send_private, due.platform_user_id)
+            )
+            if outcome != "not_written":
+                done.add(owner)
+            sent += outcome == "sent"
         return sent

@@ -19,6 +19,7 @@ from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, Text
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.telegram_api import FakeTelegram
+from tests.raw_db import raw_database
 from tests.test_discord_adapter import running
 
 ANA = 1001
@@ -171,3 +172,56 @@ async def test_a_follow_up_on_discord_goes_to_the_users_dm(
         fake_anthropic.queue(Text("¿Aprobaste el examen?"))
         assert await app.followups.run() == 1
         assert [m.content for m in fake.sent_dms(4242)] == ["¿Aprobaste el examen?"]
+
+
+async def test_a_due_event_gets_nothing_without_a_yes(bot: Bot, clock: FakeClock) -> None:
+    """Three users with an event on Thursday, all offered follow-ups; on Friday at noon, when
+    it is due, only the one who said yes hears about it: not the one who never answered, nor
+    the one who said /avisos off after /avisos on."""
+    bea, cai = ANA + 1, ANA + 2
+    bot.fake.send_command(ANA, ANA, "avisos", "on", first_name="Ana")
+    bot.fake.send_command(cai, cai, "avisos", "on", first_name="Cai")
+    await bot.fake.wait_for_messages(cai, 1)
+    bot.fake.send_command(cai, cai, "avisos", "off", first_name="Cai")
+    bot.llm.queue(Text("Suerte con el examen."))
+    bot.fake.send_private_text(bea, "El jueves tengo un examen", first_name="Bea")
+    for chat, count in ((ANA, 1), (bea, 1), (cai, 2)):
+        await bot.fake.wait_for_messages(chat, count)
+    for chat, event in ((ANA, "entrevista"), (bea, "examen"), (cai, "mudanza")):
+        user = await bot.app.store.find_user("telegram", str(chat))
+        assert user is not None
+        await learn(bot.app, dated(user.id, event, THURSDAY, clock()), clock())
+    assert await bot.app.followups.run() == 0  # Monday: each is offered follow-ups, once
+    before = {chat: len(bot.fake.sent_messages(chat)) for chat in (ANA, bea, cai)}
+    assert before == {ANA: 2, bea: 2, cai: 3}
+    clock.now = datetime(2026, 11, 6, 12, 0, tzinfo=clock.now.tzinfo)
+    bot.llm.queue(Text("¿Qué tal la entrevista?"), Text("¿Qué tal el examen?"))
+    assert await bot.app.followups.run() == 1
+    assert bot.fake.sent_messages(ANA)[-1]["text"] == "¿Qué tal la entrevista?"
+    assert len(bot.fake.sent_messages(bea)) == before[bea]
+    assert len(bot.fake.sent_messages(cai)) == before[cai]
+    assert len(bot.llm.bodies()) == 2  # Bea's reply and Ana's follow-up: no other was written
+
+
+async def test_no_follow_up_while_the_conversation_is_off_the_record(
+    bot: Bot, clock: FakeClock
+) -> None:
+    bot.fake.send_command(ANA, ANA, "avisos", "on", first_name="Ana")
+    await bot.fake.wait_for_messages(ANA, 1)
+    user = await bot.app.store.find_user("telegram", str(ANA))
+    assert user is not None
+    assert await bot.app.store.offer_followups_once(user.id, DETECTIVE, clock())
+    await learn(bot.app, dated(user.id, "entrevista de trabajo", THURSDAY, clock()), clock())
+    clock.now = datetime(2026, 11, 6, 12, 0, tzinfo=clock.now.tzinfo)
+    bot.fake.send_command(ANA, ANA, "incognito", first_name="Ana")
+    assert "fuera de registro" in (await bot.fake.wait_for_messages(ANA, 2))[-1]["text"]
+    bot.llm.queue(Text("¿Qué tal la entrevista?"))
+    assert await bot.app.followups.run() == 0
+    assert len(bot.fake.sent_messages(ANA)) == 2 and bot.llm.bodies() == []
+    with raw_database(bot.app.settings) as raw:
+        assert raw.execute("SELECT count(*) FROM turns").fetchone()[0] == 0
+    # Still owed: back on the record, the follow-up goes out.
+    bot.fake.send_command(ANA, ANA, "incognito", "off", first_name="Ana")
+    await bot.fake.wait_for_messages(ANA, 3)
+    assert await bot.app.followups.run() == 1
+    assert bot.fake.sent_messages(ANA)[-1]["text"] == "¿Qué tal la entrevista?"

@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 
 Owner = tuple[int, str]  # (user id, character id)
+T = TypeVar("T")
 
 
 class BackgroundTasks:
@@ -18,7 +19,9 @@ class BackgroundTasks:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._owned: dict[Owner, set[asyncio.Task[Any]]] = {}
 
-    def spawn(self, coroutine: Coroutine[Any, Any, None], owner: Owner | None = None) -> None:
+    def spawn(
+        self, coroutine: Coroutine[Any, Any, T], owner: Owner | None = None
+    ) -> asyncio.Task[T]:
         """Run after the reply; tracked so that shutdown and tests can wait for it, and by
         `owner` (user id, character id) so that a forget can cancel it."""
         task = asyncio.create_task(coroutine)
@@ -27,6 +30,7 @@ class BackgroundTasks:
             self._owned.setdefault(owner, set()).add(task)
             task.add_done_callback(lambda done: self._disown(owner, done))
         task.add_done_callback(self._task_done)
+        return task
 
     async def cancel_owned(self, owner: Owner) -> None:
         """Cancel the owner's work in flight and wait until it has stopped."""

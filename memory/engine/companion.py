@@ -16,8 +16,8 @@ from cards.character import Character, CharacterBook
 from memory.engine.background import BackgroundTasks
 from memory.engine.bursts import BurstAnswerer, CallGate
 from memory.engine.compaction import CompactionClaims, Compactor
-from memory.engine.followups import FollowUpWriter
-from memory.engine.forgetting import Forgetter
+from memory.engine.followups import Deliver, FollowUpOutcome, FollowUpWriter
+from memory.engine.forgetting import ForgetsUnderWay, Forgetter
 from memory.engine.llm import TextSink
 from memory.engine.off_record import OffRecordSessions
 from memory.engine.off_record_answers import OffRecordAnswerer
@@ -74,10 +74,18 @@ class Companion:
             clock,
         )
         self._bursts = BurstAnswerer(self._book, self._sessions, self._turns, clock)
+        forgets = ForgetsUnderWay()
         self._follow_ups = FollowUpWriter(
-            self._book, self._sessions, store, responder, self._off_record, clock
+            self._book,
+            self._sessions,
+            store,
+            responder,
+            self._off_record,
+            forgets,
+            self._tasks,
+            clock,
         )
-        self._forgetter = Forgetter(self._sessions, self._off_record, self._tasks)
+        self._forgetter = Forgetter(self._sessions, self._off_record, self._tasks, forgets)
 
     @property
     def characters(self) -> CharacterBook:
@@ -142,9 +150,11 @@ class Companion:
     def is_off_record(self, thread: Thread) -> bool:
         return self._off_record.active(thread)
 
-    async def write_follow_up(self, due: FollowUpCandidate, store: FollowUps) -> str | None:
-        """The follow-up's text, stored in the user's private thread (engine/followups.py)."""
-        return await self._follow_ups.write(due, store)
+    async def follow_up(
+        self, due: FollowUpCandidate, store: FollowUps, deliver: Deliver
+    ) -> FollowUpOutcome:
+        """Write, store and deliver a follow-up, as work a forget cancels (engine/followups.py)."""
+        return await self._follow_ups.follow_up(due, store, deliver)
 
     def forget_cached(self, user_id: int, character_id: str) -> None:
         """Drop the RAM sessions of a user with a character (after /memoria olvidar)."""

@@ -173,9 +173,23 @@ class FollowUps(Protocol):
 
     async def followup_state(self, user_id: int, character_id: str) -> FollowUpState: ...
 
+    async def followup_owed(self, user_id: int, character_id: str, fact_id: int) -> bool:
+        """The fact is still owed its follow-up (memory/store/followup_rules.py): asked right
+        before one is written."""
+        ...
+
     async def record_followup(
         self, user_id: int, character_id: str, fact_id: int, turn_id: int | None, now: datetime
-    ) -> None: ...
+    ) -> bool:
+        """The follow-up sent about the fact; False, and nothing written, once it is gone."""
+        ...
+
+    async def followup_recorded(
+        self, user_id: int, character_id: str, fact_id: int, turn_id: int
+    ) -> bool:
+        """The follow-up written as `turn_id` is still on record: asked right before it is
+        sent (a forget, in any process, deletes it)."""
+        ...
 
 
 class Channels(Protocol):

@@ -64,6 +64,10 @@ class FakeRest(InteractionRoutes):
         self.deduplicated: list[SentMessage] = []
         # Set: each created message's response waits for it (a sender killed meanwhile).
         self.send_gate: asyncio.Event | None = None
+        # Set: opening a DM channel waits for it (nothing is sent yet); `dm_requested` is set
+        # when such a request arrives.
+        self.dm_gate: asyncio.Event | None = None
+        self.dm_requested = asyncio.Event()
         self._command_ids: dict[tuple[int | None, str, int], int] = {}
 
     def routes(self) -> list[web.RouteDef]:
@@ -159,6 +163,9 @@ class FakeRest(InteractionRoutes):
 
     async def _create_dm(self, request: web.Request) -> web.Response:
         payload, _ = await read_body(request)
+        self.dm_requested.set()
+        if self.dm_gate is not None:
+            await self.dm_gate.wait()
         channel_id = self.world.dm_channel_id(int(payload["recipient_id"]))
         return json_response(self.world.channel_payload(channel_id))
 

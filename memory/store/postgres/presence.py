@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime
 
 from memory.models import FollowUpCandidate, FollowUpState
+from memory.store.followup_rules import OWED
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
 from memory.store.postgres.rows import ts
@@ -65,13 +66,9 @@ class PgPresenceMixin(PostgresStoreBase):
     async def followup_candidates(self, earliest: date, latest: date) -> list[FollowUpCandidate]:
         found = await self._pool.fetch(
             "SELECT f.*, u.platform, u.platform_user_id, u.display_name, p.timezone"
-            " FROM facts f JOIN followup_settings s ON s.user_id = f.user_id"
-            " AND s.character_id = f.character_id AND s.enabled = 1"
-            " JOIN users u ON u.id = f.user_id"
+            " FROM facts f JOIN users u ON u.id = f.user_id"
             " LEFT JOIN user_preferences p ON p.user_id = f.user_id"
-            " WHERE f.scope = 'dm' AND f.status = 'active' AND f.event_date IS NOT NULL"
-            " AND f.event_date >= $1 AND f.event_date <= $2"
-            " AND NOT EXISTS (SELECT 1 FROM followups x WHERE x.fact_id = f.id)"
+            f" WHERE {OWED} AND f.event_date >= $1 AND f.event_date <= $2"
             " ORDER BY f.event_date, f.id",
             earliest.isoformat(),
             latest.isoformat(),
@@ -82,6 +79,16 @@ class PgPresenceMixin(PostgresStoreBase):
             )
             for r in found
         ]
+
+    async def followup_owed(self, user_id: int, character_id: str, fact_id: int) -> bool:
+        found = await self._pool.fetchval(
+            f"SELECT 1 FROM facts f WHERE f.id = $1 AND f.user_id = $2 AND f.character_id = $3"
+            f" AND {OWED}",
+            fact_id,
+            user_id,
+            character_id,
+        )
+        return found is not None
 
     async def followup_offers_due(self) -> list[FollowUpCandidate]:
         """One dated fact (learned in a private chat) of each user and character never offered
@@ -130,13 +137,30 @@ class PgPresenceMixin(PostgresStoreBase):
 
     async def record_followup(
         self, user_id: int, character_id: str, fact_id: int, turn_id: int | None, now: datetime
-    ) -> None:
-        await self._pool.execute(
+    ) -> bool:
+        """Only while the fact is still there: a forget from another process just before
+        leaves no row behind (False)."""
+        status = await self._pool.execute(
             "INSERT INTO followups (user_id, character_id, fact_id, turn_id, sent_at)"
-            " VALUES ($1, $2, $3, $4, $5) ON CONFLICT (fact_id) DO NOTHING",
+            " SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM facts WHERE id = $3"
+            " AND user_id = $1 AND character_id = $2) ON CONFLICT (fact_id) DO NOTHING",
             user_id,
             character_id,
             fact_id,
             turn_id,
             ts(now),
         )
+        return status.endswith(" 1")
+
+    async def followup_recorded(
+        self, user_id: int, character_id: str, fact_id: int, turn_id: int
+    ) -> bool:
+        found = await self._pool.fetchval(
+            "SELECT 1 FROM followups WHERE fact_id = $1 AND user_id = $2 AND character_id = $3"
+            " AND turn_id = $4",
+            fact_id,
+            user_id,
+            character_id,
+            turn_id,
+        )
+        return found is not None

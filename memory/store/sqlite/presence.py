@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime
 
 from memory.models import FollowUpCandidate, FollowUpState
+from memory.store.followup_rules import OWED
 from memory.store.records import fact as _fact
 from memory.store.records import ts as _ts
 from memory.store.sqlite.base import StoreBase, on_db_thread
@@ -62,13 +63,9 @@ class PresenceMixin(StoreBase):
     def followup_candidates(self, earliest: date, latest: date) -> list[FollowUpCandidate]:
         rows = self._all(
             "SELECT f.*, u.platform, u.platform_user_id, u.display_name, p.timezone"
-            " FROM facts f JOIN followup_settings s ON s.user_id = f.user_id"
-            " AND s.character_id = f.character_id AND s.enabled = 1"
-            " JOIN users u ON u.id = f.user_id"
+            " FROM facts f JOIN users u ON u.id = f.user_id"
             " LEFT JOIN user_preferences p ON p.user_id = f.user_id"
-            " WHERE f.scope = 'dm' AND f.status = 'active' AND f.event_date IS NOT NULL"
-            " AND f.event_date >= ? AND f.event_date <= ?"
-            " AND NOT EXISTS (SELECT 1 FROM followups x WHERE x.fact_id = f.id)"
+            f" WHERE {OWED} AND f.event_date >= ? AND f.event_date <= ?"
             " ORDER BY f.event_date, f.id",
             (earliest.isoformat(), latest.isoformat()),
         )
@@ -78,6 +75,15 @@ class PresenceMixin(StoreBase):
             )
             for r in rows
         ]
+
+    @on_db_thread
+    def followup_owed(self, user_id: int, character_id: str, fact_id: int) -> bool:
+        row = self._one(
+            f"SELECT 1 FROM facts f WHERE f.id = ? AND f.user_id = ? AND f.character_id = ?"
+            f" AND {OWED}",
+            (fact_id, user_id, character_id),
+        )
+        return row is not None
 
     @on_db_thread
     def followup_offers_due(self) -> list[FollowUpCandidate]:
@@ -122,12 +128,27 @@ class PresenceMixin(StoreBase):
     @on_db_thread
     def record_followup(
         self, user_id: int, character_id: str, fact_id: int, turn_id: int | None, now: datetime
-    ) -> None:
-        self._con.execute(
+    ) -> bool:
+        """Only while the fact is still there: a forget from another process just before
+        leaves no row behind (False)."""
+        cursor = self._con.execute(
             "INSERT INTO followups (user_id, character_id, fact_id, turn_id, sent_at)"
-            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (fact_id) DO NOTHING",
+            " SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM facts WHERE id = ?3"
+            " AND user_id = ?1 AND character_id = ?2) ON CONFLICT (fact_id) DO NOTHING",
             (user_id, character_id, fact_id, turn_id, _ts(now)),
         )
+        return cursor.rowcount == 1
+
+    @on_db_thread
+    def followup_recorded(
+        self, user_id: int, character_id: str, fact_id: int, turn_id: int
+    ) -> bool:
+        row = self._one(
+            "SELECT 1 FROM followups WHERE fact_id = ? AND user_id = ? AND character_id = ?"
+            " AND turn_id = ?",
+            (fact_id, user_id, character_id, turn_id),
+        )
+        return row is not None
 
 
 def _dt_of(text: str) -> datetime:
