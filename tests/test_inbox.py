@@ -102,8 +102,9 @@ async def test_a_recorded_send_is_seen_by_the_next_claim(inbox: PostgresInbox) -
     await inbox.put([arrival(1, 10), arrival(2, 10)])
     claim = await inbox.claim("w1", 0.1)
     assert claim is not None
-    await inbox.record_send(claim.messages[1].id, 0, "555", "w1")
-    await inbox.record_send(claim.messages[1].id, 0, "555", "w1")  # idempotent
+    assert await inbox.record_send(claim.messages[1].id, 0, "555", "w1")
+    # Idempotent, and says the send was recorded already (a second worker made it too).
+    assert not await inbox.record_send(claim.messages[1].id, 0, "555", "w1")
     await asyncio.sleep(0.2)  # w1 dies before it marks them
     again = await inbox.claim("w2", 30)
     assert again is not None

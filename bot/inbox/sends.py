@@ -111,8 +111,17 @@ class SendRecorder:
     async def after(self, slot: Slot | None, message_id: str) -> None:
         """Record a send as soon as the platform returned its id."""
         self._metrics.replies_sent += 1
-        if slot is not None:
-            await self._inbox.record_send(slot.inbox_id, slot.seq, message_id, self._worker_id)
+        if slot is not None and not await self._inbox.record_send(
+            slot.inbox_id, slot.seq, message_id, self._worker_id
+        ):
+            # Another worker made and recorded this very send: this one's lease ran out between
+            # its renewal and the platform's answer (a stall longer than the lease).
+            self._metrics.errors += 1
+            log.warning(
+                "inbox: send %s of message %s was also made by another worker: sent twice",
+                slot.seq,
+                slot.inbox_id,
+            )
 
     def start(
         self, message: Pending, pair: PairWork, run: Callable[[dict[str, Any]], Awaitable[None]]

@@ -218,10 +218,10 @@ class PostgresInbox:
         )
         return status.endswith(" 1")
 
-    async def record_send(self, inbox_id: int, seq: int, message_id: str, worker: str) -> None:
+    async def record_send(self, inbox_id: int, seq: int, message_id: str, worker: str) -> bool:
         """The platform accepted a send for this message (or, as DONE_SEQ, the message's
         handler ended: every send it made is recorded)."""
-        await self._pool.execute(
+        status = await self._pool.execute(
             "INSERT INTO outbox (inbox_id, seq, platform_message_id, sent_by)"
             " VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
             inbox_id,
@@ -229,6 +229,7 @@ class PostgresInbox:
             message_id,
             worker,
         )
+        return status.endswith(" 1")
 
     async def finish(self, pair_key: str, worker: str, answered: Sequence[int]) -> bool:
         """Mark messages answered and let the pair go, in one statement (one round trip,
