@@ -53,7 +53,7 @@ async def inbox_rows(url: str) -> list[asyncpg.Record]:
     try:
         return await connection.fetch(
             "SELECT i.id, i.update_key, i.pair_key, i.answered_at IS NOT NULL AS answered,"
-            " (SELECT count(*) FROM outbox o WHERE o.inbox_id = i.id) AS sends"
+            " (SELECT count(*) FROM outbox o WHERE o.inbox_id = i.id AND o.seq >= 0) AS sends"
             " FROM inbox i ORDER BY i.id"
         )
     finally:

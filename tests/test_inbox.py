@@ -13,7 +13,7 @@ import pytest
 
 from bot.inbox.telegram_platform import telegram_arrival
 from memory.models import Thread
-from memory.store.inbox import SWEEP_LOCK, Arrival
+from memory.store.inbox import DONE_SEQ, SWEEP_LOCK, Arrival
 from memory.store.postgres import PostgresStore
 from memory.store.postgres.inbox import PostgresInbox
 from tests import pg_fixtures
@@ -102,12 +102,22 @@ async def test_a_recorded_send_is_seen_by_the_next_claim(inbox: PostgresInbox) -
     await inbox.put([arrival(1, 10), arrival(2, 10)])
     claim = await inbox.claim("w1", 0.1)
     assert claim is not None
-    await inbox.record_send(claim.messages[1].id, 0, "555", "w1")
-    await inbox.record_send(claim.messages[1].id, 0, "555", "w1")  # idempotent
+    assert await inbox.record_send(claim.messages[1].id, 0, "555", "w1")
+    # Idempotent, and says the send was recorded already (a second worker made it too).
+    assert not await inbox.record_send(claim.messages[1].id, 0, "555", "w1")
     await asyncio.sleep(0.2)  # w1 dies before it marks them
     again = await inbox.claim("w2", 30)
     assert again is not None
     assert [m.sent for m in again.messages] == [False, True]
+    assert [(m.sends, m.done) for m in again.messages] == [({}, False), ({0: "555"}, False)]
+    # The end of its handler is recorded too, and is not a send: the message is whole.
+    await inbox.record_send(again.messages[1].id, 7, "556", "w2")
+    await inbox.record_send(again.messages[1].id, DONE_SEQ, "", "w2")
+    assert not await inbox.finish(again.pair_key, "nobody", [])  # still w2's
+    assert await inbox.finish(again.pair_key, "w2", [])  # let go, nothing marked answered
+    third = await inbox.claim("w3", 30)
+    assert third is not None
+    assert [(m.sends, m.done) for m in third.messages][1] == ({0: "555", 7: "556"}, True)
 
 
 async def test_the_sweep_lock_is_held_by_one_process_at_a_time(

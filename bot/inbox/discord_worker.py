@@ -67,6 +67,22 @@ def with_nonce(params: MultipartParameters, slot: Slot) -> None:
             part["value"] = json.dumps({**json.loads(part["value"]), **extra})
 
 
+def params_content(params: MultipartParameters) -> str:
+    """What a create-message request says: its text and its files' names."""
+    payload = params.payload
+    for part in params.multipart or []:
+        if part.get("name") == "payload_json":
+            payload = json.loads(part["value"])
+    names = [str(part.get("filename")) for part in params.multipart or [] if "filename" in part]
+    return f"{(payload or {}).get('content')}\x00{names}"
+
+
+def send_content(send: Send) -> str:
+    """What an interaction's answer says: its text and its file's name."""
+    file = send.get("file")
+    return f"{send.get('content')}\x00{getattr(file, 'filename', None)}"
+
+
 async def fill_deferred(interaction: discord.Interaction, send: Send) -> discord.Message:
     """Edit the response the platform process deferred. The platform stores an interaction
     before it defers it, so a quick worker can get here first: Discord then knows no response
@@ -104,7 +120,10 @@ class RecordingAnswers(InteractionAnswers):
         if not sends:
             log.warning("discord: empty answer to interaction %s", interaction.id)
         for send in sends:
-            slot = await self._recorder.before()
+            slot = await self._recorder.before(send_content(send))
+            if slot is not None and slot.sent is not None:  # a worker before this one sent it
+                self.deferred.discard(interaction.id)
+                continue
             if interaction.id in self.deferred:
                 sent: discord.Message = await fill_deferred(interaction, send)
                 self.deferred.discard(interaction.id)
@@ -133,7 +152,9 @@ class DiscordWorker:
         plain = http.send_message
 
         async def send_message(channel_id: int, *, params: MultipartParameters) -> Any:
-            slot = await self._recorder.before()
+            slot = await self._recorder.before(params_content(params))
+            if slot is not None and slot.sent is not None:  # a worker before this one sent it
+                return await http.get_message(channel_id, int(slot.sent))
             if slot is not None:
                 with_nonce(params, slot)
             sent = await plain(channel_id, params=params)

@@ -4,8 +4,10 @@ adapter sends is recorded against the inbox message it answers, as soon as Teleg
 its id.
 
 Telegram's sendMessage has no idempotency key, so a reply is made once by record, not by
-retry: a message with a recorded send is never answered again, and neither is any message
-before it in its pair (a burst's answer goes on its newest message). What no record can close
+retry: a send that is recorded is never made again. A message whose handler ended is never
+answered again, and neither is any message before it in its pair (a burst's answer goes on its
+newest message); one whose worker died between two parts of its reply is run again, and only
+the parts not recorded are sent (bot/inbox/sends.py). What no record can close
 is the moment between Telegram's answer and the record's commit: a worker killed exactly then
 has sent a reply that its successor cannot know of (a few milliseconds per reply).
 """
@@ -13,9 +15,10 @@ has sent a reply that its successor cannot know of (a few milliseconds per reply
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from typing import Any
 
-from telegram import Message, Update
+from telegram import Chat, Message, Update
 from telegram.ext import ExtBot
 from telegram.request import HTTPXRequest
 
@@ -46,16 +49,29 @@ class RecordingBot(ExtBot):  # type: ignore[type-arg]
         return self._recorder
 
     async def send_message(self, *args: Any, **kwargs: Any) -> Message:  # type: ignore[override]
-        slot = await self._recorder.before()
+        chat_id = kwargs.get("chat_id", args[0] if args else None)
+        text = kwargs.get("text", args[1] if len(args) > 1 else "")
+        slot = await self._recorder.before(f"message:{text}")
+        if slot is not None and slot.sent is not None:
+            return self._already_sent(chat_id, slot.sent)
         sent = await super().send_message(*args, **kwargs)
         await self._recorder.after(slot, str(sent.message_id))
         return sent
 
     async def send_document(self, *args: Any, **kwargs: Any) -> Message:  # type: ignore[override]
-        slot = await self._recorder.before()
+        chat_id = kwargs.get("chat_id", args[0] if args else None)
+        slot = await self._recorder.before(f"document:{kwargs.get('filename')}")
+        if slot is not None and slot.sent is not None:
+            return self._already_sent(chat_id, slot.sent)
         sent = await super().send_document(*args, **kwargs)
         await self._recorder.after(slot, str(sent.message_id))
         return sent
+
+    def _already_sent(self, chat_id: Any, message_id: str) -> Message:
+        """The message a worker before this one sent (Telegram cannot be asked for it: only
+        its id is known, which is all the adapter reads of a send)."""
+        chat = Chat(int(chat_id), Chat.PRIVATE)
+        return Message(int(message_id), datetime.now(UTC), chat)
 
 
 def recording_bot(settings: Settings, recorder: SendRecorder) -> RecordingBot:

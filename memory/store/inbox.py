@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 # The session-end sweep's lock: held by one worker at a time (any constant of ours).
@@ -27,12 +27,21 @@ class Arrival:
     payload: dict[str, Any]
 
 
+# The outbox row that says a message's handler ran to its end: every send it made is recorded.
+# Not a send (no send has a negative number), so it never collides with one.
+DONE_SEQ = -1
+
+
 @dataclass(frozen=True)
 class Pending:
     id: int
     payload: dict[str, Any]
     attempts: int
-    sent: bool  # a send is recorded for it: answered already, by a worker that then died
+    sent: bool  # a send is recorded for it: a worker answered it, or began to, then died
+    # The recorded sends (their number -> the platform's message id): a successor that runs
+    # the message again makes only the others.
+    sends: dict[int, str] = field(default_factory=dict)
+    done: bool = False  # its handler finished: all of its sends are in `sends`
 
 
 @dataclass(frozen=True)
@@ -71,7 +80,9 @@ class Inbox(Protocol):
 
     async def extend(self, pair_key: str, worker: str, lease_seconds: float) -> bool: ...
 
-    async def record_send(self, inbox_id: int, seq: int, message_id: str, worker: str) -> None: ...
+    async def record_send(self, inbox_id: int, seq: int, message_id: str, worker: str) -> bool:
+        """False when that send of that message was recorded already (by another worker)."""
+        ...
 
     async def finish(self, pair_key: str, worker: str, answered: Sequence[int]) -> bool: ...
 

@@ -64,6 +64,8 @@ class FakeTelegram(BotApiMethods):
         self.languages: dict[int, str | None] = {}
         self._methods = self.method_table()
         self._faults: defaultdict[str, deque[ApiError]] = defaultdict(deque)
+        # method -> (calls let through, the gate the later ones wait at; see `hold_after`)
+        self._holds: dict[str, tuple[int, asyncio.Event]] = {}
         self._allowed_updates: list[str] | None = None
         self._last_update_id = 0
         self._callback_ids = itertools.count(1)
@@ -134,6 +136,12 @@ class FakeTelegram(BotApiMethods):
         faults = self._faults.get(method.lower())
         if faults:
             raise faults.popleft()
+        hold = self._holds.get(method.lower())
+        if hold is not None and not hold[1].is_set():
+            if hold[0] <= 0:
+                await hold[1].wait()
+                raise ApiError(502, "Bad Gateway: the held call never reached Telegram")
+            self._holds[method.lower()] = (hold[0] - 1, hold[1])
         if method.lower() == "getupdates":
             return await self._get_updates(params)
         handler = self._methods.get(method.lower())
@@ -412,6 +420,14 @@ class FakeTelegram(BotApiMethods):
             seen = [name for name, _ in self.calls]
             raise AssertionError(f"expected {count} {method} calls within {timeout}s; saw {seen}")
         return self.calls_to(method)
+
+    def hold_after(self, method: str, count: int) -> asyncio.Event:
+        """Let ``count`` calls to ``method`` through, then hold the later ones unanswered (a
+        sender killed meanwhile never hears back) until the returned event is set, when they
+        fail, as a call that never reached Telegram: they send nothing. Later calls pass."""
+        gate = asyncio.Event()
+        self._holds[method.lower()] = (count, gate)
+        return gate
 
     def fail_next(
         self,

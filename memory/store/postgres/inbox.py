@@ -23,7 +23,7 @@ from typing import Self
 
 import asyncpg
 
-from memory.store.inbox import Arrival, Claim, InboxStats, Pending
+from memory.store.inbox import DONE_SEQ, Arrival, Claim, InboxStats, Pending
 from memory.store.postgres.base import normalise_url
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,9 @@ _PENDING = """
 UPDATE inbox SET attempts = attempts + 1
 WHERE pair_key = ANY($1::text[]) AND answered_at IS NULL
 RETURNING id, pair_key, payload, attempts,
-    EXISTS (SELECT 1 FROM outbox o WHERE o.inbox_id = inbox.id) AS sent
+    ARRAY(SELECT o.seq FROM outbox o WHERE o.inbox_id = inbox.id ORDER BY o.seq) AS seqs,
+    ARRAY(SELECT o.platform_message_id FROM outbox o WHERE o.inbox_id = inbox.id
+          ORDER BY o.seq) AS message_ids
 """
 
 # A WITH's data-modifying parts all run, once, on one snapshot; `marked` reads what `released`
@@ -103,6 +105,13 @@ RETURNING CASE WHEN r.hits[cardinality(r.hits)] = statement_timestamp() THEN 0
     ELSE extract(epoch FROM r.hits[1] + make_interval(secs => $3) - statement_timestamp())
 END
 """
+
+
+def pending(row: asyncpg.Record) -> Pending:
+    recorded = dict(zip(row["seqs"], row["message_ids"], strict=True))
+    done = recorded.pop(DONE_SEQ, None) is not None
+    sends = {int(seq): str(message_id) for seq, message_id in recorded.items()}
+    return Pending(row["id"], json.loads(row["payload"]), row["attempts"], bool(sends), sends, done)
 
 
 class PostgresInbox:
@@ -193,10 +202,7 @@ class PostgresInbox:
             Claim(
                 p["pair_key"],
                 p["last_worker"] is not None and p["last_worker"] != worker,
-                tuple(
-                    Pending(r["id"], json.loads(r["payload"]), r["attempts"], r["sent"])
-                    for r in messages.get(p["pair_key"], [])
-                ),
+                tuple(pending(r) for r in messages.get(p["pair_key"], [])),
             )
             for p in pairs
         ]
@@ -212,9 +218,10 @@ class PostgresInbox:
         )
         return status.endswith(" 1")
 
-    async def record_send(self, inbox_id: int, seq: int, message_id: str, worker: str) -> None:
-        """The platform accepted a send for this message: the message is answered."""
-        await self._pool.execute(
+    async def record_send(self, inbox_id: int, seq: int, message_id: str, worker: str) -> bool:
+        """The platform accepted a send for this message (or, as DONE_SEQ, the message's
+        handler ended: every send it made is recorded)."""
+        status = await self._pool.execute(
             "INSERT INTO outbox (inbox_id, seq, platform_message_id, sent_by)"
             " VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
             inbox_id,
@@ -222,6 +229,7 @@ class PostgresInbox:
             message_id,
             worker,
         )
+        return status.endswith(" 1")
 
     async def finish(self, pair_key: str, worker: str, answered: Sequence[int]) -> bool:
         """Mark messages answered and let the pair go, in one statement (one round trip,
