@@ -74,10 +74,11 @@ async def test_a_summary_saved_while_the_session_answers_keeps_the_extractions_d
     fake_anthropic.queue(summarise, route="write_summary")
     fake_anthropic.queue(extract, route="record_profile")
     fake_anthropic.queue(reply)
-    before = summary_rows(app)
+    before, folds = summary_rows(app), caplog.text.count(WAITING)
     await app.commands.reset(ANA)
     hello = asyncio.create_task(app.commands.chat(ANA, "Hola otra vez"))
-    await until(lambda: WAITING in caplog.text)  # the summary is written; the session is busy
+    # the summary is written and waits for the session, busy answering
+    await until(lambda: caplog.text.count(WAITING) > folds)
     extract_now.set()
     await until(lambda: summary_rows(app) > before)  # the extraction dated the newest summary
     answer.set()
