@@ -198,3 +198,25 @@ async def test_a_summary_save_over_a_replaced_row_stores_nothing(
     assert stale.stale and stale.id is None
     latest = await store.latest_summary(thread)
     assert latest is not None and latest.id == second.id
+
+
+async def test_a_city_corrected_by_the_user_is_dated_by_the_next_summary(
+    app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    """/memoria corregir changes the fact without an extraction: the history read when the
+    next summary is saved is what dates the old city."""
+    await first_session(app, fake_anthropic, clock)
+    with raw_database(app.settings) as raw:
+        fact_id = raw.execute("SELECT id FROM facts WHERE key = 'city'").fetchone()[0]
+    corrected = await app.commands.memoria(ANA, "corregir", f"{fact_id} Bilbao")
+    assert "Bilbao" in corrected.text
+    await app.commands.chat(ANA, "Hoy he paseado por la ría")
+
+    def summarise(body: dict[str, Any]) -> ToolUse:
+        claim = f"Ana paseó por la ría {{cite:{cite(body)}}}"
+        return ToolUse("write_summary", summary_input(established_facts=[claim]))
+
+    fake_anthropic.queue(summarise, route="write_summary")
+    await app.commands.reset(ANA)
+    await app.companion.drain()
+    await check_next_session(app, fake_anthropic, clock)
