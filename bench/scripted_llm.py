@@ -18,7 +18,7 @@ from bench.cache_sim import CacheResult, PromptCache, block_tokens
 from bot.llm.anthropic_provider import request_body
 from memory.engine.llm import LLMError, LLMRequest, LLMResponse, ToolCall, Usage
 from memory.engine.tokens import TokenEstimator
-from memory.integrity.guard import check_fact_value
+from memory.integrity.gate import check_fact
 from memory.profile.extraction import EXTRACTION_TOOL
 from memory.summary.rolling import SUMMARY_TOOL
 
@@ -112,7 +112,8 @@ def scripted_profile(session: list[tuple[int, str, str]]) -> dict[str, Any]:
     operations = []
     for kind, key, (turn_id, text), origin in candidates:
         value = _short(text, 15)
-        if check_fact_value(value) is None:  # a well-behaved model records no instructions
+        # a well-behaved model records nothing the memory gate refuses
+        if check_fact(key, value, kind=kind).reason is None:
             operations.append(
                 {
                     "op": "add",

@@ -34,7 +34,6 @@ from memory.profile.view import ProfileService
 from memory.search.retrieval import Retriever
 from memory.store import MemoryStore, open_store
 from memory.summary.rolling import Summariser
-from memory.summary.supersede import superseded_values
 
 
 @dataclass
@@ -73,7 +72,6 @@ def _engine(
         tokens,
         cap_tokens=settings.summary_cap_tokens,
         model=settings.llm_summary_model,
-        superseded=lambda thread: superseded_values(store, thread),
         record_rejection=lambda thread, conversation_id, reason: store.record_rejection(
             thread, conversation_id, reason, clock()
         ),

@@ -103,6 +103,16 @@ class Summary:
 
 
 @dataclass(frozen=True, slots=True)
+class SummarySaved:
+    """What a summary save that names the newest summary it replaces did. `id` is the new
+    row's; None with `stale` when another summary became the newest first (read it and build
+    on it again), None without it when the conversation is gone (forgotten meanwhile)."""
+
+    id: int | None
+    stale: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class UsageRecord:
     kind: str
     model: str

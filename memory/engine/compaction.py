@@ -7,7 +7,6 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
 
@@ -18,6 +17,7 @@ from memory.engine.settings import EngineSettings
 from memory.engine.tokens import TokenEstimator
 from memory.store.protocols import ConversationStore
 from memory.summary.rolling import CompactionInput, Summariser
+from memory.summary.supersede import save_current
 
 log = logging.getLogger(__name__)
 
@@ -112,13 +112,17 @@ class Compactor:
         summary = await self._summariser.compact(job, self._clock())
         if summary is None:
             return False
+        # The session may be busy answering (the user wrote right after a reset): meanwhile the
+        # conversation's extraction can change facts and date the summary's claims. Saved over
+        # whatever is newest then, against the history read then (memory/summary/supersede.py).
+        log.debug("compaction of %s: summary written, saving when the session is free", job.thread)
         async with self._sessions.lock(session.thread):
-            summary_id = await self._store.save_summary(
-                session.thread, summary, job.conversation_id
+            saved = await save_current(
+                self._store, session.thread, summary, job.language, job.conversation_id
             )
-            if summary_id is None:  # forgotten meanwhile: nothing was written
+            if saved is None:  # forgotten meanwhile: nothing was written
                 return False
-            session.summary = replace(summary, id=summary_id)
+            session.summary = saved
             # Turns that arrived during the call stay: the window is append-only.
             session.window = [t for t in session.window if t.id > summary.covers_up_to_turn_id]
         return True

@@ -25,10 +25,6 @@ _INVISIBLE = re.compile("[\u00ad\u200b-\u200d\u2060\ufeff]")
 # Typographic apostrophes, so "you’re" matches the same patterns as "you're".
 _APOSTROPHE = re.compile("[\u2018\u2019\u02bc\u00b4]")
 _SPACES = re.compile(r"\s+")
-# C0/C1 controls (including tab and newline: a newline lets a value forge extra lines in the
-# rendered profile) and the bidi embedding/override/isolate controls that can visually reorder
-# text. Zero-width joiners stay allowed because emoji sequences need them.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 # Where an English imperative can start: the beginning of the value, after punctuation, after a
 # connective ("and", "please", "also") or after "you"/"you to". Facts are written in the third
@@ -313,22 +309,3 @@ def instruction_reason(text: str) -> str | None:
                     excerpt = excerpt[:57] + "..."
                 return f"{reason}: '{excerpt}'"
     return None
-
-
-def check_fact_value(text: str, max_len: int = 300) -> str | None:
-    """Return why ``text`` must not be stored as a fact value, or None if it may be.
-
-    Cheap structural checks run first so an oversized payload is never fed to the regexes.
-    """
-    if max_len < 1:
-        raise ValueError(f"max_len must be positive, got {max_len}")
-    if not text.strip():
-        return "value is empty or only whitespace"
-    if len(text) > max_len:
-        over = len(text) - max_len
-        return f"value is {len(text)} characters, the limit is {max_len} ({over} over)"
-    control = _CONTROL.search(text)
-    if control:
-        code = ord(control.group(0))
-        return f"value contains a control character (U+{code:04X}) at position {control.start()}"
-    return instruction_reason(text)

@@ -22,6 +22,7 @@ from memory.models import (
     FollowUpState,
     ReplySources,
     Summary,
+    SummarySaved,
     Thread,
     Turn,
     UsageRecord,
@@ -102,6 +103,17 @@ class Summaries(Protocol):
     async def save_summary(
         self, thread: Thread, summary: Summary, conversation_id: int | None = None
     ) -> int | None: ...
+
+    async def save_summary_over(
+        self,
+        thread: Thread,
+        summary: Summary,
+        newest_id: int | None,
+        conversation_id: int | None = None,
+    ) -> SummarySaved:
+        """Save only while `newest_id` (None: no summary yet) is still the thread's newest, in
+        one step no other summary save can enter: a summary built on a row another writer has
+        since replaced is never stored over that writer's."""
 
     async def summary_by_id(self, user_id: int, summary_id: int) -> Summary | None: ...
 

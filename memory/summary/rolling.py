@@ -30,7 +30,6 @@ from memory.integrity.credentials import credential_values, mask_credentials
 from memory.integrity.together import ClaimRefusal, filter_claims
 from memory.models import Summary, SummaryFields, Thread, Turn, UsageRecord
 from memory.summary.anchors import keep_anchors
-from memory.summary.supersede import ValueChange, retire_superseded
 
 log = logging.getLogger(__name__)
 
@@ -197,16 +196,12 @@ class Summariser:
         cap_tokens: int,
         attempts: int = 3,
         model: str | None = None,
-        superseded: Callable[[Thread], Awaitable[Sequence[ValueChange]]] | None = None,
         record_rejection: Callable[[Thread, int | None, str], Awaitable[None]] | None = None,
     ) -> None:
         self._llm = llm
         # Claims the memory gate drops are counted with the profile's refusals
         # (memory_rejections), so an attack on the summary shows up where an admin looks.
         self._record_rejection = record_rejection
-        # The profile's replaced values, read after the model answers: a claim it kept from the
-        # previous summary that names one of them is dated (memory/summary/supersede.py).
-        self._superseded = superseded
         self._record_usage = record_usage
         self._tokens = tokens
         self._cap = cap_tokens
@@ -277,9 +272,6 @@ class Summariser:
                 reason = f"summary claim of '{refusal.field}': {refusal.reason}"
                 await self._record_rejection(job.thread, job.conversation_id, reason)
         fields = keep_anchors(outcome.value, job.folded)
-        if self._superseded is not None:
-            changes = await self._superseded(job.thread)
-            fields = retire_superseded(fields, changes, job.language)
         fields = without_credentials(fields, job.folded)
         fields = trim_summary(fields, job.language, self._cap, self._tokens)
         return Summary(

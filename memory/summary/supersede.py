@@ -9,14 +9,20 @@ about the change itself), leaves them and is kept in established facts as "Antes
 2026-11): ...". Claims that cite only turns newer than the change are left alone: they were
 written knowing it.
 
-It runs at both ends of the race between the two background jobs that follow a conversation:
-after an extraction changes facts (the thread's latest summary is rewritten into a new row) and
-at every compaction (against the fact history read from the store after the model answered).
+Two background jobs follow a conversation and race: its extraction (which changes facts) and its
+compaction (which writes the next summary from the previous one it was given, maybe older than
+the newest). So the dating holds at every summary save, whichever lands last: a compaction's
+summary is saved over the thread's newest row, with the claims that row had dated dated again
+(`carry_dated`: this is how a deletion, which leaves no history, reaches it) and the fact
+history read at that moment applied; an extraction rewrites the newest row after its changes
+are committed. Both save with `save_summary_over`, which stores nothing when another summary
+became the newest meanwhile: they read it and build again, so neither overwrites the other's.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -27,6 +33,7 @@ from typing import Protocol
 from memory.models import Fact, Summary, SummaryFields, Thread
 from memory.store.protocols import Facts, Summaries
 
+log = logging.getLogger(__name__)
 _CITE = re.compile(r"\{cite:(\d+)\}")
 _WORD = re.compile(r"\w+")
 _BEFORE = {"es": "Antes (hasta {month}): ", "en": "Before (until {month}): "}
@@ -38,6 +45,9 @@ _COMMON = frozenset({
 })
 # fmt: on
 CHECKED_FIELDS = ("established_facts", "canon")
+# A save that keeps finding a newer summary (a busy thread on several workers) gives up after
+# this many reads: the next save or extraction dates what it missed.
+SAVE_ATTEMPTS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +76,13 @@ def _words(text: str) -> set[str]:
 
 def _is_dated(claim: str) -> bool:
     return any(claim.startswith(prefix.split("{")[0]) for prefix in _BEFORE.values())
+
+
+def _undated(claim: str) -> str:
+    """The claim as it was written, without its "Antes (hasta ...): " prefix."""
+    if _is_dated(claim) and ": " in claim:
+        return claim.split(": ", 1)[1]
+    return claim
 
 
 def _stale(claim: str, change: ValueChange) -> bool:
@@ -98,12 +115,36 @@ def retire_superseded(
                 dated.append(prefix.format(month=f"{change.until:%Y-%m}") + claim)
     if not dated:
         return fields
-    established = tuple(kept["established_facts"]) + tuple(
-        claim for claim in dated if claim not in kept["established_facts"]
+    return _with_dated(fields, kept["established_facts"], kept["canon"], dated)
+
+
+def _with_dated(
+    fields: SummaryFields, established: list[str], canon: list[str], dated: list[str]
+) -> SummaryFields:
+    """`dated` appended to the established facts, each claim dated once: a claim said in both
+    fields, or dated before under another month, is not listed twice."""
+    seen = {_undated(claim) for claim in established if _is_dated(claim)}
+    for claim in dated:
+        if _undated(claim) not in seen:
+            seen.add(_undated(claim))
+            established.append(claim)
+    return fields.with_field("established_facts", tuple(established)).with_field(
+        "canon", tuple(canon)
     )
-    return fields.with_field("established_facts", established).with_field(
-        "canon", tuple(kept["canon"])
-    )
+
+
+def carry_dated(fields: SummaryFields, newest: SummaryFields | None) -> SummaryFields:
+    """`fields` with every claim that `newest` (the row they are saved over) holds dated
+    dated the same way: a summary built from an older row does not bring back as current
+    what a change, a deletion included, retired after that row was read."""
+    if newest is None:
+        return fields
+    dated = {_undated(c): c for c in newest.established_facts if _is_dated(c)}
+    kept = {name: [c for c in getattr(fields, name) if c not in dated] for name in CHECKED_FIELDS}
+    carried = [dated[c] for name in CHECKED_FIELDS for c in getattr(fields, name) if c in dated]
+    if not carried:
+        return fields
+    return _with_dated(fields, kept["established_facts"], kept["canon"], carried)
 
 
 def changes_of(
@@ -127,18 +168,48 @@ async def superseded_values(store: ClaimsStore, thread: Thread) -> list[ValueCha
     return changes
 
 
+def _cited(fields: SummaryFields) -> frozenset[int]:
+    return frozenset(int(i) for i in _CITE.findall(json.dumps(dict(fields.items()))))
+
+
+async def save_current(
+    store: ClaimsStore,
+    thread: Thread,
+    summary: Summary,
+    language: str,
+    conversation_id: int | None = None,
+) -> Summary | None:
+    """Save a compaction's summary as the thread's newest, dated against the newest row it
+    replaces and the fact history as they are at the save. The summary stored, or None when
+    nothing was (the conversation was forgotten, or the thread never stopped changing)."""
+    for _ in range(SAVE_ATTEMPTS):
+        newest = await store.latest_summary(thread)
+        fields = carry_dated(summary.fields, newest.fields if newest else None)
+        fields = retire_superseded(fields, await superseded_values(store, thread), language)
+        dated = replace(summary, fields=fields, cited_ids=_cited(fields))
+        saved = await store.save_summary_over(
+            thread, dated, newest.id if newest else None, conversation_id
+        )
+        if not saved.stale:
+            return replace(dated, id=saved.id) if saved.id is not None else None
+    log.warning("summary of %s not saved: a newer one kept landing first", thread)
+    return None
+
+
 async def retire_in_latest_summary(
     store: ClaimsStore, thread: Thread, changes: Sequence[ValueChange], language: str, now: datetime
 ) -> Summary | None:
-    """After the profile changed: the thread's latest summary without the superseded claims,
+    """After the profile changed: the thread's newest summary without the superseded claims,
     stored as a new summary row (older rows are never edited). None when nothing changed."""
-    latest = await store.latest_summary(thread)
-    if latest is None or not changes:
-        return None
-    fields = retire_superseded(latest.fields, changes, language)
-    if fields == latest.fields:
-        return None
-    cited = frozenset(int(i) for i in _CITE.findall(json.dumps(dict(fields.items()))))
-    rewritten = replace(latest, fields=fields, cited_ids=cited, created_at=now, id=0)
-    summary_id = await store.save_summary(thread, rewritten)
-    return replace(rewritten, id=summary_id)
+    for _ in range(SAVE_ATTEMPTS):
+        latest = await store.latest_summary(thread)
+        if latest is None or not changes:
+            return None
+        fields = retire_superseded(latest.fields, changes, language)
+        if fields == latest.fields:
+            return None
+        rewritten = replace(latest, fields=fields, cited_ids=_cited(fields), created_at=now, id=0)
+        saved = await store.save_summary_over(thread, rewritten, latest.id)
+        if saved.id is not None:
+            return replace(rewritten, id=saved.id)
+    return None

@@ -12,6 +12,7 @@ from memory.models import (
     Conversation,
     ReplySources,
     Summary,
+    SummarySaved,
     Thread,
     Turn,
     UsageRecord,
@@ -289,21 +290,32 @@ class PgConversationsMixin(PostgresStoreBase):
         """Store a new version; returns its id. With `conversation_id` (the compaction's), only
         while that conversation still exists, tested by the INSERT itself: a summary computed
         before a forget writes nothing after it (None)."""
-        found = await self._pool.fetchval(
-            "INSERT INTO summaries (user_id, character_id, scope, fields_json, cited_ids_json,"
-            " covers_up_to_turn_id, created_at) SELECT $1, $2, $3, $4, $5, $6, $7"
-            " WHERE $8::bigint IS NULL OR EXISTS (SELECT 1 FROM conversations WHERE id = $8"
-            " AND user_id = $1 AND character_id = $2) RETURNING id",
-            thread.user_id,
-            thread.character_id,
-            thread.scope,
-            json.dumps(dict(summary.fields.items()), ensure_ascii=False),
-            json.dumps(sorted(summary.cited_ids)),
-            summary.covers_up_to_turn_id,
-            ts(summary.created_at),
-            conversation_id,
-        )
-        return int(found) if found is not None else None
+        async with self._transaction() as con:
+            await _lock_summaries(con, thread)
+            return await _insert_summary(con, thread, summary, conversation_id)
+
+    async def save_summary_over(
+        self,
+        thread: Thread,
+        summary: Summary,
+        newest_id: int | None,
+        conversation_id: int | None = None,
+    ) -> SummarySaved:
+        """Save only while `newest_id` is still the thread's newest. Every summary save of the
+        thread takes its advisory lock first, so under READ COMMITTED the check, run after the
+        lock, sees every save committed before, and none can commit before this one does."""
+        async with self._transaction() as con:
+            await _lock_summaries(con, thread)
+            newest = await con.fetchval(
+                "SELECT max(id) FROM summaries WHERE user_id = $1 AND character_id = $2"
+                " AND scope = $3",
+                thread.user_id,
+                thread.character_id,
+                thread.scope,
+            )
+            if newest != newest_id:
+                return SummarySaved(None, stale=True)
+            return SummarySaved(await _insert_summary(con, thread, summary, conversation_id))
 
     # ---- usage ------------------------------------------------------------------------------
 
@@ -336,3 +348,36 @@ class PgConversationsMixin(PostgresStoreBase):
             ts(since) if since is not None else None,
         )
         return [rows.usage_record(row) for row in found]
+
+
+# The advisory lock class of a thread's summary saves (the second key: the thread's hash; two
+# threads that share a hash only wait for each other).
+SUMMARY_LOCKS = 0x636F6D74
+
+
+async def _lock_summaries(con: asyncpg.Connection, thread: Thread) -> None:
+    await con.execute(
+        "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+        SUMMARY_LOCKS,
+        f"{thread.user_id}:{thread.character_id}:{thread.scope}",
+    )
+
+
+async def _insert_summary(
+    con: asyncpg.Connection, thread: Thread, summary: Summary, conversation_id: int | None
+) -> int | None:
+    found = await con.fetchval(
+        "INSERT INTO summaries (user_id, character_id, scope, fields_json, cited_ids_json,"
+        " covers_up_to_turn_id, created_at) SELECT $1, $2, $3, $4, $5, $6, $7"
+        " WHERE $8::bigint IS NULL OR EXISTS (SELECT 1 FROM conversations WHERE id = $8"
+        " AND user_id = $1 AND character_id = $2) RETURNING id",
+        thread.user_id,
+        thread.character_id,
+        thread.scope,
+        json.dumps(dict(summary.fields.items()), ensure_ascii=False),
+        json.dumps(sorted(summary.cited_ids)),
+        summary.covers_up_to_turn_id,
+        ts(summary.created_at),
+        conversation_id,
+    )
+    return int(found) if found is not None else None

@@ -11,6 +11,7 @@ from memory.models import (
     Conversation,
     ReplySources,
     Summary,
+    SummarySaved,
     Thread,
     Turn,
     UsageRecord,
@@ -272,6 +273,32 @@ class ConversationsMixin(StoreBase):
         """Store a new version; returns its id. With `conversation_id` (the compaction's), only
         while that conversation still exists, tested by the INSERT itself: a summary computed
         before a forget writes nothing after it (None), whatever raced past the engine's lock."""
+        return self._insert_summary(thread, summary, conversation_id)
+
+    @on_db_thread
+    def save_summary_over(
+        self,
+        thread: Thread,
+        summary: Summary,
+        newest_id: int | None,
+        conversation_id: int | None = None,
+    ) -> SummarySaved:
+        """Save only while `newest_id` is still the thread's newest. The check and the INSERT
+        share one write transaction (BEGIN IMMEDIATE, or the group's): no other process's
+        summary lands in between."""
+        with self._transaction():
+            row = self._one(
+                "SELECT MAX(id) FROM summaries WHERE user_id = ? AND character_id = ?"
+                " AND scope = ?",
+                (thread.user_id, thread.character_id, thread.scope),
+            )
+            if (row[0] if row else None) != newest_id:
+                return SummarySaved(None, stale=True)
+            return SummarySaved(self._insert_summary(thread, summary, conversation_id))
+
+    def _insert_summary(
+        self, thread: Thread, summary: Summary, conversation_id: int | None
+    ) -> int | None:
         row = self._one(
             "INSERT INTO summaries (user_id, character_id, scope, fields_json, cited_ids_json,"
             " covers_up_to_turn_id, created_at) SELECT ?, ?, ?, ?, ?, ?, ?"
