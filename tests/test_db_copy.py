@@ -62,6 +62,8 @@ async def populate(store: MemoryStore) -> Thread:
         await store.set_followups(user.id, DETECTIVE, True)
         await store.record_followup(user.id, DETECTIVE, moved.id, turns[-1].id, NOW)
         await store.end_conversation(conversation.id, "idle", NOW + timedelta(hours=1))
+        # Stopped while off the record: the first message after the move is refused.
+        await store.set_off_record(Thread(user.id, DETECTIVE, "group:telegram:-100"), NOW)
     await store.bind_channel("telegram", "-100", DETECTIVE, "admin", NOW)
     return thread
 

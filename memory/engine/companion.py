@@ -94,6 +94,7 @@ class Companion(BurstAnswering, BackgroundWork, OffRecordAnswering, FollowUpWrit
         self._owned_tasks: dict[tuple[int, str], set[asyncio.Task[Any]]] = {}
         self._end_listeners: list[Callable[[Conversation], Awaitable[None]]] = []
         self._forget_listeners: list[Callable[[int, str], Awaitable[None]]] = []
+        self._unstored_listeners: list[Callable[[Incoming], None]] = []
         self._users_seen_at_changes = 0
         self._compaction_claims = OwnCompactions()
 
@@ -152,9 +153,9 @@ class Companion(BurstAnswering, BackgroundWork, OffRecordAnswering, FollowUpWrit
         self, user: User, thread: Thread, burst: Burst, now: datetime
     ) -> Session:
         """Append the burst's messages not yet stored, in arrival order (under the lock)."""
-        off_record = self._off_record.session_for(thread, now)
+        off_record = await self._off_record_session(thread, burst, now)
         if off_record is not None:
-            return self._store_off_record(off_record, burst, now)
+            return await self._store_off_record(off_record, burst, now)
         session = await self._session(user, thread, now)
         await self._refresh_profile_if_changed(session, now)
         while burst.stored < len(burst.messages):
@@ -359,7 +360,7 @@ class Companion(BurstAnswering, BackgroundWork, OffRecordAnswering, FollowUpWrit
             return False
         user, thread = known
         async with self._sessions.lock(thread):
-            self._off_record.stop(thread)
+            await self._end_off_record(thread)
             conversation = await self._store.open_conversation(thread)
             if conversation is None:
                 return False

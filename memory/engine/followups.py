@@ -51,7 +51,8 @@ class FollowUpWriting:
         )
         character, user, thread = await self._open_thread(incoming)
         async with self._sessions.lock(thread):
-            if self._off_record.active(thread):
+            # Off the record here, or in a process that is gone (its flag outlives it).
+            if self._off_record.active(thread) or await self._store.off_record_until(thread):
                 return None
             now = self._clock()
             session = await self._session(user, thread, now)

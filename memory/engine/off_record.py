@@ -3,7 +3,12 @@
 turn, no summary, no fact, no search entry, and usage rows with counts only. Its turns live in
 RAM, in a session of their own, until `/incognito off`, /reset, or the inactivity timeout; a
 message after that timeout is refused unstored (the user might still think they are off the
-record) with a notice that says so."""
+record) with a notice that says so.
+
+That the thread is off the record (the flag and its expiry, never a word) is also kept in the
+database (migrations/*/0015), so that a restart or a worker's death, which lose the RAM turns,
+cannot end it silently: the next message, in whichever process, finds the flag without a
+session and is refused unstored with the same notice, as after the timeout."""
 
 from __future__ import annotations
 
@@ -25,6 +30,15 @@ if TYPE_CHECKING:
     from memory.engine.responder import Responder
 
 OFF_RECORD_KIND = "incognito"
+
+
+def ended_unseen() -> UserFacingError:
+    """Off the record ended while the user was away (the timeout, a restart): the message that
+    finds it so is not stored, and the user is told."""
+    return UserFacingError(
+        "The off-the-record conversation ended; that message was not stored.",
+        code="incognito_expired",
+    )
 
 
 def counts_only(record: UsageRecord) -> UsageRecord:
@@ -82,18 +96,19 @@ class OffRecordSessions:
         for thread in [t for t in self._open if matches(t)]:
             del self._open[thread]
 
-    def session_for(self, thread: Thread, now: datetime) -> Session | None:
-        """The thread's off-record session, or None when it is on the record. A message after
-        the timeout ends it and is refused unstored, once, with a notice."""
+    def take_lapsed(self, thread: Thread, now: datetime) -> bool:
+        """True, once, when the thread's off-record session ran past the timeout: it ends."""
+        found = self._open.get(thread)
+        if found is None or now - found.last_activity <= self._timeout:
+            return False
+        del self._open[thread]
+        return True
+
+    def session_for(self, thread: Thread) -> Session | None:
+        """The thread's off-record session, or None when none is open in this process."""
         found = self._open.get(thread)
         if found is None:
             return None
-        if now - found.last_activity > self._timeout:
-            del self._open[thread]
-            raise UserFacingError(
-                "The off-the-record conversation ended; that message was not stored.",
-                code="incognito_expired",
-            )
         found.session.previous_activity = found.last_activity
         return found.session
 
@@ -147,24 +162,52 @@ class OffRecordAnswering:
                     user, thread, conversation or Conversation(0, thread, now, now), now
                 )
             self._off_record.start(base, now)
+            await self._store.set_off_record(thread, now + self._settings.inactivity_timeout)
 
     async def stop_off_record(self, incoming: Incoming) -> bool:
-        """Back on the record; False when the conversation was not off it."""
+        """Back on the record; False when the conversation was not off it (here, or in a
+        process that is gone: its flag)."""
         known = await self._known_thread(incoming)
         if known is None:
             return False
         async with self._sessions.lock(known[1]):
-            return self._off_record.stop(known[1])
+            return await self._end_off_record(known[1])
+
+    async def _end_off_record(self, thread: Thread) -> bool:
+        stopped = self._off_record.stop(thread)
+        flagged = await self._store.clear_off_record(thread)
+        return stopped or flagged
+
+    async def _off_record_session(
+        self, thread: Thread, burst: Burst, now: datetime
+    ) -> Session | None:
+        """The thread's off-record session (under its lock), or None on the record. A message
+        that finds off the record ended unseen is refused unstored, once: after the timeout,
+        or after a restart or a worker's death (the flag without a session here)."""
+        lapsed = self._off_record.take_lapsed(thread, now)
+        session = None if lapsed else self._off_record.session_for(thread)
+        if session is not None:
+            return session
+        # Read at every message on the record: one primary-key lookup, and the only way a
+        # process that never saw the /incognito (a restart, another worker) can know of it.
+        if lapsed or await self._store.off_record_until(thread) is not None:
+            await self._store.clear_off_record(thread)
+            burst.unstored.update(range(burst.stored, len(burst.messages)))
+            raise ended_unseen()
+        return None
 
     def is_off_record(self, thread: Thread) -> bool:
         return self._off_record.active(thread)
 
-    def _store_off_record(self, session: Session, burst: Burst, now: datetime) -> Session:
-        """The burst's messages into the RAM window; nothing is written."""
+    async def _store_off_record(self, session: Session, burst: Burst, now: datetime) -> Session:
+        """The burst's messages into the RAM window; of them only the flag's new expiry is
+        written."""
         while burst.stored < len(burst.messages):
             turn = self._off_record.add(session, "user", burst.messages[burst.stored].text, now)
+            burst.unstored.add(burst.stored)
             burst.stored += 1
             burst.last_turn = turn
+        await self._store.set_off_record(session.thread, now + self._settings.inactivity_timeout)
         return session
 
     async def _reply_off_record(
