@@ -16,7 +16,8 @@ from typing import Any
 
 from bot.app import App
 from bot.health import Metrics
-from memory.store.inbox import Claim, Inbox
+from memory.models import Incoming
+from memory.store.inbox import Answered, Claim, Inbox
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,9 @@ class SendLog:
     inbox_id: int
     pair: PairWork
     seq: itertools.count[int] = field(default_factory=itertools.count)
+    # The engine never wrote the message's words (off the record): the inbox row must not
+    # keep them either.
+    unstored: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,13 @@ class SendRecorder:
             raise LeaseLost(pair.pair_key)
         return Slot(log_.inbox_id, next(log_.seq))
 
+    def unstored(self, _incoming: Incoming) -> None:
+        """The engine's word (Companion.on_unstored, in the message's own context) that this
+        message's words were never written."""
+        log_ = self.current.get()
+        if log_ is not None:
+            log_.unstored = True
+
     async def after(self, slot: Slot | None, message_id: str) -> None:
         """Record a send as soon as the platform returned its id."""
         self._metrics.replies_sent += 1
@@ -97,9 +108,10 @@ async def answer_claim(
     lease_seconds: float,
     run: Callable[[dict[str, Any]], Awaitable[None]],
     on_moved: Callable[[str], Awaitable[None]],
-) -> list[int]:
+) -> Answered:
     """Run the pair's pending messages; the ids answered (all of them, as each got its answer,
-    an error message, or a place in a burst answered on a later message)."""
+    an error message, or a place in a burst answered on a later message), and those of them
+    whose words the engine never wrote."""
     messages = list(claim.messages)
     last_sent = max((i for i, m in enumerate(messages) if m.sent), default=-1)
     # Up to the newest one with a recorded send, the pair was answered by a worker that died
@@ -111,18 +123,21 @@ async def answer_claim(
     if claim.moved and todo:
         await on_moved(claim.pair_key)
     pair = PairWork(claim.pair_key, lease_seconds)
-    tasks = []
+    tasks, logs = [], []
     for message in todo:
         # Each task starts with its own SendLog (a task copies the context it is made in);
         # made in arrival order, they reach the commands' per-caller gate in that order, and
         # messages that arrive together join one burst as on one process.
-        token = recorder.current.set(SendLog(message.id, pair))
+        logs.append(SendLog(message.id, pair))
+        token = recorder.current.set(logs[-1])
         tasks.append(asyncio.create_task(run(message.payload)))
         recorder.current.reset(token)
     await asyncio.gather(*tasks)
     if pair.lost:  # not answered here: the worker that holds the pair now answers them
         raise LeaseLost(claim.pair_key)
-    return [m.id for m in messages]
+    return Answered(
+        tuple(m.id for m in messages), tuple(log_.inbox_id for log_ in logs if log_.unstored)
+    )
 
 
 async def drop_stale_sessions(app: App, pair_key: str) -> None:

@@ -13,6 +13,7 @@ session and is refused unstored with the same notice, as after the timeout."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -30,6 +31,14 @@ if TYPE_CHECKING:
     from memory.engine.responder import Responder
 
 OFF_RECORD_KIND = "incognito"
+# True in the context (the task, and the tasks it starts) of an off-record call to the model:
+# the bot's logging drops what the model SDKs log of it (bot/logging_setup.py). Made once at
+# module level, as contextvars require; it holds nothing outside a context.
+_OFF_RECORD_CALL: ContextVar[bool] = ContextVar("off_record_call", default=False)
+
+
+def in_off_record_call() -> bool:
+    return _OFF_RECORD_CALL.get()
 
 
 def ended_unseen() -> UserFacingError:
@@ -219,7 +228,11 @@ class OffRecordAnswering:
         on_text: TextSink | None,
         apology: str,
     ) -> Reply:
-        generated = await self._responder.respond(session, character, now, turn.id, on_text)
+        marked = _OFF_RECORD_CALL.set(True)
+        try:
+            generated = await self._responder.respond(session, character, now, turn.id, on_text)
+        finally:
+            _OFF_RECORD_CALL.reset(marked)
         if generated is None:
             return Reply(apology, ok=False)
         if generated.usage is not None:

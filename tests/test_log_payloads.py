@@ -1,0 +1,84 @@
+"""LOG_LEVEL=DEBUG does not write the model requests to the log (issue 28, A5): the real
+anthropic client against the fake Messages API, logging set up as `companion run` does. The
+SDK's payload logging is on only with LOG_SDK_PAYLOADS, and an off-record call is never
+written, even then."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.answers import Caller
+from bot.app import App
+from bot.command_line import run_line
+from bot.config import Settings
+from bot.logging_setup import MODEL_SDKS, NOISY, PLATFORM_SDKS, configure_logging
+from tests.fakes.anthropic_api import FakeAnthropic, Text
+
+ANA = Caller("telegram", "u1", "Ana", "dm", "dm-u1")
+ON_RECORD = "Lekeitio3318pangolin"
+OFF_RECORD = "Mundaka6604quokka"
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    """configure_logging changes process-wide state; put it back for the other tests."""
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level, logging.getLogRecordFactory())
+    names = (*MODEL_SDKS, *PLATFORM_SDKS, *NOISY)
+    levels = {name: logging.getLogger(name).level for name in names}
+    yield
+    for handler in root.handlers:
+        if handler not in saved[0]:
+            handler.close()
+    root.handlers[:], level, factory = saved
+    root.setLevel(level)
+    logging.setLogRecordFactory(factory)
+    for name, old in levels.items():
+        logging.getLogger(name).setLevel(old)
+
+
+async def say(app: App, line: str) -> str:
+    answer = await run_line(app.commands, ANA, line)
+    if answer is None:
+        answer = await app.commands.chat(ANA, line)
+    return answer.text
+
+
+async def talk(app: App, fake: FakeAnthropic) -> None:
+    fake.queue(Text("Apuntado."), Text("Entre nosotros."))
+    assert await say(app, f"Me llamo Ana, {ON_RECORD}") == "Apuntado."
+    await say(app, "/incognito")
+    assert await say(app, f"Un secreto: {OFF_RECORD}") == "Entre nosotros."
+    await say(app, "/incognito off")
+
+
+@pytest.mark.parametrize("payloads", [False, True], ids=["default", "LOG_SDK_PAYLOADS"])
+async def test_debug_logs_no_request_unless_asked_and_never_an_off_record_one(
+    app: App,
+    settings: Settings,
+    fake_anthropic: FakeAnthropic,
+    tmp_path: Path,
+    restore_logging: None,
+    payloads: bool,
+) -> None:
+    log_file = tmp_path / "companion.log"
+    configure_logging("DEBUG", settings.secrets(), log_file, to_stderr=False, sdk_payloads=payloads)
+    await talk(app, fake_anthropic)
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    written = log_file.read_text(encoding="utf-8")
+    assert "DEBUG" in written  # the level is really DEBUG: something was written at it
+    assert OFF_RECORD not in written
+    # The on-record request is written only when asked for (by the SDK's own logger).
+    assert (ON_RECORD in written) is payloads
+    if payloads:
+        assert "LOG_SDK_PAYLOADS is on" in written
+        assert all(
+            line.split(" ")[3].startswith("anthropic")
+            for line in written.splitlines()
+            if ON_RECORD in line
+        )
