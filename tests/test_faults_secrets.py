@@ -19,7 +19,7 @@ from aiohttp import web
 from bot.app import open_app
 from bot.config import Settings
 from bot.llm import build_llm
-from bot.logging_setup import configure_logging
+from bot.logging_setup import MODEL_SDKS, NOISY, PLATFORM_SDKS, configure_logging
 from memory.engine.llm import LLMError, LLMRequest, TextBlock
 from memory.integrity.redaction import Redactor
 from memory.models import Incoming
@@ -50,7 +50,8 @@ def restore_logging() -> Iterator[None]:
     """configure_logging changes process-wide state; put it back for the other tests."""
     root = logging.getLogger()
     saved = (root.handlers[:], root.level, logging.getLogRecordFactory())
-    noisy = {name: logging.getLogger(name).level for name in ("httpx", "httpcore", "telegram")}
+    names = (*MODEL_SDKS, *PLATFORM_SDKS, *NOISY)
+    noisy = {name: logging.getLogger(name).level for name in names}
     yield
     root.handlers[:], level, factory = saved
     root.setLevel(level)
@@ -67,7 +68,8 @@ async def test_telegram_adapter_in_process_at_debug(
     restore_logging: None,
 ) -> None:
     async with FakeAnthropic(api_key=API_KEY) as llm:
-        configure_logging("DEBUG", SECRETS)  # as `companion run` does
+        # As `companion run` does with LOG_SDK_PAYLOADS=true: the model SDK's dump is written.
+        configure_logging("DEBUG", SECRETS, sdk_payloads=True)
         # configure_logging replaced the root handlers, pytest's capture among them: put it
         # back, or caplog would see nothing and the test would pass whatever leaked. First in
         # line, as any other handler may be (a library's, an operator's file): it must not

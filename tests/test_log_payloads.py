@@ -56,7 +56,22 @@ async def talk(app: App, fake: FakeAnthropic) -> None:
     await say(app, "/incognito off")
 
 
-@pytest.mark.parametrize("payloads", [False, True], ids=["default", "LOG_SDK_PAYLOADS"])
+class Seen(logging.Handler):
+    """A handler of somebody else's (an operator's, a test's): none of our filters on it."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@pytest.mark.parametrize(
+    ("payloads", "sdk_says_debug"),
+    [(False, False), (False, True), (True, False)],
+    ids=["default", "ANTHROPIC_LOG=debug", "LOG_SDK_PAYLOADS"],
+)
 async def test_debug_logs_no_request_unless_asked_and_never_an_off_record_one(
     app: App,
     settings: Settings,
@@ -64,9 +79,14 @@ async def test_debug_logs_no_request_unless_asked_and_never_an_off_record_one(
     tmp_path: Path,
     restore_logging: None,
     payloads: bool,
+    sdk_says_debug: bool,
 ) -> None:
     log_file = tmp_path / "companion.log"
     configure_logging("DEBUG", settings.secrets(), log_file, to_stderr=False, sdk_payloads=payloads)
+    if sdk_says_debug:  # what the SDK does to its own logger when imported with ANTHROPIC_LOG
+        logging.getLogger("anthropic").setLevel(logging.DEBUG)
+    seen = Seen()
+    logging.getLogger().addHandler(seen)
     await talk(app, fake_anthropic)
     for handler in logging.getLogger().handlers:
         handler.flush()
@@ -75,6 +95,8 @@ async def test_debug_logs_no_request_unless_asked_and_never_an_off_record_one(
     assert OFF_RECORD not in written
     # The on-record request is written only when asked for (by the SDK's own logger).
     assert (ON_RECORD in written) is payloads
+    if not payloads and not sdk_says_debug:  # not even made: no handler at all sees it
+        assert not [line for line in seen.lines if ON_RECORD in line]
     if payloads:
         assert "LOG_SDK_PAYLOADS is on" in written
         assert all(
