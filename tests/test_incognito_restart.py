@@ -113,3 +113,15 @@ async def test_the_flag_is_never_the_words_and_forget_deletes_it(
         async with process(telegram, tmp_path, fake_anthropic, clock) as app:
             fake_anthropic.queue(Text("Hola, ¿nos conocemos?"))
             assert await say(telegram, "Hola otra vez") == "Hola, ¿nos conocemos?"
+
+
+async def test_a_restart_right_after_incognito_ends_it_too(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    async with FakeTelegram() as telegram:
+        async with process(telegram, tmp_path, fake_anthropic, clock):
+            assert (await say(telegram, "/incognito")).startswith("Conversación fuera de registro")
+        async with process(telegram, tmp_path, fake_anthropic, clock) as app:
+            assert EXPIRED in await say(telegram, f"Mi secreto: {AFTER}")
+            assert fake_anthropic.bodies() == []
+            assert await database_holds(app, AFTER) == []
