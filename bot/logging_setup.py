@@ -27,7 +27,7 @@ MODEL_SDKS = ("anthropic", "openai")
 # know the message is off the record: these stay at INFO whatever the settings say.
 PLATFORM_SDKS = ("telegram", "discord.http", "discord.gateway", "discord.webhook", "discord.state")
 # httpx logs every request URL at INFO, and Telegram's URLs carry the bot token.
-NOISY = ("httpx", "httpx2", "httpcore", "apscheduler")
+NOISY = ("httpx", "httpx2", "httpcore", "httpcore2", "apscheduler")
 
 
 def _under(name: str, prefixes: tuple[str, ...]) -> bool:
