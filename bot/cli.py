@@ -207,6 +207,7 @@ def _run(args: argparse.Namespace) -> int:
             settings.secrets(),
             log_file=settings.database_path.parent / LOG_FILE_NAME,
             to_stderr=args.command != "chat",  # no log line inside the conversation
+            sdk_payloads=settings.log_sdk_payloads,
         )
         return _dispatch(args, settings, log_file)
     except CharacterFileError as exc:

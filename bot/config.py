@@ -131,6 +131,9 @@ class Settings(BaseSettings):
 
     timezone: str = "UTC"
     log_level: str = "INFO"
+    # The model SDKs' own DEBUG logging writes every request in full (profile, summary,
+    # window): off unless asked for; never for an off-record call, never the platforms'.
+    log_sdk_payloads: bool = False
 
     def secrets(self) -> list[str]:
         """Every secret value, so that logs and stored error bodies can redact them: read from

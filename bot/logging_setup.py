@@ -15,10 +15,42 @@ from pathlib import Path
 from typing import Any
 
 from bot.network_errors import describe_unreachable
+from memory.engine.off_record import in_off_record_call
 from memory.integrity.redaction import Redactor
 
 FILE_ONLY = {"file_only": True}
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# The SDKs that log whole payloads at DEBUG. A model request holds the profile, the summary and
+# the window; LOG_SDK_PAYLOADS=true lets these through, never for an off-record call.
+MODEL_SDKS = ("anthropic", "openai")
+# A platform SDK logs every update it receives (getUpdates, gateway events) before anyone can
+# know the message is off the record: these stay at INFO whatever the settings say.
+PLATFORM_SDKS = ("telegram", "discord.http", "discord.gateway", "discord.webhook", "discord.state")
+# httpx logs every request URL at INFO, and Telegram's URLs carry the bot token.
+NOISY = ("httpx", "httpx2", "httpcore", "httpcore2", "apscheduler")
+
+
+def _under(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+class QuietSdks(logging.Filter):
+    """On every handler: the SDKs' payload records are dropped (below INFO; the model SDKs'
+    pass with `model_payloads`, except those made during an off-record call). A filter and not
+    only logger levels: an SDK may set its own level when imported (ANTHROPIC_LOG=debug)."""
+
+    def __init__(self, model_payloads: bool) -> None:
+        super().__init__()
+        self._model_payloads = model_payloads
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _under(record.name, MODEL_SDKS):
+            if getattr(record, "off_record", False):
+                return record.levelno >= logging.WARNING
+            return self._model_payloads or record.levelno >= logging.INFO
+        if _under(record.name, PLATFORM_SDKS):
+            return record.levelno >= logging.INFO
+        return True
 
 
 class RedactSecrets(logging.Filter):
@@ -49,6 +81,8 @@ def _redact_at_creation(redact: RedactSecrets) -> None:
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = make(*args, **kwargs)
+        # Made in the context of the call that logs it: an off-record model call says so here.
+        record.off_record = in_off_record_call()
         # A malformed call (bad %-args) is left for the handler to report, as usual.
         with contextlib.suppress(Exception):
             redact.filter(record)
@@ -92,8 +126,11 @@ def configure_logging(
     secrets: Iterable[str],
     log_file: Path | None = None,
     to_stderr: bool = True,
+    sdk_payloads: bool = False,
 ) -> Path | None:
-    """Route the logs; returns the log file in use (None when there is none)."""
+    """Route the logs; returns the log file in use (None when there is none). The SDKs'
+    payload logging stays off unless `sdk_payloads` (LOG_SDK_PAYLOADS) asks for the model
+    SDKs' (never an off-record call's, never a platform's)."""
     redact = RedactSecrets(secrets)
     _redact_at_creation(redact)
     handlers: list[logging.Handler] = []
@@ -107,12 +144,25 @@ def configure_logging(
         handlers.append(stderr)
     if file_handler is not None:
         file_handler.setFormatter(logging.Formatter(FORMAT))
+    quiet = QuietSdks(sdk_payloads)
     for handler in handlers:
         handler.addFilter(redact)  # also for records made without the factory (makeLogRecord)
+        handler.addFilter(quiet)
     root = logging.getLogger()
     root.handlers[:] = handlers
     root.setLevel(level.upper())
-    # httpx logs every request URL at INFO, and Telegram's URLs carry the bot token.
-    for noisy in ("httpx", "httpx2", "httpcore", "apscheduler"):
+    # Levels too, so that an SDK does not even build the payload's text to drop it.
+    at_least_info = max(root.level, logging.INFO)
+    for name in PLATFORM_SDKS:
+        logging.getLogger(name).setLevel(at_least_info)
+    for name in MODEL_SDKS:
+        logging.getLogger(name).setLevel(logging.NOTSET if sdk_payloads else at_least_info)
+    for noisy in NOISY:
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    if sdk_payloads:
+        logging.getLogger("companion").warning(
+            "LOG_SDK_PAYLOADS is on: at LOG_LEVEL=DEBUG every model request is written to the "
+            "log in full (profiles, summaries, what users said on the record); turn it off "
+            "when done"
+        )
     return log_file if file_handler is not None else None

@@ -38,7 +38,7 @@ from bot.jobs import IDLE_SWEEP_SECONDS
 from bot.llm import ClosableLLM, build_llm
 from bot.runner import run_bot, settle_garbage_collector
 from memory.store import inbox_over, open_inbox, open_store
-from memory.store.inbox import FOLLOWUP_LOCK, SWEEP_LOCK, Claim, Inbox
+from memory.store.inbox import FOLLOWUP_LOCK, SWEEP_LOCK, Answered, Claim, Inbox
 
 log = logging.getLogger(__name__)
 ROLES = ("all", "platform", "worker")
@@ -158,6 +158,7 @@ async def _worker(
                     functools.partial(_answer, platforms),
                     metrics,
                     me,
+                    purge=app.store.resume_purge,
                     concurrency=settings.worker_concurrency,
                     lease_seconds=settings.inbox_lease_seconds,
                     poll_seconds=settings.inbox_poll_seconds,
@@ -198,7 +199,7 @@ def _platform_workers(
     return platforms
 
 
-async def _answer(platforms: dict[str, PlatformWorker], claim: Claim) -> list[int]:
+async def _answer(platforms: dict[str, PlatformWorker], claim: Claim) -> Answered:
     platform = claim.pair_key.split(":", 1)[0]
     worker = platforms.get(platform)
     if worker is None:  # left claimed: a worker that has this platform's token answers it

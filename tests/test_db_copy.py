@@ -74,6 +74,8 @@ async def populate(store: MemoryStore) -> Thread:
         payload = json.dumps({"update_id": len(name), "message": {"text": f"{name}\x00"}})
         letter = DeadLetter("telegram", name, name, payload, "DataError: refused", NOW)
         await store.record_dead_letter(letter)
+        # Stopped while off the record: the first message after the move is refused.
+        await store.set_off_record(Thread(user.id, DETECTIVE, "group:telegram:-100"), NOW)
     await store.bind_channel("telegram", "-100", DETECTIVE, "admin", NOW)
     return thread
 

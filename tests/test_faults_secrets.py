@@ -19,7 +19,7 @@ from aiohttp import web
 from bot.app import open_app
 from bot.config import Settings
 from bot.llm import build_llm
-from bot.logging_setup import configure_logging
+from bot.logging_setup import MODEL_SDKS, NOISY, PLATFORM_SDKS, configure_logging
 from memory.engine.llm import LLMError, LLMRequest, TextBlock
 from memory.integrity.redaction import Redactor
 from memory.models import Incoming
@@ -50,7 +50,8 @@ def restore_logging() -> Iterator[None]:
     """configure_logging changes process-wide state; put it back for the other tests."""
     root = logging.getLogger()
     saved = (root.handlers[:], root.level, logging.getLogRecordFactory())
-    noisy = {name: logging.getLogger(name).level for name in ("httpx", "httpcore", "telegram")}
+    names = (*MODEL_SDKS, *PLATFORM_SDKS, *NOISY)
+    noisy = {name: logging.getLogger(name).level for name in names}
     yield
     root.handlers[:], level, factory = saved
     root.setLevel(level)
@@ -67,7 +68,8 @@ async def test_telegram_adapter_in_process_at_debug(
     restore_logging: None,
 ) -> None:
     async with FakeAnthropic(api_key=API_KEY) as llm:
-        configure_logging("DEBUG", SECRETS)  # as `companion run` does
+        # As `companion run` does with LOG_SDK_PAYLOADS=true: the model SDK's dump is written.
+        configure_logging("DEBUG", SECRETS, sdk_payloads=True)
         # configure_logging replaced the root handlers, pytest's capture among them: put it
         # back, or caplog would see nothing and the test would pass whatever leaked. First in
         # line, as any other handler may be (a library's, an operator's file): it must not
@@ -99,6 +101,7 @@ async def test_companion_chat_subprocess_at_debug(tmp_path: Path) -> None:
             ANTHROPIC_BASE_URL=llm.url,
             TELEGRAM_BOT_TOKEN=BOT_TOKEN,
             LOG_LEVEL="DEBUG",
+            LOG_SDK_PAYLOADS="true",  # the model SDK's request dump, where the secrets are
         )
         code, out, err = await run_companion(
             "chat",
@@ -125,6 +128,9 @@ async def test_companion_run_subprocess_at_debug_then_sigterm(tmp_path: Path) ->
             TELEGRAM_BOT_TOKEN=BOT_TOKEN,
             TELEGRAM_API_BASE_URL=telegram.url,
             LOG_LEVEL="DEBUG",
+            # The model SDK's request dump holds the user's message; Telegram's own dump of
+            # the update is never written any more (bot/logging_setup.py, PLATFORM_SDKS).
+            LOG_SDK_PAYLOADS="true",
         )
         bot = await BotProcess.start("run", env=env, stderr_path=tmp_path / "run.err")
         await until(lambda: bool(telegram.calls_to("getUpdates")), what="polling")
@@ -188,7 +194,8 @@ def test_each_secret_setting_is_redacted_from_the_log(
     configure_logging("DEBUG", settings.secrets())
     logging.getLogger().handlers.insert(0, caplog.handler)
     caplog.set_level(logging.DEBUG)
-    logging.getLogger("telegram.ext").debug("sending with %s", canary)
+    # INFO: a platform SDK's DEBUG (its payloads) is not even logged any more (LOG_SDK_PAYLOADS).
+    logging.getLogger("telegram.ext").info("sending with %s", canary)
     [record] = [r for r in caplog.records if r.name == "telegram.ext"]
     assert record.getMessage() == "sending with [redacted]"
 

@@ -254,11 +254,14 @@ async def test_forget_deletes_the_pair_and_purges(any_store: Any) -> None:
     await store.set_followups(ana.user_id, DETECTIVE, True)
     [city] = await store.facts(ana.user_id, DETECTIVE)
     await store.record_followup(ana.user_id, DETECTIVE, city.id, reply.id, NOW)
+    await store.set_off_record(ana, NOW)  # only the flag: the words were never written
     assert await store.characters_of(ana.user_id) == [DETECTIVE, KEEPER]
     counts = await store.forget(ana.user_id, DETECTIVE)
     assert counts == {"reply_sources": 1, "llm_usage": 1, "memory_rejections": 1,
                       "summaries": 1, "facts": 1, "turns": 5, "conversations": 1,
-                      "followups": 1, "followup_settings": 1, "dead_letters": 0}  # fmt: skip
+                      "followups": 1, "followup_settings": 1, "dead_letters": 0,
+                      "off_record_threads": 1}  # fmt: skip
+    assert await store.off_record_until(ana) is None
     assert not await store.followups_enabled(ana.user_id, DETECTIVE)
     assert await store.purge_settled(timeout=30)
     assert await store.pending_purges() == 0

@@ -45,7 +45,7 @@ from bot.inbox.discord_platform import (
     own_panel,
 )
 from bot.inbox.sends import SendRecorder, Slot, answer_claim, drop_stale_sessions
-from memory.store.inbox import Claim, Inbox
+from memory.store.inbox import Answered, Claim, Inbox
 
 log = logging.getLogger(__name__)
 # The lock of the slash commands' sync: one worker syncs at a time (any constant of ours).
@@ -144,6 +144,7 @@ class DiscordWorker:
         self._inbox = inbox
         self._lease = lease_seconds
         self._recorder = SendRecorder(inbox, worker_id, metrics)
+        app.companion.on_unstored(self._recorder.unstored)
         self._answers = RecordingAnswers(app.commands, self._recorder)
         self.adapter = DiscordAdapter(app.settings, app.commands, responder=self._answers)
         self._client = self.adapter.client
@@ -172,7 +173,7 @@ class DiscordWorker:
     async def stop(self) -> None:
         await self.adapter.stop()
 
-    async def answer(self, claim: Claim) -> list[int]:
+    async def answer(self, claim: Claim) -> Answered:
         """The pair's pending events through the adapter (bot/inbox/sends.py)."""
 
         async def moved(pair_key: str) -> None:

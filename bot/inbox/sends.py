@@ -23,7 +23,8 @@ from typing import Any
 
 from bot.app import App
 from bot.health import Metrics
-from memory.store.inbox import DONE_SEQ, Claim, Inbox, Pending
+from memory.models import Incoming
+from memory.store.inbox import DONE_SEQ, Answered, Claim, Inbox, Pending
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,9 @@ class SendLog:
     recorded: dict[int, str] = field(default_factory=dict)
     said: Counter[str] = field(default_factory=Counter)
     made: int = 0  # sends made or found recorded by this task
+    # The engine never wrote the message's words (off the record): the inbox row must not
+    # keep them either.
+    unstored: bool = False
 
 
 def send_number(content: str, repeat: int) -> int:
@@ -108,6 +112,13 @@ class SendRecorder:
             raise LeaseLost(pair.pair_key)
         return Slot(log_.inbox_id, seq)
 
+    def unstored(self, _incoming: Incoming) -> None:
+        """The engine's word (Companion.on_unstored, in the message's own context) that this
+        message's words were never written."""
+        log_ = self.current.get()
+        if log_ is not None:
+            log_.unstored = True
+
     async def after(self, slot: Slot | None, message_id: str) -> None:
         """Record a send as soon as the platform returned its id."""
         self._metrics.replies_sent += 1
@@ -124,11 +135,17 @@ class SendRecorder:
             )
 
     def start(
-        self, message: Pending, pair: PairWork, run: Callable[[dict[str, Any]], Awaitable[None]]
+        self,
+        message: Pending,
+        pair: PairWork,
+        run: Callable[[dict[str, Any]], Awaitable[None]],
+        logs: list[SendLog],
     ) -> asyncio.Task[None]:
-        """Start the message's handler in a task of its own, with the message's send log.
-        Must be called in arrival order, with no await between two calls (see answer_claim)."""
+        """Start the message's handler in a task of its own, with the message's send log (added
+        to `logs`). Must be called in arrival order, with no await between two calls (see
+        answer_claim)."""
         send_log = SendLog(message.id, pair, dict(message.sends))
+        logs.append(send_log)
         token = self.current.set(send_log)
         try:
             return asyncio.create_task(self._run(send_log, message.payload, run))
@@ -154,9 +171,10 @@ async def answer_claim(
     lease_seconds: float,
     run: Callable[[dict[str, Any]], Awaitable[None]],
     on_moved: Callable[[str], Awaitable[None]],
-) -> list[int]:
+) -> Answered:
     """Run the pair's pending messages; the ids answered (all of them, as each got its answer,
-    an error message, or a place in a burst answered on a later message)."""
+    an error message, or a place in a burst answered on a later message), and those of them
+    whose words the engine never wrote."""
     messages = list(claim.messages)
     last_sent = max((i for i, m in enumerate(messages) if m.sent), default=-1)
     # Before the newest one with a recorded send, the pair was answered by a worker that died
@@ -171,15 +189,18 @@ async def answer_claim(
     if claim.moved and (todo or resumed):
         await on_moved(claim.pair_key)
     pair = PairWork(claim.pair_key, lease_seconds)
+    logs: list[SendLog] = []
     if resumed is not None:
-        await recorder.start(resumed, pair, run)
+        await recorder.start(resumed, pair, run, logs)
     # Made in arrival order with no await between them, the tasks reach the commands' per-caller
     # gate in that order, and messages that arrive together join one burst as on one process.
-    tasks = [recorder.start(message, pair, run) for message in todo]
+    tasks = [recorder.start(message, pair, run, logs) for message in todo]
     await asyncio.gather(*tasks)
     if pair.lost:  # not answered here: the worker that holds the pair now answers them
         raise LeaseLost(claim.pair_key)
-    return [m.id for m in messages]
+    return Answered(
+        tuple(m.id for m in messages), tuple(log_.inbox_id for log_ in logs if log_.unstored)
+    )
 
 
 async def drop_stale_sessions(app: App, pair_key: str) -> None:

@@ -27,7 +27,7 @@ from bot.app import App
 from bot.config import Settings
 from bot.health import Metrics
 from bot.inbox.sends import LeaseLost, SendRecorder, answer_claim, drop_stale_sessions
-from memory.store.inbox import Claim, Inbox
+from memory.store.inbox import Answered, Claim, Inbox
 
 __all__ = ["LeaseLost", "RecordingBot", "TelegramWorker", "recording_bot"]
 log = logging.getLogger(__name__)
@@ -100,6 +100,7 @@ class TelegramWorker:
         self._app = app
         self._lease = lease_seconds
         self._recorder = SendRecorder(inbox, worker_id, metrics)
+        app.companion.on_unstored(self._recorder.unstored)
         self._bot = recording_bot(app.settings, self._recorder)
         self.adapter = TelegramAdapter(app.settings, app.commands, bot=self._bot)
 
@@ -109,7 +110,7 @@ class TelegramWorker:
     async def stop(self) -> None:
         await self.adapter.application.shutdown()
 
-    async def answer(self, claim: Claim) -> list[int]:
+    async def answer(self, claim: Claim) -> Answered:
         """The pair's pending messages through the adapter (bot/inbox/sends.py)."""
 
         async def moved(pair_key: str) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.health import Metrics
-from memory.store.inbox import Claim, Inbox
+from memory.store.inbox import Answered, Claim, Inbox
 
 log = logging.getLogger(__name__)
 ERROR_PAUSE_SECONDS = 0.5
@@ -27,18 +27,21 @@ class ClaimLoop:
     def __init__(
         self,
         inbox: Inbox,
-        answer: Callable[[Claim], Awaitable[list[int]]],
+        answer: Callable[[Claim], Awaitable[Answered]],
         metrics: Metrics,
         worker_id: str,
         *,
+        purge: Callable[[], Awaitable[None]],
         concurrency: int,
         lease_seconds: float,
         poll_seconds: float,
         affinity_seconds: float = 0.0,
     ) -> None:
-        """`answer` handles a claim's messages and returns the ids it answered."""
+        """`answer` handles a claim's messages and returns the ids it answered; `purge` starts
+        the store's background purge, owed once an off-record message left the inbox."""
         self._inbox = inbox
         self._answer = answer
+        self._purge = purge
         self._metrics = metrics
         self.worker_id = worker_id
         self._slots = asyncio.Semaphore(concurrency)
@@ -90,8 +93,11 @@ class ClaimLoop:
         try:
             self._metrics.redelivered += sum(1 for m in claim.messages if m.attempts > 1)
             answered = await self._answer(claim)
-            if await self._inbox.finish(claim.pair_key, self.worker_id, answered):
-                self._metrics.messages_answered += len(answered)
+            pair, ids, unstored = claim.pair_key, answered.ids, answered.unstored
+            if await self._inbox.finish(pair, self.worker_id, ids, unstored):
+                self._metrics.messages_answered += len(ids)
+                if unstored:
+                    await self._purge()
             else:
                 log.warning("inbox: %s was taken over before it was marked", claim.pair_key)
         except Exception:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
@@ -49,6 +49,9 @@ class Burst:
     # that died before the reply was sent. It is sent as it is, with no LLM call.
     stored_reply: Turn | None = None
     held: bool = False  # the rate limit holds the call: members store their own turns
+    # The positions of the messages whose words were never written (off the record, or
+    # refused unstored when it ended unseen): what a worker deletes from its inbox.
+    unstored: set[int] = field(default_factory=set)
     closed: bool = False  # the call has begun: later messages start the next burst
     # Where the answer is shown while it is written: the newest message's, as the answer is
     # delivered on the newest message.
@@ -126,6 +129,12 @@ class BurstAnswerer:
         self._sessions = sessions
         self._turns = turns
         self._clock = clock
+        self._unstored_listeners: list[Callable[[Incoming], None]] = []
+
+    def on_unstored(self, listener: Callable[[Incoming], None]) -> None:
+        """Called, in the message's own context (its task's context variables), for each
+        message whose words were never written: off the record, or refused when it ended."""
+        self._unstored_listeners.append(listener)
 
     def submit(
         self,
@@ -149,6 +158,22 @@ class BurstAnswerer:
         return asyncio.ensure_future(self._answer(burst, incoming, leads, gate, on_held))
 
     async def _answer(
+        self,
+        burst: Burst,
+        incoming: Incoming,
+        leads: bool,
+        gate: CallGate | None,
+        on_held: Callable[[float], Awaitable[None]] | None,
+    ) -> Reply:
+        try:
+            return await self._answer_one(burst, incoming, leads, gate, on_held)
+        finally:
+            position = next(i for i, m in enumerate(burst.messages) if m is incoming)
+            if position in burst.unstored:
+                for listener in self._unstored_listeners:
+                    listener(incoming)
+
+    async def _answer_one(
         self,
         burst: Burst,
         incoming: Incoming,

@@ -67,7 +67,6 @@ class Companion:
             self._book,
             self._sessions,
             responder,
-            self._off_record,
             self._off_record_answers,
             self._compactor,
             settings,
@@ -150,6 +149,11 @@ class Companion:
     def is_off_record(self, thread: Thread) -> bool:
         return self._off_record.active(thread)
 
+    def on_unstored(self, listener: Callable[[Incoming], None]) -> None:
+        """Called, in the message's own context, for each message whose words were never
+        written (off the record, or refused when it ended): what a worker's inbox deletes."""
+        self._bursts.on_unstored(listener)
+
     async def follow_up(
         self, due: FollowUpCandidate, store: FollowUps, deliver: Deliver
     ) -> FollowUpOutcome:
@@ -213,7 +217,7 @@ class Companion:
             return False
         user, thread = known
         async with self._sessions.lock(thread):
-            self._off_record.stop(thread)
+            await self._off_record_answers.end(thread)
             conversation = await self._store.open_conversation(thread)
             if conversation is None:
                 return False

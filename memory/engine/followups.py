@@ -95,7 +95,8 @@ class FollowUpWriter:
     async def _may_write(self, thread: Thread, fact: Fact, store: FollowUps) -> bool:
         if (fact.user_id, fact.character_id) in self._forgets:
             return False
-        if self._off_record.active(thread):  # nothing is written off the record
+        # Nothing is written off the record, here or in a process that is gone (its flag).
+        if self._off_record.active(thread) or await self._store.off_record_until(thread):
             return False
         return await store.followup_owed(fact.user_id, fact.character_id, fact.id)
 

@@ -3,11 +3,17 @@
 turn, no summary, no fact, no search entry, and usage rows with counts only. Its turns live in
 RAM, in a session of their own, until `/incognito off`, /reset, or the inactivity timeout; a
 message after that timeout is refused unstored (the user might still think they are off the
-record) with a notice that says so."""
+record) with a notice that says so.
+
+That the thread is off the record (the flag and its expiry, never a word) is also kept in the
+database (migrations/*/0015), so that a restart or a worker's death, which lose the RAM turns,
+cannot end it silently: the next message, in whichever process, finds the flag without a
+session and is refused unstored with the same notice, as after the timeout."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -16,6 +22,32 @@ from memory.errors import UserFacingError
 from memory.models import Thread, Turn, TurnRole, UsageRecord
 
 OFF_RECORD_KIND = "incognito"
+# True in the context (the task, and the tasks it starts) of an off-record call to the model:
+# the bot's logging drops what the model SDKs log of it (bot/logging_setup.py). Made once at
+# module level, as contextvars require; it holds nothing outside a context.
+_OFF_RECORD_CALL: ContextVar[bool] = ContextVar("off_record_call", default=False)
+
+
+def in_off_record_call() -> bool:
+    return _OFF_RECORD_CALL.get()
+
+
+def mark_off_record_call() -> Token[bool]:
+    """From here on in this context the model's calls are off the record (reset the token)."""
+    return _OFF_RECORD_CALL.set(True)
+
+
+def reset_off_record_call(token: Token[bool]) -> None:
+    _OFF_RECORD_CALL.reset(token)
+
+
+def ended_unseen() -> UserFacingError:
+    """Off the record ended while the user was away (the timeout, a restart): the message that
+    finds it so is not stored, and the user is told."""
+    return UserFacingError(
+        "The off-the-record conversation ended; that message was not stored.",
+        code="incognito_expired",
+    )
 
 
 def counts_only(record: UsageRecord) -> UsageRecord:
@@ -73,18 +105,19 @@ class OffRecordSessions:
         for thread in [t for t in self._open if matches(t)]:
             del self._open[thread]
 
-    def session_for(self, thread: Thread, now: datetime) -> Session | None:
-        """The thread's off-record session, or None when it is on the record. A message after
-        the timeout ends it and is refused unstored, once, with a notice."""
+    def take_lapsed(self, thread: Thread, now: datetime) -> bool:
+        """True, once, when the thread's off-record session ran past the timeout: it ends."""
+        found = self._open.get(thread)
+        if found is None or now - found.last_activity <= self._timeout:
+            return False
+        del self._open[thread]
+        return True
+
+    def session_for(self, thread: Thread) -> Session | None:
+        """The thread's off-record session, or None when none is open in this process."""
         found = self._open.get(thread)
         if found is None:
             return None
-        if now - found.last_activity > self._timeout:
-            del self._open[thread]
-            raise UserFacingError(
-                "The off-the-record conversation ended; that message was not stored.",
-                code="incognito_expired",
-            )
         found.session.previous_activity = found.last_activity
         return found.session
 

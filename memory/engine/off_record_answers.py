@@ -10,7 +10,12 @@ from datetime import datetime
 from cards.character import Character
 from memory.engine.bursts import Burst
 from memory.engine.llm import TextSink
-from memory.engine.off_record import OffRecordSessions
+from memory.engine.off_record import (
+    OffRecordSessions,
+    ended_unseen,
+    mark_off_record_call,
+    reset_off_record_call,
+)
 from memory.engine.responder import Responder
 from memory.engine.session import Session, SessionCache
 from memory.engine.session_book import SessionBook
@@ -54,24 +59,49 @@ class OffRecordAnswerer:
                     user, thread, conversation or Conversation(0, thread, now, now), now
                 )
             self._off_record.start(base, now)
+            await self._store.set_off_record(thread, now + self._settings.inactivity_timeout)
 
     async def stop(self, incoming: Incoming) -> bool:
-        """Back on the record; False when the conversation was not off it."""
+        """Back on the record; False when the conversation was not off it (here, or in a
+        process that is gone: its flag)."""
         known = await self._book.known_thread(incoming)
         if known is None:
             return False
         async with self._sessions.lock(known[1]):
-            return self._off_record.stop(known[1])
+            return await self.end(known[1])
 
-    def active(self, thread: Thread) -> bool:
-        return self._off_record.active(thread)
+    async def end(self, thread: Thread) -> bool:
+        stopped = self._off_record.stop(thread)
+        flagged = await self._store.clear_off_record(thread)
+        return stopped or flagged
 
-    def store_burst(self, session: Session, burst: Burst, now: datetime) -> Session:
-        """The burst's messages into the RAM window; nothing is written."""
+    async def session_for(
+        self, thread: Thread, burst: Burst, now: datetime
+    ) -> Session | None:
+        """The thread's off-record session (under its lock), or None on the record. A message
+        that finds off the record ended unseen is refused unstored, once: after the timeout,
+        or after a restart or a worker's death (the flag without a session here)."""
+        lapsed = self._off_record.take_lapsed(thread, now)
+        session = None if lapsed else self._off_record.session_for(thread)
+        if session is not None:
+            return session
+        # Read at every message on the record: one primary-key lookup, and the only way a
+        # process that never saw the /incognito (a restart, another worker) can know of it.
+        if lapsed or await self._store.off_record_until(thread) is not None:
+            await self._store.clear_off_record(thread)
+            burst.unstored.update(range(burst.stored, len(burst.messages)))
+            raise ended_unseen()
+        return None
+
+    async def store_burst(self, session: Session, burst: Burst, now: datetime) -> Session:
+        """The burst's messages into the RAM window; of them only the flag's new expiry is
+        written."""
         while burst.stored < len(burst.messages):
             turn = self._off_record.add(session, "user", burst.messages[burst.stored].text, now)
+            burst.unstored.add(burst.stored)
             burst.stored += 1
             burst.last_turn = turn
+        await self._store.set_off_record(session.thread, now + self._settings.inactivity_timeout)
         return session
 
     async def reply(
@@ -83,7 +113,11 @@ class OffRecordAnswerer:
         on_text: TextSink | None,
         apology: str,
     ) -> Reply:
-        generated = await self._responder.respond(session, character, now, turn.id, on_text)
+        marked = mark_off_record_call()
+        try:
+            generated = await self._responder.respond(session, character, now, turn.id, on_text)
+        finally:
+            reset_off_record_call(marked)
         if generated is None:
             return Reply(apology, ok=False)
         if generated.usage is not None:

@@ -13,7 +13,6 @@ from cards.character import Character
 from memory.engine.bursts import Burst
 from memory.engine.compaction import Compactor
 from memory.engine.llm import TextSink
-from memory.engine.off_record import OffRecordSessions
 from memory.engine.off_record_answers import OffRecordAnswerer
 from memory.engine.responder import Responder
 from memory.engine.session import Session, SessionCache
@@ -33,7 +32,6 @@ class TurnTaker:
         book: SessionBook,
         sessions: SessionCache,
         responder: Responder,
-        off_record: OffRecordSessions,
         off_record_answers: OffRecordAnswerer,
         compactor: Compactor,
         settings: EngineSettings,
@@ -43,7 +41,6 @@ class TurnTaker:
         self._book = book
         self._sessions = sessions
         self._responder = responder
-        self._off_record = off_record
         self._off_record_answers = off_record_answers
         self._compactor = compactor
         self._settings = settings
@@ -53,9 +50,9 @@ class TurnTaker:
         self, user: User, thread: Thread, burst: Burst, now: datetime
     ) -> Session:
         """Append the burst's messages not yet stored, in arrival order (under the lock)."""
-        off_record = self._off_record.session_for(thread, now)
+        off_record = await self._off_record_answers.session_for(thread, burst, now)
         if off_record is not None:
-            return self._off_record_answers.store_burst(off_record, burst, now)
+            return await self._off_record_answers.store_burst(off_record, burst, now)
         session = await self._book.session(user, thread, now)
         await self._book.refresh_profile_if_changed(session, now)
         while burst.stored < len(burst.messages):

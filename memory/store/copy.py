@@ -22,6 +22,7 @@ PAGE_ROWS = 2000
 # The tables of a user's memory with a character, each with user_id and character_id columns,
 # children before parents: the order a forget deletes them in (and where `characters_of` looks).
 MEMORY_TABLES = (
+    "off_record_threads",
     "followups",
     "followup_settings",
     "reply_sources",
@@ -81,6 +82,7 @@ COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
     "user_preferences": (("user_id", "review_mode", "timezone"), "user_id"),
     "followup_settings": (("user_id", "character_id", "enabled", "offered_at"), "user_id"),
     "followups": (("id", "user_id", "character_id", "fact_id", "turn_id", "sent_at"), "id"),
+    "off_record_threads": (("user_id", "character_id", "scope", "expires_at"), "user_id"),
     "reply_sources": (
         ("turn_id", "user_id", "character_id", "fact_ids", "summary_id", "window_turn_ids",
          "fragment_turn_ids", "created_at"),
@@ -95,6 +97,7 @@ PRIMARY_KEYS = {
     "character_choices": "user_id, channel_key",
     "channel_bindings": "platform, channel_id",
     "followup_settings": "user_id, character_id",
+    "off_record_threads": "user_id, character_id, scope",
 }
 IDENTITY_TABLES = ("users", "conversations", "turns", "summaries", "llm_usage", "facts",
                     "fact_history", "memory_rejections", "followups", "dead_letters")  # fmt: skip

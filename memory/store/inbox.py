@@ -53,6 +53,16 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class Answered:
+    """What a worker answered of a claim: every message id, and of them those whose words were
+    never written (off the record, or refused when it ended): deleted from the inbox rather
+    than kept blank, and purged as a forget's rows are."""
+
+    ids: tuple[int, ...]
+    unstored: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class InboxStats:
     pending: int
     oldest_pending_seconds: float
@@ -84,7 +94,9 @@ class Inbox(Protocol):
         """False when that send of that message was recorded already (by another worker)."""
         ...
 
-    async def finish(self, pair_key: str, worker: str, answered: Sequence[int]) -> bool: ...
+    async def finish(
+        self, pair_key: str, worker: str, answered: Sequence[int], unstored: Sequence[int] = ()
+    ) -> bool: ...
 
     def wakeups(self) -> AbstractAsyncContextManager[asyncio.Event]: ...
 

@@ -166,6 +166,19 @@ class Preferences(Protocol):
     async def set_user_timezone(self, user_id: int, zone: str | None) -> None: ...
 
 
+class OffRecordFlags(Protocol):
+    """That a thread is off the record (/incognito) and until when, never its words: what a
+    restart or another worker needs to refuse the next message instead of storing it."""
+
+    async def set_off_record(self, thread: Thread, expires_at: datetime) -> None: ...
+
+    async def off_record_until(self, thread: Thread) -> datetime | None: ...
+
+    async def clear_off_record(self, thread: Thread) -> bool:
+        """Drop the flag; True when there was one."""
+        ...
+
+
 class FollowUps(Protocol):
     """Opt-in follow-ups of dated facts: the switch, the one offer, what is due, what was sent."""
 
@@ -329,7 +342,9 @@ class Administration(Protocol):
     async def close(self) -> None: ...
 
 
-class ConversationStore(Users, TurnLog, Summaries, Facts, Preferences, ChangeFeed, Protocol):
+class ConversationStore(
+    Users, TurnLog, Summaries, Facts, Preferences, OffRecordFlags, ChangeFeed, Protocol
+):
     """What the conversation engine reads and writes (memory/engine/)."""
 
 

@@ -19,6 +19,7 @@ import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from datetime import datetime
 from typing import Self
 
 import asyncpg
@@ -72,8 +73,18 @@ WITH released AS (
     -- The text is emptied once answered: it lives on as a turn, where a forget reaches it;
     -- the row stays (until pruned) only so that a redelivered update is still recognised.
     UPDATE inbox SET answered_at = clock_timestamp(), answered_by = $2, payload = '{}'::jsonb
-    WHERE id = ANY($3::bigint[]) AND answered_at IS NULL AND EXISTS (SELECT 1 FROM released)
+    WHERE id = ANY($3::bigint[]) AND NOT id = ANY($4::bigint[]) AND answered_at IS NULL
+      AND EXISTS (SELECT 1 FROM released)
     RETURNING id
+), dropped AS (
+    -- Words never written anywhere else (off the record): the row goes, and its dead tuple is
+    -- owed the purge a forget runs (VACUUM), recorded in this same statement.
+    DELETE FROM inbox
+    WHERE id = ANY($3::bigint[]) AND id = ANY($4::bigint[]) AND answered_at IS NULL
+      AND EXISTS (SELECT 1 FROM released)
+    RETURNING id
+), owed AS (
+    INSERT INTO pending_purges (requested_at) SELECT $5 WHERE EXISTS (SELECT 1 FROM dropped)
 )
 SELECT EXISTS (SELECT 1 FROM released)
 """
@@ -231,10 +242,19 @@ class PostgresInbox:
         )
         return status.endswith(" 1")
 
-    async def finish(self, pair_key: str, worker: str, answered: Sequence[int]) -> bool:
+    async def finish(
+        self, pair_key: str, worker: str, answered: Sequence[int], unstored: Sequence[int] = ()
+    ) -> bool:
         """Mark messages answered and let the pair go, in one statement (one round trip,
-        atomic); False (nothing marked) when the pair is no longer this worker's."""
-        return bool(await self._pool.fetchval(_FINISH, pair_key, worker, list(answered)))
+        atomic); False (nothing marked) when the pair is no longer this worker's. The
+        `unstored` among them are deleted instead, with a purge recorded as owed: the store's
+        purge (`resume_purge`) then VACUUMs the inbox as it does after a forget."""
+        requested = datetime.now().astimezone().isoformat()
+        return bool(
+            await self._pool.fetchval(
+                _FINISH, pair_key, worker, list(answered), list(unstored), requested
+            )
+        )
 
     @contextlib.asynccontextmanager
     async def wakeups(self) -> AsyncIterator[asyncio.Event]:

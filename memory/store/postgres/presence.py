@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from memory.models import FollowUpCandidate, FollowUpState
+from memory.models import FollowUpCandidate, FollowUpState, Thread
 from memory.store.followup_rules import OWED
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
@@ -25,6 +25,39 @@ class PgPresenceMixin(PostgresStoreBase):
             user_id,
             zone,
         )
+
+    # ---- off the record: the flag, never the words ------------------------------------------
+
+    async def set_off_record(self, thread: Thread, expires_at: datetime) -> None:
+        await self._pool.execute(
+            "INSERT INTO off_record_threads (user_id, character_id, scope, expires_at)"
+            " VALUES ($1, $2, $3, $4) ON CONFLICT (user_id, character_id, scope)"
+            " DO UPDATE SET expires_at = excluded.expires_at",
+            thread.user_id,
+            thread.character_id,
+            thread.scope,
+            ts(expires_at),
+        )
+
+    async def off_record_until(self, thread: Thread) -> datetime | None:
+        found = await self._pool.fetchval(
+            "SELECT expires_at FROM off_record_threads WHERE user_id = $1 AND character_id = $2"
+            " AND scope = $3",
+            thread.user_id,
+            thread.character_id,
+            thread.scope,
+        )
+        return datetime.fromisoformat(found) if found else None
+
+    async def clear_off_record(self, thread: Thread) -> bool:
+        status = await self._pool.execute(
+            "DELETE FROM off_record_threads WHERE user_id = $1 AND character_id = $2"
+            " AND scope = $3",
+            thread.user_id,
+            thread.character_id,
+            thread.scope,
+        )
+        return not status.endswith(" 0")
 
     # ---- follow-ups -------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from memory.models import FollowUpCandidate, FollowUpState
+from memory.models import FollowUpCandidate, FollowUpState, Thread
 from memory.store.followup_rules import OWED
 from memory.store.records import fact as _fact
 from memory.store.records import ts as _ts
@@ -24,6 +24,34 @@ class PresenceMixin(StoreBase):
             " ON CONFLICT (user_id) DO UPDATE SET timezone = excluded.timezone",
             (user_id, zone),
         )
+
+    # ---- off the record: the flag, never the words ------------------------------------------
+
+    @on_db_thread
+    def set_off_record(self, thread: Thread, expires_at: datetime) -> None:
+        self._con.execute(
+            "INSERT INTO off_record_threads (user_id, character_id, scope, expires_at)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT (user_id, character_id, scope)"
+            " DO UPDATE SET expires_at = excluded.expires_at",
+            (thread.user_id, thread.character_id, thread.scope, _ts(expires_at)),
+        )
+
+    @on_db_thread
+    def off_record_until(self, thread: Thread) -> datetime | None:
+        row = self._one(
+            "SELECT expires_at FROM off_record_threads WHERE user_id = ? AND character_id = ?"
+            " AND scope = ?",
+            (thread.user_id, thread.character_id, thread.scope),
+        )
+        return _dt_of(row[0]) if row else None
+
+    @on_db_thread
+    def clear_off_record(self, thread: Thread) -> bool:
+        cursor = self._con.execute(
+            "DELETE FROM off_record_threads WHERE user_id = ? AND character_id = ? AND scope = ?",
+            (thread.user_id, thread.character_id, thread.scope),
+        )
+        return cursor.rowcount > 0
 
     # ---- follow-ups -------------------------------------------------------------------------
 
