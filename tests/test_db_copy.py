@@ -23,6 +23,7 @@ from memory.models import (
     Thread,
     UsageRecord,
 )
+from memory.journey.model import Journey
 from memory.search.terms import query_terms
 from memory.store import MemoryStore, open_store
 from memory.store.copy import COPY_TABLES, CopyRefused, copy_deployment
@@ -71,6 +72,9 @@ async def populate(store: MemoryStore) -> Thread:
         await store.set_followups(user.id, DETECTIVE, True)
         await store.record_followup(user.id, DETECTIVE, moved.id, turns[-1].id, NOW)
         await store.end_conversation(conversation.id, "idle", NOW + timedelta(hours=1))
+        story = (f"{name.title()} contó que vivía en Getxo {{cite:{turns[0].id}}}.",)
+        await store.save_journey(Journey(user.id, DETECTIVE, story, None, NOW), conversation.id,
+                                 None, NOW)  # fmt: skip
         payload = json.dumps({"update_id": len(name), "message": {"text": f"{name}\x00"}})
         letter = DeadLetter("telegram", name, name, payload, "DataError: refused", NOW)
         await store.record_dead_letter(letter)
