@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from bot.cli import main
+from memory.journey.model import Journey
 from memory.models import (
     DeadLetter,
     Fact,
@@ -23,7 +24,6 @@ from memory.models import (
     Thread,
     UsageRecord,
 )
-from memory.journey.model import Journey
 from memory.search.terms import query_terms
 from memory.store import MemoryStore, open_store
 from memory.store.copy import COPY_TABLES, CopyRefused, copy_deployment

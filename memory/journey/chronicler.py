@@ -86,9 +86,14 @@ def check_chronicle(
     cap: int,
     tokens: TokenEstimator,
     names: Sequence[str] = (),
+    may_be_empty: bool = False,
 ) -> Checked:
-    """Every rule, in order; raises JourneyRejected with the reason the model is shown."""
+    """Every rule, in order; raises JourneyRejected with the reason the model is shown. An
+    empty journey is an answer only when there is none yet (nothing worth telling so far):
+    otherwise it would erase the story."""
     text = arguments.get("journey") if isinstance(arguments, dict) else None
+    if may_be_empty and isinstance(text, str) and not text.strip():
+        return Checked((), ())
     if not isinstance(text, str) or not text.strip():
         raise JourneyRejected("no write_journey call with a non-empty 'journey' string")
     text = checks.normalise_citations(text.strip())
@@ -205,7 +210,9 @@ class Chronicler:
                 (c.arguments for c in response.tool_calls if c.name == JOURNEY_TOOL.name), None
             )
             try:
-                return check_chronicle(arguments, allowed, known, self._cap, self._tokens, names)
+                return check_chronicle(
+                    arguments, allowed, known, self._cap, self._tokens, names, previous is None
+                )
             except OverBudget as exc:
                 over[:] = [exc.paragraphs]
                 raise
@@ -268,6 +275,9 @@ class Chronicler:
             log.warning("journey sentence refused: %s", refusal.reason)
             reason = f"journey sentence: {refusal.reason}"
             await self._store.record_rejection(thread, conversation.id, reason, now)
+        if not checked.paragraphs:
+            await self._store.mark_journey_run(conversation, "nothing", now)
+            return "nothing"
         journey = Journey(thread.user_id, thread.character_id, checked.paragraphs, None, now)
         previous_id = previous.id if previous is not None else None
         if not await self._store.save_journey(journey, conversation.id, previous_id, now):

@@ -200,9 +200,10 @@ class PgPrivacyMixin(PostgresStoreBase):
                 con, user_id, character_id, data, turn_ids
             )
             counts["facts"] = await self._import_facts(con, user_id, character_id, data, turn_ids)
-            counts["journeys"] = await self._import_journey(  # type: ignore[attr-defined]
+            if await self._import_journey(  # type: ignore[attr-defined]
                 con, user_id, character_id, data, conversation_ids, turn_ids, now
-            )
+            ):
+                counts["journeys"] = 1
         return counts
 
     @staticmethod

@@ -218,9 +218,10 @@ class PrivacyMixin(StoreBase):
                 counts["turns"] += 1
             counts["summaries"] = self._import_summaries(user_id, character_id, data, turn_ids)
             counts["facts"] = self._import_facts(user_id, character_id, data, turn_ids)
-            counts["journeys"] = self._import_journey(  # type: ignore[attr-defined]
+            if self._import_journey(  # type: ignore[attr-defined]
                 user_id, character_id, data, conversation_ids, turn_ids, now
-            )
+            ):
+                counts["journeys"] = 1
         return counts
 
     def _import_summaries(
