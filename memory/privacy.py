@@ -31,7 +31,7 @@ from memory.models import (
     User,
 )
 from memory.profile.view import FactState, Lifetimes
-from memory.store.protocols import Erasure, Export, Facts, Summaries, TurnLog
+from memory.store.protocols import Erasure, Export, Facts, Summaries
 
 EXPORT_FORMAT = "companion-memory"
 EXPORT_VERSION = 1
