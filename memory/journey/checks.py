@@ -63,7 +63,8 @@ def prose_not_list(text: str) -> str | None:
 
 def citations_integrated(paragraphs: Sequence[str]) -> str | None:
     """Rule `citations_integrated`: a citation sits where its idea appears; no paragraph ends
-    in a run of citations and no sentence is only citations."""
+    in a run of citations, no sentence is only citations nor opens with one (a citation left
+    after the full stop of the sentence it supports)."""
     for paragraph in paragraphs:
         if _TRAILING_RUN.search(paragraph):
             return (
@@ -71,7 +72,7 @@ def citations_integrated(paragraphs: Sequence[str]) -> str | None:
                 "idea it supports, inside the sentence"
             )
         for sentence in sentences_of(paragraph):
-            if not _WORD.search(CITE_CODE.sub("", sentence)):
+            if not _WORD.search(CITE_CODE.sub("", sentence)) or sentence.startswith("{cite:"):
                 return (
                     f"the sentence '{sentence[:40]}' is only citations; put each {{cite:ID}} "
                     "inside the sentence whose idea it supports"
