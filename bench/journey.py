@@ -54,7 +54,7 @@ class Oracle:
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         self.calls += 1
-        body = request.messages[0].content[0].text  # type: ignore[union-attr]
+        body = request.messages[0].text
         retry = "previous answer was rejected" in body
         self.first_attempts += not retry
         journey = self._chronicle(body)
