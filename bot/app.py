@@ -28,6 +28,8 @@ from memory.engine.responder import Responder
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.learned import shipped_check
 from memory.integrity.legible import load_vocabularies
+from memory.journey.chronicler import Chronicler
+from memory.journey.source import ProfileWithJourney
 from memory.privacy import MemoryService
 from memory.profile.extraction import ProfileExtractor, character_names
 from memory.profile.view import ProfileService
@@ -49,6 +51,7 @@ class App:
     commands: Commands
     memory: MemoryService
     followups: FollowUpJob
+    chronicler: Chronicler | None = None
 
 
 def system_clock(settings: Settings) -> Callable[[], datetime]:
@@ -62,8 +65,9 @@ def _engine(
     llm: ClosableLLM,
     clock: Callable[[], datetime],
     characters: CharacterBook,
-) -> tuple[Companion, ProfileExtractor]:
-    """The conversation engine and the profile's extraction, on one store and one LLM."""
+) -> tuple[Companion, ProfileExtractor, Chronicler]:
+    """The conversation engine, the profile's extraction and the journey's chronicler, on one
+    store and one LLM."""
     engine_settings = settings.engine()
     tokens = TokenEstimator()
     summariser = Summariser(
@@ -77,7 +81,17 @@ def _engine(
         ),
     )
     lifetimes = settings.lifetimes()
-    profile = ProfileService(store, lifetimes, settings.budget_profile_tokens, tokens, characters)
+    facts = ProfileService(store, lifetimes, settings.budget_profile_tokens, tokens, characters)
+    profile = ProfileWithJourney(facts, store, characters)
+    chronicler = Chronicler(
+        llm,
+        store,
+        characters,
+        clock,
+        tokens,
+        cap_tokens=settings.journey_max_tokens,
+        model=settings.llm_journey_model or settings.llm_summary_model,
+    )
     extractor = ProfileExtractor(
         llm, store, lifetimes, clock, characters, model=settings.llm_summary_model
     )
@@ -94,7 +108,7 @@ def _engine(
     companion = Companion(
         store, characters, responder, summariser, engine_settings, clock, tokens, profile=profile
     )
-    return companion, extractor
+    return companion, extractor, chronicler
 
 
 def _commands(
@@ -138,6 +152,7 @@ def _jobs(
     reloader: CharacterReloader,
     store: MemoryStore,
     clock: Callable[[], datetime],
+    chronicler: Chronicler,
 ) -> BackgroundJobs:
     """What runs between messages: the sweep, extraction, follow-ups."""
     policy = FollowUpPolicy(
@@ -148,7 +163,13 @@ def _jobs(
     )
     followups = FollowUpJob(companion, store, policy, clock)
     return BackgroundJobs(
-        companion, extractor, reloader, store, followups, settings.followup_check_seconds
+        companion,
+        extractor,
+        reloader,
+        store,
+        followups,
+        settings.followup_check_seconds,
+        chronicler,
     )
 
 
@@ -169,9 +190,9 @@ async def open_app(
     llm = llm or build_llm(settings)
     clock = clock or system_clock(settings)
     store = await open_store(settings.database_target)
-    companion, extractor = _engine(settings, store, llm, clock, characters)
+    companion, extractor, chronicler = _engine(settings, store, llm, clock, characters)
     reloader = CharacterReloader(settings.characters_dir, characters)
-    jobs = _jobs(settings, companion, extractor, reloader, store, clock)
+    jobs = _jobs(settings, companion, extractor, reloader, store, clock, chronicler)
     jobs.wire()
     scheduler = AsyncIOScheduler()
     jobs.schedule(scheduler)
@@ -199,6 +220,7 @@ async def open_app(
             commands,
             memory_service,
             jobs.followups,
+            chronicler,
         )
     finally:
         if scheduler.running:

@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     # Prompt budgets (tokens) and the window
     budget_profile_tokens: int = Field(500, ge=50)
     summary_cap_tokens: int = Field(450, ge=100)
+    # "El Viaje": the chronicle of each private thread, in block 2 (memory/journey/).
+    journey_max_tokens: int = Field(700, ge=150, le=4000)
+    llm_journey_model: str | None = None  # the summary model when unset
     budget_window_tokens: int = Field(3000, ge=200)
     budget_fragments_tokens: int = Field(600, ge=0)
     lore_page_cap_tokens: int = Field(1500, ge=100)

@@ -1,4 +1,5 @@
-"""The scheduler's jobs: the sweep every minute, and profile extraction when a session ends.
+"""The scheduler's jobs: the sweep every minute, and profile extraction and the journey when
+a session ends.
 
 Built by the composition root (bot/app.py) from the services they drive; each job finds its
 work in the database, so what was due when the process stopped is done at the next start.
@@ -11,6 +12,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from bot.followups import FollowUpJob
 from bot.reload import CharacterReloader
 from memory.engine.companion import Companion
+from memory.journey.chronicler import Chronicler
 from memory.models import Conversation
 from memory.profile.extraction import ProfileExtractor
 from memory.store.protocols import Administration
@@ -29,6 +31,7 @@ class BackgroundJobs:
         store: Administration,
         followups: FollowUpJob,
         followup_seconds: float,
+        chronicler: Chronicler | None = None,
     ) -> None:
         self._companion = companion
         self._extractor = extractor
@@ -36,14 +39,19 @@ class BackgroundJobs:
         self._store = store
         self.followups = followups
         self._followup_seconds = followup_seconds
+        self._chronicler = chronicler
 
     def wire(self) -> None:
         """Connect the engine's events to the jobs, and start the extraction owed at start-up."""
         self._companion.on_conversation_end(self._extract_later)
-        # A forget stops the user's extraction first.
+        # A forget stops the user's extraction (and chronicle) first.
         self._companion.on_forget(self._extractor.cancel_for)
+        if self._chronicler is not None:
+            self._companion.on_forget(self._chronicler.cancel_for)
         # Work that was due when the process last stopped is found from the database.
         self._companion.spawn(self._extractor.extract_pending())
+        if self._chronicler is not None:
+            self._companion.spawn(self._chronicler.write_pending())
 
     def schedule(self, scheduler: AsyncIOScheduler) -> None:
         scheduler.add_job(
@@ -68,6 +76,8 @@ class BackgroundJobs:
         await self._reloader.check()
         await self._companion.end_idle_conversations()
         await self._extractor.extract_pending()
+        if self._chronicler is not None:
+            await self._chronicler.write_pending()
         await self._store.resume_purge()  # owed by a crash or by another process's forget
 
     async def _extract_and_refresh(self, conversation: Conversation) -> None:
@@ -75,5 +85,13 @@ class BackgroundJobs:
             thread = conversation.thread
             self._companion.profile_changed(thread.user_id, thread.character_id)
 
+    async def _chronicle_and_refresh(self, conversation: Conversation) -> None:
+        """The journey, beside the extraction and never on the reply path; a session that
+        began meanwhile shows it from its next message (as a profile change)."""
+        if self._chronicler is not None and await self._chronicler.write(conversation) == "done":
+            thread = conversation.thread
+            self._companion.profile_changed(thread.user_id, thread.character_id)
+
     async def _extract_later(self, conversation: Conversation) -> None:
         self._companion.spawn(self._extract_and_refresh(conversation))
+        self._companion.spawn(self._chronicle_and_refresh(conversation))

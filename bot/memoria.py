@@ -16,8 +16,9 @@ from bot.command_line import usage_of
 from bot.registry import MEMORIA
 from bot.texts import fact_key_label, format_date, format_moment, text
 from memory.errors import UserFacingError
+from memory.journey.model import CITE
 from memory.models import SummaryFields, User
-from memory.privacy import FactView, MemoryService, MemoryView, WhyView
+from memory.privacy import FactView, JourneyView, MemoryService, MemoryView, WhyView
 from memory.profile.view import FactState
 
 KINDS = ("semantic", "emotional", "episodic")
@@ -116,6 +117,22 @@ def format_history(item: FactView, lang: str) -> str:
     return "\n".join(lines)
 
 
+def format_story(view: JourneyView | None, name: str, lang: str) -> str:
+    """The journey as people read it: its paragraphs, each citation the date of its turn."""
+    if view is None:
+        return text(lang, "story_none", name=name)
+
+    def dated(match: re.Match[str]) -> str:
+        moment = view.moments.get(int(match.group(1)))
+        return f" ({format_date(lang, moment)})" if moment is not None else ""
+
+    paragraphs = [
+        CITE.sub(dated, p).replace(" ,", ",").replace(" .", ".") for p in view.journey.paragraphs
+    ]
+    title = text(lang, "story_title", name=name)
+    return "\n\n".join([f"{title}:", *paragraphs, text(lang, "story_delete_hint")])
+
+
 def format_why(why: WhyView | None, name: str, lang: str) -> str:
     if why is None:
         return text(lang, "why_none")
@@ -169,6 +186,7 @@ class Memoria:
             "memoria.revisar": lambda: self._review_mode(user, lang, args),
             "memoria.caduca": lambda: self._expire(user, character_id, lang, args),
             "memoria.porque": lambda: self._why(user, character_id, character_name, lang),
+            "memoria.historia": lambda: self._story(user, character_id, character_name, lang, args),
         }
         answer = await handlers[sub.key]()
         return Answer(
@@ -270,6 +288,17 @@ class Memoria:
 
     async def _why(self, user: User, character_id: str, name: str, lang: str) -> Answer:
         return Answer(format_why(await self._service.why(user, character_id), name, lang))
+
+    async def _story(
+        self, user: User, character_id: str, name: str, lang: str, args: list[str]
+    ) -> Answer:
+        action = args[0].lower() if args else "ver"
+        if action in ("borrar", "delete"):
+            deleted = await self._service.delete_journey(user, character_id)
+            return Answer(text(lang, "story_deleted" if deleted else "story_nothing", name=name))
+        if action not in ("ver", "show"):
+            raise _usage(lang)
+        return Answer(format_story(await self._service.journey(user, character_id), name, lang))
 
     def cancelled(self, lang: str) -> Answer:
         return Answer(text(lang, "mem_cancelled"), private=True)

@@ -255,6 +255,21 @@ MEMORIA = Command(
             ),
         ),
         _sub(
+            "memoria.historia",
+            "historia",
+            "story",
+            "La historia de lo que hemos vivido (ver o borrar)",
+            "The story of what we went through (show or delete)",
+            _memoria("historia"),
+            Arg(
+                "accion",
+                Words("accion", "action"),
+                Words("ver o borrar", "show or delete"),
+                "choice",
+                ("ver", "borrar", "show", "delete"),
+            ),
+        ),
+        _sub(
             "memoria.porque",
             "porque",
             "why",

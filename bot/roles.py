@@ -27,7 +27,7 @@ import uuid
 from bot.app import App, open_app
 from bot.config import Settings
 from bot.health import HealthServer, Metrics, TimedLLM
-from bot.inbox.claimed_jobs import ClaimedCompactions, claim_extractions
+from bot.inbox.claimed_jobs import ClaimedCompactions, claim_extractions, claim_journeys
 from bot.inbox.discord_platform import DiscordIngest
 from bot.inbox.discord_worker import DiscordWorker
 from bot.inbox.shared_limits import SharedRateLimiter
@@ -143,6 +143,8 @@ async def _worker(
         # Before the first await: the start-up extraction catch-up is spawned, not yet run.
         inbox = inbox_over(url)
         claim_extractions(app.extractor, inbox)
+        if app.chronicler is not None:
+            claim_journeys(app.chronicler, inbox)
         app.companion.claim_compactions(ClaimedCompactions(inbox, app.store))
         limit, window = settings.rate_limit_messages, settings.rate_limit_window_seconds
         app.commands.use_rate_limiter(SharedRateLimiter(inbox, limit, window))

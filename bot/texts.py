@@ -88,6 +88,13 @@ TEXTS: dict[str, dict[str, str]] = {
         "mem_before": "antes: {value} (hasta el {date})",
         "mem_fixed": "Corregido: #{id} {key} = {value}.",
         "mem_deleted": "Borrado #{id}.",
+        "story_title": "Nuestra historia, como la cuenta {name}",
+        "story_none": "{name} todavía no tiene una historia vuestra: se escribe al terminar "
+        "cada conversación privada.",
+        "story_deleted": "Hecho: {name} ha borrado vuestra historia.",
+        "story_nothing": "No había ninguna historia que borrar.",
+        "story_delete_hint": "Para borrarla: /memoria historia borrar",
+        "why_journey": "Vuestra historia (El Viaje), escrita el {date}.",
         "mem_ask_forget": "¿Borro TODO lo que {name} sabe de ti (conversaciones, resúmenes, "
         "datos)? No se puede deshacer.",
         "mem_yes": "Sí, borrar todo",
@@ -195,6 +202,13 @@ TEXTS: dict[str, dict[str, str]] = {
         "mem_before": "before: {value} (until {date})",
         "mem_fixed": "Fixed: #{id} {key} = {value}.",
         "mem_deleted": "Deleted #{id}.",
+        "story_title": "Our story, as {name} tells it",
+        "story_none": "{name} has no story of you two yet: it is written when each private "
+        "conversation ends.",
+        "story_deleted": "Done: {name} deleted your story.",
+        "story_nothing": "There was no story to delete.",
+        "story_delete_hint": "To delete it: /memory story delete",
+        "why_journey": "Your story together (the journey), written on {date}.",
         "mem_ask_forget": "Delete EVERYTHING {name} knows about you (conversations, summaries, "
         "facts)? This cannot be undone.",
         "mem_yes": "Yes, delete all",

@@ -58,6 +58,10 @@ class Character(_Strict):
     model: str | None = None
     temperature: float | None = Field(default=None, ge=0.0, le=1.0)
     retrieval: RetrievalMode = "auto"
+    # "El Viaje" (memory/journey/): the chronicle of each private thread, written after each
+    # conversation and shown in block 2. Off, say why in `journey_reason` (lint asks for it).
+    journey: bool = True
+    journey_reason: str = ""
     # Lore pages: the prompt carries only their index; `read_lore` reads a page. Written here
     # under `lore:` or as Markdown files in a folder `<file stem>.lore/` beside the YAML.
     lore: tuple[LorePage, ...] = ()

@@ -67,6 +67,12 @@ def lint_character(character: Character, tokens: TokenEstimator | None = None) -
     missing = [k for k in ("age", "trade", "place") if getattr(character.identity, k) is None]
     if missing:
         warn("identity", f"no {', '.join(missing)}: the prompt leaves them out until you add them")
+    if not character.journey and not character.journey_reason.strip():
+        warn(
+            "journey",
+            "the journey is off without a reason: the character will not remember the story "
+            "of its conversations, only facts; set journey_reason, or remove `journey: false`",
+        )
     return found
 
 

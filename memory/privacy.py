@@ -17,6 +17,9 @@ from typing import Any, Protocol
 from memory.errors import UserFacingError
 from memory.integrity.gate import check_fact, check_text, check_turn
 from memory.integrity.together import filter_claims
+from memory.journey.imports import gate_journeys
+from memory.journey.model import Journey
+from memory.journey.source import JourneyReader, drop_citing, resolving_journey
 from memory.models import (
     Fact,
     FactVersion,
@@ -28,7 +31,7 @@ from memory.models import (
     User,
 )
 from memory.profile.view import FactState, Lifetimes
-from memory.store.protocols import Erasure, Export, Facts, Summaries, TurnLog
+from memory.store.protocols import Erasure, Export, Facts, Summaries
 
 EXPORT_FORMAT = "companion-memory"
 EXPORT_VERSION = 1
@@ -58,7 +61,15 @@ class WhyView:
     turns: tuple[Turn, ...]
 
 
-class MemoryServiceStore(Facts, Summaries, TurnLog, Export, Erasure, Protocol):
+@dataclass(frozen=True)
+class JourneyView:
+    """The journey as its owner reads it: each cited turn's moment, for dates instead of codes."""
+
+    journey: Journey
+    moments: dict[int, datetime]
+
+
+class MemoryServiceStore(Facts, Summaries, Export, Erasure, JourneyReader, Protocol):
     """What /memoria reads and changes."""
 
 
@@ -149,9 +160,25 @@ class MemoryService:
         return new
 
     async def delete(self, user: User, character_id: str, fact_id: int) -> None:
-        await self._owned(user, character_id, fact_id)
+        fact = await self._owned(user, character_id, fact_id)
         await self._store.delete_fact(user.id, character_id, fact_id)
+        # The journey's sentences resting on the same turns go with it: delete means delete.
+        await drop_citing(self._store, user.id, character_id, set(fact.evidence))
         self._on_change(user.id, character_id)
+
+    async def journey(self, user: User, character_id: str) -> JourneyView | None:
+        """/memoria historia: the journey, without what cites a turn deleted since."""
+        journey = await resolving_journey(self._store, Thread(user.id, character_id, "dm"))
+        if journey is None:
+            return None
+        turns = await self._store.turns_by_ids(user.id, character_id, sorted(journey.cited_ids))
+        return JourneyView(journey, {t.id: t.created_at for t in turns})
+
+    async def delete_journey(self, user: User, character_id: str) -> bool:
+        """/memoria historia borrar: the journey goes (its bytes purged, as a fact's)."""
+        deleted = await self._store.delete_journey(user.id, character_id)
+        self._on_change(user.id, character_id)
+        return deleted
 
     async def expire(self, user: User, character_id: str, fact_id: int, duration: str) -> Fact:
         fact = await self._owned(user, character_id, fact_id)
@@ -288,7 +315,10 @@ def gate_import(
             row = {**row, "text": WITHHELD}
         turns.append(row)
     summaries = _covering_the_import(summaries, turns)
+    journeys, journey_refusals = gate_journeys(data.get("journeys") or [], names)
+    refusals += [("dm", reason) for reason in journey_refusals]
     cleaned = {**data, "facts": facts, "fact_history": history, "summaries": summaries}
+    cleaned["journeys"] = journeys
     return {**cleaned, "turns": turns}, refusals
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from bot.cli import main
+from memory.journey.model import Journey
 from memory.models import (
     DeadLetter,
     Fact,
@@ -71,6 +72,9 @@ async def populate(store: MemoryStore) -> Thread:
         await store.set_followups(user.id, DETECTIVE, True)
         await store.record_followup(user.id, DETECTIVE, moved.id, turns[-1].id, NOW)
         await store.end_conversation(conversation.id, "idle", NOW + timedelta(hours=1))
+        story = (f"{name.title()} contó que vivía en Getxo {{cite:{turns[0].id}}}.",)
+        await store.save_journey(Journey(user.id, DETECTIVE, story, None, NOW), conversation.id,
+                                 None, NOW)  # fmt: skip
         payload = json.dumps({"update_id": len(name), "message": {"text": f"{name}\x00"}})
         letter = DeadLetter("telegram", name, name, payload, "DataError: refused", NOW)
         await store.record_dead_letter(letter)

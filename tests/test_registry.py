@@ -54,6 +54,7 @@ def samples(fact: int) -> dict[str, Sample]:
         "memoria.caduca": ([str(fact), "2w"], f"#{fact} caduca ahora"),
         "memoria.revisar": (["on"], text("es", "mem_review_on")),
         "memoria.porque": ([], text("es", "why_none")),
+        "memoria.historia": (["ver"], text("es", "story_none", name=KOLDO)),
         "memoria.exportar": ([], text("es", "mem_export", name=KOLDO)),
         "memoria.olvidar": ([], text("es", "mem_ask_forget", name=KOLDO)),
         "memoria.borrar": ([str(fact)], text("es", "mem_deleted", id=fact)),

@@ -14,6 +14,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+from memory.journey.chronicler import Chronicler
 from memory.models import Conversation
 from memory.profile.extraction import ProfileExtractor
 from memory.store.inbox import Inbox
@@ -65,3 +66,26 @@ def claim_extractions(extractor: ProfileExtractor, inbox: Inbox) -> None:
             return await plain(conversation)
 
     extractor.extract = extract  # type: ignore[method-assign]
+
+
+# Longer than a chronicle's call with its retries: a worker that died holding the claim delays
+# that pair's journey by this much, no more.
+JOURNEY_CLAIM_SECONDS = 600.0
+
+
+def claim_journeys(chronicler: Chronicler, inbox: Inbox) -> None:
+    """Route every chronicle of this process through its pair's claim, as extractions are: one
+    worker at a time writes a user's journey with a character (each is built on the previous
+    one), and the chronicler writes a conversation only while journey_runs says it is owed."""
+    plain: Callable[[Conversation], Awaitable[str]] = chronicler.write
+
+    async def write(conversation: Conversation) -> str:
+        thread = conversation.thread
+        key = f"journey:{thread.user_id}:{thread.character_id}"
+        async with inbox.job_claim(key, JOURNEY_CLAIM_SECONDS) as mine:
+            if not mine:
+                log.debug("journey of %s: claimed elsewhere", conversation.id)
+                return CLAIMED_ELSEWHERE
+            return await plain(conversation)
+
+    chronicler.write = write  # type: ignore[method-assign]

@@ -215,6 +215,7 @@ class Responder:
             user_name=session.user.display_name or session.user.platform_user_id,
             is_group=session.thread.is_group,
             profile_lines=session.profile.lines,
+            journey=session.profile.journey,
             summary=session.summary,
             window=tuple(session.window),
             previous_activity=session.previous_activity,

@@ -120,6 +120,9 @@ class ProfileLines:
     lines: tuple[str, ...] = ()
     fact_ids: tuple[int, ...] = ()  # the facts shown, for /memoria porque
     dropped: int = 0
+    # The journey shown beside the facts (memory/journey/source.py), and its row for porque.
+    journey: tuple[str, ...] = ()
+    journey_id: int | None = None
 
     @property
     def shown(self) -> int:

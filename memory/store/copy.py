@@ -23,6 +23,8 @@ PAGE_ROWS = 2000
 # children before parents: the order a forget deletes them in (and where `characters_of` looks).
 MEMORY_TABLES = (
     "off_record_threads",
+    "journey_runs",
+    "journeys",
     "followups",
     "followup_settings",
     "reply_sources",
@@ -92,6 +94,15 @@ COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
         ("id", "platform", "update_key", "platform_user_id", "payload", "error", "created_at"),
         "id",
     ),
+    "journeys": (
+        ("id", "user_id", "character_id", "text", "cited_ids_json", "covers_conversation_id",
+         "created_at"),
+        "id",
+    ),
+    "journey_runs": (
+        ("conversation_id", "user_id", "character_id", "status", "created_at"),
+        "conversation_id",
+    ),
 }  # fmt: skip
 PRIMARY_KEYS = {
     "character_choices": "user_id, channel_key",
@@ -100,7 +111,8 @@ PRIMARY_KEYS = {
     "off_record_threads": "user_id, character_id, scope",
 }
 IDENTITY_TABLES = ("users", "conversations", "turns", "summaries", "llm_usage", "facts",
-                    "fact_history", "memory_rejections", "followups", "dead_letters")  # fmt: skip
+                    "fact_history", "memory_rejections", "followups", "dead_letters",
+                   "journeys")  # fmt: skip
 
 
 def copy_key(table: str) -> str | None:

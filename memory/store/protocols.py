@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any, Protocol
 
+from memory.journey.model import Journey
 from memory.models import (
     Conversation,
     DeadLetter,
@@ -342,6 +343,40 @@ class Administration(Protocol):
     async def close(self) -> None: ...
 
 
+class Journeys(Protocol):
+    """The journey of each user with each character (memory/journey/): one per pair, replaced
+    whole, and which ended conversation was written into it."""
+
+    async def journey(self, user_id: int, character_id: str) -> Journey | None: ...
+
+    async def save_journey(
+        self, journey: Journey, conversation_id: int, previous_id: int | None, now: datetime
+    ) -> bool:
+        """Replace the pair's journey and mark the conversation done, in one transaction; False
+        (nothing written) when the conversation is gone (forgotten), was already chronicled,
+        or the journey is no longer `previous_id` (another writer replaced it)."""
+        ...
+
+    async def mark_journey_run(
+        self, conversation: Conversation, status: str, now: datetime
+    ) -> None:
+        """The conversation needs no chronicle, or every attempt was rejected: not owed again."""
+        ...
+
+    async def journey_run_status(self, conversation_id: int) -> str | None: ...
+
+    async def conversations_pending_journey(self) -> list[Conversation]:
+        """Ended private conversations not yet chronicled, oldest first."""
+        ...
+
+    async def rewrite_journey(self, journey: Journey) -> bool:
+        """The same journey with fewer sentences (a cited turn or fact was deleted): written in
+        place when it is still the pair's, deleted when nothing is left; purged as a delete."""
+        ...
+
+    async def delete_journey(self, user_id: int, character_id: str) -> bool: ...
+
+
 class ConversationStore(
     Users, TurnLog, Summaries, Facts, Preferences, OffRecordFlags, ChangeFeed, Protocol
 ):
@@ -359,6 +394,7 @@ class MemoryStore(
     DeadLetters,
     DeploymentCopy,
     Administration,
+    Journeys,
     Protocol,
 ):
     """Everything a backend implements; held only by the composition root and the admin CLI."""

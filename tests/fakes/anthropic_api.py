@@ -75,11 +75,12 @@ _EMPTY_TOOL_ANSWERS: dict[str, Any] = {
         )
     },
     "record_profile": {"operations": []},
+    "write_journey": {"journey": ""},
 }
 
 
 def empty_tool_answer(body: dict[str, Any]) -> ToolUse:
-    """A valid, empty answer to a forced tool (a summary or an extraction)."""
+    """A valid, empty answer to a forced tool (a summary, an extraction, a first journey)."""
     route = route_of(body)
     return ToolUse(route, _EMPTY_TOOL_ANSWERS.get(route, {}))
 

@@ -11,6 +11,7 @@ from memory.store.postgres.base import (
 from memory.store.postgres.conversations import PgConversationsMixin
 from memory.store.postgres.copy import PgCopyMixin
 from memory.store.postgres.dead_letters import PgDeadLettersMixin
+from memory.store.postgres.journeys import PgJourneysMixin
 from memory.store.postgres.presence import PgPresenceMixin
 from memory.store.postgres.privacy import PgPrivacyMixin
 from memory.store.postgres.profile import PgProfileMixin
@@ -25,6 +26,7 @@ class PostgresStore(
     PgCopyMixin,
     PgPresenceMixin,
     PgDeadLettersMixin,
+    PgJourneysMixin,
 ):
     """Everything the engine keeps, on PostgreSQL 15 or later."""
 

@@ -18,7 +18,7 @@ from memory.store.postgres.terms import search_vector
 from memory.store.remap import evidence as remapped
 from memory.store.remap import summary_values
 
-_EXPORTED = ("conversations", "turns", "summaries", "facts")
+_EXPORTED = ("conversations", "turns", "summaries", "facts", "journeys")
 
 
 def _count(status: str) -> int:
@@ -200,6 +200,10 @@ class PgPrivacyMixin(PostgresStoreBase):
                 con, user_id, character_id, data, turn_ids
             )
             counts["facts"] = await self._import_facts(con, user_id, character_id, data, turn_ids)
+            if await self._import_journey(  # type: ignore[attr-defined]
+                con, user_id, character_id, data, conversation_ids, turn_ids, now
+            ):
+                counts["journeys"] = 1
         return counts
 
     @staticmethod

@@ -6,6 +6,7 @@ from memory.store.sqlite.base import available_migrations
 from memory.store.sqlite.conversations import ConversationsMixin
 from memory.store.sqlite.copy import CopyMixin
 from memory.store.sqlite.dead_letters import DeadLettersMixin
+from memory.store.sqlite.journeys import JourneysMixin
 from memory.store.sqlite.presence import PresenceMixin
 from memory.store.sqlite.privacy import PrivacyMixin
 from memory.store.sqlite.profile import ProfileMixin
@@ -20,6 +21,7 @@ class SqliteStore(
     PresenceMixin,
     CopyMixin,
     DeadLettersMixin,
+    JourneysMixin,
 ):
     """Every interface of memory/store/protocols.py on one SQLite file:
     `await SqliteStore.open(path)`."""

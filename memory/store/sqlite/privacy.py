@@ -107,6 +107,7 @@ class PrivacyMixin(StoreBase):
             "facts": "SELECT * FROM facts WHERE user_id = ? AND character_id = ?",
             "fact_history": "SELECT h.* FROM fact_history h JOIN facts f ON f.id = h.fact_id"
             " WHERE f.user_id = ? AND f.character_id = ?",
+            "journeys": "SELECT * FROM journeys WHERE user_id = ? AND character_id = ?",
         }
         rows: dict[str, list[dict[str, object]]] = {}
         for table, query in queries.items():
@@ -217,6 +218,10 @@ class PrivacyMixin(StoreBase):
                 counts["turns"] += 1
             counts["summaries"] = self._import_summaries(user_id, character_id, data, turn_ids)
             counts["facts"] = self._import_facts(user_id, character_id, data, turn_ids)
+            if self._import_journey(  # type: ignore[attr-defined]
+                user_id, character_id, data, conversation_ids, turn_ids, now
+            ):
+                counts["journeys"] = 1
         return counts
 
     def _import_summaries(

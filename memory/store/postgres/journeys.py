@@ -1,0 +1,176 @@
+"""The journey of each user with each character (migration 0019), on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from memory.journey.model import JOURNEY_SCOPE, Journey, remap_citations
+from memory.models import Conversation
+from memory.store.postgres import rows
+from memory.store.postgres.base import PostgresStoreBase
+from memory.store.postgres.rows import ts
+
+
+def journey_of(row: asyncpg.Record) -> Journey:
+    return Journey(
+        user_id=row["user_id"],
+        character_id=row["character_id"],
+        paragraphs=Journey.split(row["text"]),
+        covers_conversation_id=row["covers_conversation_id"],
+        created_at=datetime.fromisoformat(row["created_at"]),
+        id=row["id"],
+    )
+
+
+_INSERT = (
+    "INSERT INTO journeys (user_id, character_id, text, cited_ids_json, covers_conversation_id,"
+    " created_at) VALUES ($1, $2, $3, $4, $5, $6)"
+)
+_RUN = (
+    "INSERT INTO journey_runs (conversation_id, user_id, character_id, status, created_at)"
+    " SELECT id, $2, $3, $4, $5 FROM conversations WHERE id = $1"
+    " ON CONFLICT (conversation_id) DO NOTHING"
+)
+
+
+class PgJourneysMixin(PostgresStoreBase):
+    async def journey(self, user_id: int, character_id: str) -> Journey | None:
+        row = await self._pool.fetchrow(
+            "SELECT * FROM journeys WHERE user_id = $1 AND character_id = $2",
+            user_id,
+            character_id,
+        )
+        return journey_of(row) if row else None
+
+    async def save_journey(
+        self, journey: Journey, conversation_id: int, previous_id: int | None, now: datetime
+    ) -> bool:
+        async with self._transaction() as con:
+            # The conversation's row locked: a forget deleting it waits, or has already won.
+            owed = await con.fetchval(
+                "SELECT 1 FROM conversations c WHERE c.id = $1 AND NOT EXISTS"
+                " (SELECT 1 FROM journey_runs r WHERE r.conversation_id = c.id) FOR UPDATE",
+                conversation_id,
+            )
+            current = await con.fetchval(
+                "SELECT id FROM journeys WHERE user_id = $1 AND character_id = $2 FOR UPDATE",
+                journey.user_id,
+                journey.character_id,
+            )
+            if not owed or current != previous_id:
+                return False
+            if current is not None:
+                await con.execute("DELETE FROM journeys WHERE id = $1", current)
+                await self._record_pending_purge(con)
+            await con.execute(
+                _INSERT,
+                journey.user_id,
+                journey.character_id,
+                journey.text,
+                json.dumps(sorted(journey.cited_ids)),
+                conversation_id,
+                ts(journey.created_at),
+            )
+            await con.execute(
+                _RUN, conversation_id, journey.user_id, journey.character_id, "done", ts(now)
+            )
+        return True
+
+    async def mark_journey_run(
+        self, conversation: Conversation, status: str, now: datetime
+    ) -> None:
+        thread = conversation.thread
+        await self._pool.execute(
+            _RUN, conversation.id, thread.user_id, thread.character_id, status, ts(now)
+        )
+
+    async def journey_run_status(self, conversation_id: int) -> str | None:
+        found = await self._pool.fetchval(
+            "SELECT status FROM journey_runs WHERE conversation_id = $1", conversation_id
+        )
+        return str(found) if found is not None else None
+
+    async def conversations_pending_journey(self) -> list[Conversation]:
+        found = await self._pool.fetch(
+            "SELECT c.* FROM conversations c WHERE c.ended_at IS NOT NULL AND c.scope = $1"
+            " AND NOT EXISTS (SELECT 1 FROM journey_runs r WHERE r.conversation_id = c.id)"
+            " ORDER BY c.id",
+            JOURNEY_SCOPE,
+        )
+        return [rows.conversation(row) for row in found]
+
+    async def rewrite_journey(self, journey: Journey) -> bool:
+        async with self._transaction() as con:
+            if journey.paragraphs:
+                status = await con.execute(
+                    "UPDATE journeys SET text = $1, cited_ids_json = $2 WHERE id = $3"
+                    " AND user_id = $4 AND character_id = $5",
+                    journey.text,
+                    json.dumps(sorted(journey.cited_ids)),
+                    journey.id,
+                    journey.user_id,
+                    journey.character_id,
+                )
+            else:
+                status = await con.execute(
+                    "DELETE FROM journeys WHERE id = $1 AND user_id = $2 AND character_id = $3",
+                    journey.id,
+                    journey.user_id,
+                    journey.character_id,
+                )
+            written = status.endswith(" 1")
+            if written:
+                await self._record_pending_purge(con)
+        if written:
+            self._start_purge()
+        return written
+
+    async def delete_journey(self, user_id: int, character_id: str) -> bool:
+        async with self._transaction() as con:
+            status = await con.execute(
+                "DELETE FROM journeys WHERE user_id = $1 AND character_id = $2",
+                user_id,
+                character_id,
+            )
+            deleted = status.endswith(" 1")
+            if deleted:
+                await self._record_pending_purge(con)
+        if deleted:
+            self._start_purge()
+        return deleted
+
+    async def _import_journey(
+        self,
+        con: asyncpg.Connection,
+        user_id: int,
+        character_id: str,
+        data: dict[str, Any],
+        conversation_ids: dict[int, int],
+        turn_ids: dict[int, int],
+        now: datetime,
+    ) -> int:
+        """Inside import_rows' transaction (see the SQLite store's `_import_journey`)."""
+        for new_id in conversation_ids.values():
+            await con.execute(_RUN, new_id, user_id, character_id, "imported", ts(now))
+        found = data.get("journeys") or []
+        text = remap_citations(str(found[-1].get("text", "")), turn_ids) if found else ""
+        if not text.strip():
+            return 0
+        await con.execute(
+            "DELETE FROM journeys WHERE user_id = $1 AND character_id = $2", user_id, character_id
+        )
+        journey = Journey(user_id, character_id, Journey.split(text), None, now)
+        await con.execute(
+            _INSERT,
+            user_id,
+            character_id,
+            journey.text,
+            json.dumps(sorted(journey.cited_ids)),
+            max(conversation_ids.values(), default=None),
+            ts(now),
+        )
+        return 1
