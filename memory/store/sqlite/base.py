@@ -241,10 +241,24 @@ class StoreBase(BackgroundPurge):
         row = self._one("SELECT MAX(version) FROM schema_migrations")
         return int(row[0] or 0) if row else 0
 
-    @on_db_thread
+    @alone_on_db_thread
     def integrity_check(self) -> str:
-        row = self._one("PRAGMA integrity_check")
-        return str(row[0]) if row else "no answer"
+        """ "ok", or what is wrong: SQLite's check of the file, then FTS5's of the search index
+        (which SQLite's own check does not read)."""
+        problems = [str(row[0]) for row in self._all("PRAGMA integrity_check")]
+        problems = [problem for problem in problems if problem != "ok"]
+        search = fts_index.integrity_problem(self._con)
+        if search is not None:
+            problems.append(f"search index: {search}")
+        return "; ".join(problems) or "ok"
+
+    @alone_on_db_thread
+    def rebuild_search_index(self) -> int | None:
+        """Index every turn anew, in one transaction; how many are indexed."""
+        with self._transaction() as db:
+            fts_index.rebuild(db)
+        row = self._one("SELECT count(*) FROM turns WHERE role IN ('user', 'assistant')")
+        return int(row[0]) if row else 0
 
     # ---- purging what a deletion left (forget) ----------------------------------------------
 
