@@ -31,6 +31,7 @@ STRUCTURE_V2 = b"\xff\x00\x00\x01"
 # every start of a merge of all segments (a purge, an 'optimize') adds up to two. Past this
 # many the purge rebuilds the index instead (a few seconds, once every few hundred forgets).
 LEVEL_BUDGET = 1000
+MERGE = "INSERT INTO turn_search (turn_search, rank) VALUES ('merge', ?)"
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ def start_merge(db: sqlite3.Connection, pages: int) -> int | None:
     # usermerge 2 (the least FTS5 takes): a positive 'merge' then always continues the merge
     # under way, where with 4 a level of two or three new segments could stall it.
     db.execute("INSERT INTO turn_search (turn_search, rank) VALUES ('usermerge', 2)")
-    db.execute("INSERT INTO turn_search (turn_search, rank) VALUES ('merge', ?)", (-pages,))
+    db.execute(MERGE, (-pages,))
     after = shape(db)
     if after is None:
         # A structure this code cannot read: finish the merge in one go rather than guess.
@@ -123,8 +124,7 @@ def continue_merge(db: sqlite3.Connection, level: int, pages: int) -> bool:
         return False
     if level >= len(now.levels) or not now.levels[level].merging:
         return False
-    if not _changed(db, "INSERT INTO turn_search (turn_search, rank) VALUES ('merge', ?)",
-                    (pages,)):  # fmt: skip
+    if not _changed(db, MERGE, (pages,)):
         # Nothing merged while a merge is under way cannot happen with usermerge 2; if a
         # SQLite ever does it, end the merge in one go rather than loop.
         optimize(db)
