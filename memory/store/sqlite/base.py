@@ -116,6 +116,8 @@ class StoreBase(BackgroundPurge):
         # Levels of the index past which a purge rebuilds it rather than merge it
         # (fts_index.LEVEL_BUDGET); lowered by tests to reach it quickly.
         self.fts_level_budget = fts_index.LEVEL_BUDGET
+        # Pages a purge step merges; lowered by tests so a merge spans many steps.
+        self.purge_step_pages = PURGE_STEP_PAGES
 
     @property
     def _con(self) -> sqlite3.Connection:
@@ -286,7 +288,7 @@ class StoreBase(BackgroundPurge):
             self._purge_round = PurgeRound(int(row[0]), self._start_index_merge())
             return "merging"
         if current.level is not None:
-            if fts_index.continue_merge(self._con, current.level, PURGE_STEP_PAGES):
+            if fts_index.continue_merge(self._con, current.level, self.purge_step_pages):
                 return "merging"
             current.level = None
         if not self._checkpoint_completely():
@@ -303,7 +305,7 @@ class StoreBase(BackgroundPurge):
                 fts_index.rebuild(db)
             log.info("search index rebuilt: it had more than %d levels", self.fts_level_budget)
             return None
-        return fts_index.start_merge(self._con, PURGE_STEP_PAGES)
+        return fts_index.start_merge(self._con, self.purge_step_pages)
 
     def _checkpoint_completely(self) -> bool:
         """Copy every WAL frame into the file and empty the WAL. A reader holding an older
