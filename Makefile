@@ -52,3 +52,4 @@ bench: install
 	$(VENV)/bin/python bench/memory_bound.py
 	$(VENV)/bin/python bench/poison.py
 	$(VENV)/bin/python bench/scaleout.py
+	$(VENV)/bin/python bench/purge_traffic.py --turns 1e5 --runs 5
