@@ -130,3 +130,22 @@ async def test_an_export_imported_twice_is_refused(
             " GROUP BY u.platform_user_id ORDER BY 1"
         ).fetchall()
     assert counts == [("ana", 2), ("bea", 2)]
+
+
+async def test_an_export_never_writes_through_a_symbolic_link(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    code, _, err = await chat_as_ana(env_for(tmp_path, fake_anthropic), "Vivo en Deusto\n")
+    assert code == 0, err
+    victim = tmp_path / "victim.txt"
+    victim.write_text("someone else's file")
+    link = tmp_path / "export.json"
+    link.symlink_to(victim)
+    export = [*memory_args("export"), "--character", "detective_bilbao", "--out", str(link)]
+    code, _, err = await companion(*export, "--force", env=env_for(tmp_path, None))
+    assert code == 2
+    assert err.strip() == (
+        f"companion: {link} is a symbolic link; refusing to write through it (even with "
+        "--force): give --out the path of a real file"
+    )
+    assert victim.read_text() == "someone else's file" and link.is_symlink()

@@ -9,19 +9,23 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from memory.engine.off_record import OffRecordSessions
-from memory.engine.session import SessionCache
+from memory.engine.session import RecentUsers, SessionCache
 
 
 class Forgetting:
     """What it needs of the engine is declared here and set by `Companion.__init__`."""
 
     _sessions: SessionCache
+    _users: RecentUsers
     _off_record: OffRecordSessions
     _owned_tasks: dict[tuple[int, str], set[asyncio.Task[Any]]]
     _forget_listeners: list[Callable[[int, str], Awaitable[None]]]
 
     def forget_cached(self, user_id: int, character_id: str) -> None:
-        """Drop the RAM sessions of a user with a character (after /memoria olvidar)."""
+        """Drop the RAM sessions of a user with a character (after /memoria olvidar), and
+        their cached row: a full forget cleared its display name, which the next message
+        writes again."""
+        self._users.drop(user_id)
         self._sessions.drop_where(lambda t: t.user_id == user_id and t.character_id == character_id)
         self._off_record.drop_where(
             lambda t: t.user_id == user_id and t.character_id == character_id
