@@ -15,7 +15,7 @@ from memory.store import records
 from memory.store.errors import available_migrations as available_dialect_migrations
 from memory.store.errors import refuse_unknown_versions
 from memory.store.purge import BackgroundPurge
-from memory.store.sqlite import fts, fts_index
+from memory.store.sqlite import files, fts, fts_index
 from memory.store.sqlite.worker import DatabaseThread
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     con = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     con.row_factory = sqlite3.Row
     try:
+        files.make_private(path)  # before the WAL pragma: -wal and -shm take the file's mode
         configure(con)
     except BaseException:
         con.close()
@@ -149,7 +150,7 @@ class StoreBase(BackgroundPurge):
 
     @classmethod
     async def open(cls, path: Path, *, migrate: bool = True) -> Self:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        files.prepare(path)
         worker = DatabaseThread(functools.partial(_connect, path), name="store")
         try:
             await worker.start()
