@@ -22,6 +22,7 @@ import asyncpg
 from tests import pg_fixtures
 from tests.fakes.telegram_api import FakeTelegram
 from tests.fault_helpers import until
+from tests.patience import PATIENCE
 from tests.scaleout_helpers import Delivery, FakeChatLLM, RoleProcess, role_env
 
 pytestmark = pg_fixtures.needs_postgres
@@ -80,7 +81,7 @@ class Scene:
             await asyncio.sleep(self.rng.uniform(0.2, 0.8))
 
     async def _answered(self, user: int, message: int) -> None:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + PATIENCE
         while time.monotonic() < deadline:
             self.delivery.read(self.telegram)
             replies = self.delivery.replies.get(user) or []
@@ -94,7 +95,7 @@ class Scene:
         for n in range(KILLS):
             if n % 2:
                 seen = self.llm.requests
-                await until(lambda s=seen: self.llm.requests > s, 20, "an LLM request")
+                await until(lambda s=seen: self.llm.requests > s, PATIENCE, "an LLM request")
                 await asyncio.sleep(self.rng.uniform(0.0, 0.1))
             else:
                 await asyncio.sleep(self.rng.uniform(0.1, 0.4))
@@ -207,16 +208,16 @@ async def test_workers_killed_at_random_lose_and_repeat_nothing(
         try:
             # a bound on a hang, not a speed: six processes on two loaded cores took over 70 s
             await asyncio.wait_for(
-                asyncio.gather(scene.killer(), *(scene.user(u) for u in range(USERS))), 150
+                asyncio.gather(scene.killer(), *(scene.user(u) for u in range(USERS))), PATIENCE
             )
 
             def done() -> bool:
                 scene.delivery.read(telegram)
                 return scene.delivery.complete()
 
-            await until(done, 30, "every user's newest message answered")
-            await until(lambda: not telegram.pending_updates, 10, "every update acknowledged")
-            stored, unanswered = await settled_inbox(url, 30)
+            await until(done, PATIENCE, "every user's newest message answered")
+            await until(lambda: not telegram.pending_updates, PATIENCE, "every update acknowledged")
+            stored, unanswered = await settled_inbox(url, PATIENCE)
             user_turns, repeated_turns = await turn_counts(url)
         except BaseException:
             print(f"kills={scene.kills} sent={scene.delivery.sent}")
