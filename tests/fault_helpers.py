@@ -122,7 +122,11 @@ class BotProcess:
             self._changed.clear()
             remaining = deadline - loop.time()
             if remaining <= 0:
-                raise AssertionError(f"no line {expected!r} within {timeout}s:\n{self.stderr()}")
+                printed = "\n".join(self.lines[-10:])
+                raise AssertionError(
+                    f"no line {expected!r} within {timeout}s; last printed:\n{printed}\n"
+                    f"stderr:\n{self.stderr()}"
+                )
             try:
                 await asyncio.wait_for(self._changed.wait(), remaining)
             except TimeoutError:

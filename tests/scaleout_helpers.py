@@ -83,7 +83,7 @@ def role_env(
         TELEGRAM_API_BASE_URL=telegram.url,
         LLM_PROVIDER="openai",
         OPENAI_BASE_URL=llm.url,
-        LLM_TIMEOUT_SECONDS="30",
+        LLM_TIMEOUT_SECONDS=str(PATIENCE),  # the fake answers; only a hang may end it
         # No compaction: the fake answers every request with text, a summary's too.
         WINDOW_TRIGGER_TURNS="10000",
         **({"LOG_LEVEL": "WARNING"} | extra),
