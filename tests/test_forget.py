@@ -15,6 +15,7 @@ from bot.app import App, open_app
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, ToolUse
 from tests.helpers import summary_input
+from tests.patience import PATIENCE
 from tests.raw_db import database_env, raw_database, traces_of
 from tests.test_cli import companion, env_for
 from tests.test_profile import op, record, user_turn_ids
@@ -97,7 +98,7 @@ async def test_a_forget_during_an_in_flight_compaction_leaves_nothing(
     gate.opened.set()
     assert rows_of(app, ana) == dict.fromkeys(rows_of(app, ana), 0)
     assert app.companion.sessions_in_ram == 0  # no session in RAM holds the old window
-    assert await app.store.purge_settled(timeout=10)
+    assert await app.store.purge_settled(timeout=PATIENCE)
     with raw_database(app.settings) as raw:
         assert raw.execute("SELECT count(*) FROM summaries").fetchone()[0] == 0
     reply = await app.commands.chat(ANA, "¿Qué sabes de mí?")

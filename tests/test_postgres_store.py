@@ -16,6 +16,7 @@ from memory.search.retrieval import Retriever
 from memory.search.terms import query_terms
 from memory.store import ConversationGone
 from tests import pg_fixtures
+from tests.patience import PATIENCE
 
 pytestmark = pg_fixtures.needs_postgres
 # The fixtures, by name: the SQLite and PostgreSQL stores, and the server behind the latter.
@@ -263,7 +264,7 @@ async def test_forget_deletes_the_pair_and_purges(any_store: Any) -> None:
                       "off_record_threads": 1}  # fmt: skip
     assert await store.off_record_until(ana) is None
     assert not await store.followups_enabled(ana.user_id, DETECTIVE)
-    assert await store.purge_settled(timeout=30)
+    assert await store.purge_settled(timeout=PATIENCE)
     assert await store.pending_purges() == 0
     assert await store.count_turns(ana) == 0 and await store.count_turns(bea) == 2
     terms = query_terms("zorionak getxo")
@@ -274,7 +275,7 @@ async def test_forget_deletes_the_pair_and_purges(any_store: Any) -> None:
     assert await store.forget_user_if_unreferenced(ana.user_id) is True
     assert await store.find_user("telegram", "ana") is None
     assert await store.characters_of(ana.user_id) == []
-    assert await store.purge_settled(timeout=30)
+    assert await store.purge_settled(timeout=PATIENCE)
     assert await store.integrity_check() == "ok"
 
 

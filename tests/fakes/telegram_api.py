@@ -37,6 +37,7 @@ from tests.fakes.telegram_objects import (
     update_kind,
     utf16_len,
 )
+from tests.patience import PATIENCE
 
 __all__ = ["ApiError", "FakeTelegram"]
 
@@ -403,7 +404,7 @@ class FakeTelegram(BotApiMethods):
     async def wait_until(
         self,
         predicate: Callable[[], bool],
-        timeout: float = 5.0,  # noqa: ASYNC109
+        timeout: float = PATIENCE,  # noqa: ASYNC109
     ) -> None:
         """Wait until ``predicate()`` holds; it is re-checked whenever the fake sees traffic."""
         if not await self._wait_until(predicate, timeout):
@@ -413,7 +414,7 @@ class FakeTelegram(BotApiMethods):
         self,
         chat_id: int,
         count: int = 1,
-        timeout: float = 5.0,  # noqa: ASYNC109
+        timeout: float = PATIENCE,  # noqa: ASYNC109
     ) -> list[JSON]:
         """The bot's messages to ``chat_id`` once at least ``count`` exist."""
         if not await self._wait_until(lambda: len(self.sent_messages(chat_id)) >= count, timeout):
@@ -427,7 +428,7 @@ class FakeTelegram(BotApiMethods):
         self,
         method: str,
         count: int = 1,
-        timeout: float = 5.0,  # noqa: ASYNC109
+        timeout: float = PATIENCE,  # noqa: ASYNC109
     ) -> list[JSON]:
         """Params of every call to ``method`` once at least ``count`` were made."""
         if not await self._wait_until(lambda: len(self.calls_to(method)) >= count, timeout):
