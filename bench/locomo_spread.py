@@ -12,8 +12,8 @@ it ranks exactly as the product does):
   the exchanges of the other sessions (of the other exchanges, with several sources);
 - `session_share` (`support_sessions`): the opposite of spreading, an exchange gains a share of
   the best score among the other exchanges of its session.
-None raised recall@10 on the report split by 0.01 (README, "Recall across sessions"), so none is
-in memory/search/; bench/locomo_levers.py measures them.
+None raised recall@10 on the report split by 0.01 (docs/memory.md, "Details from long ago"),
+so none is in memory/search/; bench/locomo_levers.py measures them.
 """
 
 from __future__ import annotations

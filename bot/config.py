@@ -98,7 +98,7 @@ class Settings(BaseSettings):
     stream_replies: bool = True
     stream_edit_seconds: float = Field(1.5, ge=0)
 
-    # Several workers on PostgreSQL (`companion run --role platform|worker`, README): the
+    # Several workers on PostgreSQL (`companion run --role platform|worker`, docs/deploy.md): the
     # health endpoint (/healthz, /metrics) of each process, off unless a port is set (0: any).
     health_port: int | None = Field(None, ge=0, le=65535)
     health_host: str = "127.0.0.1"

@@ -82,7 +82,7 @@ def raw_database(where: HasDatabase | str | Path) -> sqlite3.Connection | Postgr
 
 def traces_of(where: HasDatabase, canary: str) -> list[str]:
     """Where `canary` is still stored. On SQLite, byte for byte: the file and its WAL (a forget
-    guarantees both). On PostgreSQL, every row of every table read as text (the README says
+    guarantees both). On PostgreSQL, every row of every table read as text (docs/privacy.md says
     why the bytes of dead rows are not a guarantee there: VACUUM frees their space, it does not
     overwrite it)."""
     target = where.database_target

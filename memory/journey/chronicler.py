@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 # About a chronicle of eight to ten paragraphs: with the profile's 500 it keeps block 2 near
 # 1,200 tokens, a tenth of a reply's request, while a month of conversations still fits when the
-# oldest chapters are condensed into an opening (README, "El Viaje").
+# oldest chapters are condensed into an opening (docs/memory.md, "The journey").
 JOURNEY_MAX_TOKENS = 700
 
 JOURNEY_TOOL = ToolSpec(

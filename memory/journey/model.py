@@ -11,7 +11,7 @@ CITE = re.compile(r"\{cite:\s*(\d+)\s*\}")
 PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 # Sentences end at . ! ? … followed by a space (a citation's braces are never split).
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
-# The scope of the one thread a journey tells: groups keep none (README).
+# The scope of the one thread a journey tells: groups keep none (docs/memory.md).
 JOURNEY_SCOPE = "dm"
 
 

@@ -2,7 +2,7 @@
 
 A fact past its lifetime is no longer stated as true but shown as a hypothesis to confirm; a
 dated event turns, once past, into something the character may ask about; the lines are ranked
-so that, when they do not all fit the budget, the least useful go first (see README).
+so that, when they do not all fit the budget, the least useful go first (see docs/memory.md).
 """
 
 from __future__ import annotations

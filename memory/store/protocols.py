@@ -275,7 +275,7 @@ class ChangeFeed(Protocol):
 
 class Erasure(Protocol):
     """Forget: the rows go in one transaction; how their bytes leave the disk is the backend's
-    (README, "What forget guarantees")."""
+    (docs/privacy.md, "What stays on disk, per backend")."""
 
     async def forget(self, user_id: int, character_id: str) -> dict[str, int]: ...
 
