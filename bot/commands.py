@@ -19,7 +19,7 @@ from bot.photos import Photos
 from bot.presence import Presence
 from bot.reload import CharacterReloader
 from bot.texts import fact_key_label, pick_language, text
-from cards.character import Character, CharacterFileError
+from cards.character import Character, CharacterFileError, opening_messages_for
 from memory.engine.bursts import CallGate
 from memory.engine.companion import Companion
 from memory.engine.llm import TextSink
@@ -339,6 +339,21 @@ class Commands:
         character = await self.character_for(caller)
         language = pick_language(caller.locale, character.language)
         return Answer(text(language, "help", name=character.name, commands=help_lines(language)))
+
+    async def start(self, caller: Caller) -> Answer:
+        """Telegram's /start, every user's first message: the character's pinned greeting, as
+        it stands at the head of the conversation, and one line on where the help is."""
+        character = await self.character_for(caller)
+        language = pick_language(caller.locale, character.language)
+        greeting = [
+            m.text
+            for m in opening_messages_for(character, caller.display_name)
+            if m.role == "assistant"
+        ]
+        if not greeting:
+            return await self.help(caller)
+        hint = text(language, "start_hint", help=f"/{'help' if language == 'en' else 'ayuda'}")
+        return Answer("\n\n".join([*greeting, hint]))
 
     async def memoria(self, caller: Caller, action: str, args: str) -> Answer:
         """/memoria: the caller's own memory with their current character, answered privately."""

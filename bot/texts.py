@@ -15,6 +15,7 @@ TEXTS: dict[str, dict[str, str]] = {
     "es": {
         "help": "Hablas con {name}. Escríbeme y te contesto; recuerdo lo que me cuentas.\n"
         "{commands}",
+        "start_hint": "({help}: qué puedo hacer y qué comandos hay)",
         "characters": "Personajes disponibles (ahora: {current}):",
         "switched": "Ahora hablas con {name}.",
         "unknown_character": "No conozco a «{given}». Disponibles: {valid}.",
@@ -126,6 +127,7 @@ TEXTS: dict[str, dict[str, str]] = {
     "en": {
         "help": "You are talking to {name}. Write and I answer; I remember what you tell me.\n"
         "{commands}",
+        "start_hint": "({help}: what I can do and which commands there are)",
         "characters": "Available characters (now: {current}):",
         "switched": "You are now talking to {name}.",
         "unknown_character": "I don't know '{given}'. Available: {valid}.",

@@ -143,7 +143,7 @@ def with_macros_expanded(character: Character) -> Character:
     Cards are written with these macros, and a card's file keeps them so that export gives
     back what was imported; only what reaches the model is expanded.
     """
-    name = str(character.card_passthrough.get("nickname") or "").strip() or character.name
+    name = _macro_name(character)
 
     def expand(text: str) -> str:
         return expand_macros(text, name, character.language)
@@ -186,6 +186,23 @@ def with_macros_expanded(character: Character) -> Character:
     )
     expanded._as_written = character
     return expanded
+
+
+def opening_messages_for(character: Character, user_name: str | None) -> tuple[OpeningMessage, ...]:
+    """The pinned opening messages as one user sees them: a card's {{user}} is that user's
+    display name (the loaded character says "the user", for want of one)."""
+    written = character.as_written().opening_messages
+    if not user_name or not any(has_macro(m.text) for m in written):
+        return character.opening_messages
+    name = _macro_name(character)
+    return tuple(
+        m.model_copy(update={"text": expand_macros(m.text, name, character.language, user_name)})
+        for m in written
+    )
+
+
+def _macro_name(character: Character) -> str:
+    return str(character.card_passthrough.get("nickname") or "").strip() or character.name
 
 
 def _with_lore_files(character: Character, path: Path) -> Character:
