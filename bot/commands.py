@@ -160,8 +160,7 @@ class Commands:
         self.presence = Presence(
             companion, store, clock, self.language, self.character_for, limits.followups_per_week
         )
-        book = companion.characters
-        self._default = default_character if book.get(default_character or "") else book.default_id
+        self._default_setting = default_character
 
     def is_admin(self, caller: Caller) -> bool:
         return f"{caller.platform}:{caller.user_id}" in self._admins
@@ -176,7 +175,15 @@ class Commands:
         chosen = await self._store.chosen_character_of(
             caller.platform, caller.user_id, caller.channel_key
         )
-        return self._companion.character(chosen if chosen and book.get(chosen) else self._default)
+        return self._companion.character(chosen if chosen and book.get(chosen) else self.default_id)
+
+    @property
+    def default_id(self) -> str:
+        """DEFAULT_CHARACTER when it names a character; else the book's stable choice, read
+        now, so that a live reload that removes the default never leaves it dangling."""
+        book = self._companion.characters
+        setting = self._default_setting
+        return setting if setting and book.get(setting) else book.default_id
 
     async def is_bound(self, caller: Caller) -> bool:
         return bool(await self._store.bound_character(caller.platform, caller.channel_id))

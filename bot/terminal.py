@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 PLATFORM = "terminal"
 PROMPT = "> "
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_UNSAFE = re.compile(r"[^\w.-]")  # as bot/cli_memory.py makes its export names
 
 
 @dataclass(frozen=True)
@@ -151,12 +151,14 @@ def _show(
 
 
 def export_name(name: str, user_name: str) -> str:
-    """`memoria-ana-detective_bilbao.json`: the exports folder is shared by every user of the
-    terminal, so the file says whose memory it holds (the name made safe for a file name)."""
-    safe = _UNSAFE.sub("_", user_name).strip("._-")[:40] or "user"
-    stem, dot, suffix = name.partition(".")
-    head, dash, rest = stem.partition("-")
-    return f"{head}-{safe}{dash}{rest}{dot}{suffix}" if dash else f"{safe}-{name}"
+    """`memoria-detective_bilbao-terminal-ana.json`, as `companion memory export` names it: the
+    exports folder is shared by every user of the terminal, so the file says whose memory it
+    holds (the name made safe for a file name)."""
+    stem, dot, suffix = name.rpartition(".")
+    if not dot:
+        stem, suffix = name, ""
+    safe = _UNSAFE.sub("_", f"{PLATFORM}-{user_name}")
+    return f"{stem}-{safe}.{suffix}" if suffix else f"{stem}-{safe}"
 
 
 def _storage_line(exc: BaseException, places: ChatPlaces) -> str:

@@ -49,8 +49,8 @@ async def test_the_memory_export_file_names_the_user(
     await chat_lines(app, "bob", "detective_bilbao", "/memoria exportar")
     names = sorted(p.name for p in (tmp_path / "exports").iterdir())
     assert names == [
-        "memoria-Ana_Mar_a_.._x-detective_bilbao.json",
-        "memoria-bob-detective_bilbao.json",
+        "memoria-detective_bilbao-terminal-Ana_María_.._x.json",  # no slash: stays in the folder
+        "memoria-detective_bilbao-terminal-bob.json",
     ]
     ana = json.loads((tmp_path / "exports" / names[0]).read_text())
     assert "Vivo en Deusto" in json.dumps(ana, ensure_ascii=False)
