@@ -46,8 +46,8 @@ def as_a_deployment(live: Path) -> None:
     (live / "harbour_master.yaml").write_text(
         own.replace("name: Maggie Thornton", "name: Agustina Olabe")
     )
-    seraphina = json.loads(CARD.read_text())["data"]["name"].split()[0].lower()
-    shutil.copy(live / "detective_bilbao.yaml", live / f"{seraphina}.yaml")
+    card_id = slugify(json.loads(CARD.read_text())["data"]["name"], "character")
+    shutil.copy(live / "detective_bilbao.yaml", live / f"{card_id}.yaml")
 
 
 def card_with_a_new_name(live: Path, target: Path) -> Path:
