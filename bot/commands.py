@@ -14,12 +14,13 @@ from typing import Protocol
 
 from bot.answers import Answer, Button, Caller, clean_input, is_blank
 from bot.command_line import help_lines
+from bot.greeting import greeting
 from bot.memoria import Memoria, is_heavy
 from bot.photos import Photos
 from bot.presence import Presence
 from bot.reload import CharacterReloader
 from bot.texts import fact_key_label, pick_language, text
-from cards.character import Character, CharacterFileError, opening_messages_for
+from cards.character import Character, CharacterFileError
 from memory.engine.bursts import CallGate
 from memory.engine.companion import Companion
 from memory.engine.llm import TextSink
@@ -179,10 +180,9 @@ class Commands:
 
     @property
     def default_id(self) -> str:
-        """DEFAULT_CHARACTER when it names a character; else the book's stable choice, read
-        now, so that a live reload that removes the default never leaves it dangling."""
-        book = self._companion.characters
-        setting = self._default_setting
+        """DEFAULT_CHARACTER if it names a character, else the book's stable choice (read now:
+        a reload that removes the default leaves nothing dangling)."""
+        setting, book = self._default_setting, self._companion.characters
         return setting if setting and book.get(setting) else book.default_id
 
     async def is_bound(self, caller: Caller) -> bool:
@@ -348,19 +348,8 @@ class Commands:
         return Answer(text(language, "help", name=character.name, commands=help_lines(language)))
 
     async def start(self, caller: Caller) -> Answer:
-        """Telegram's /start, every user's first message: the character's pinned greeting, as
-        it stands at the head of the conversation, and one line on where the help is."""
-        character = await self.character_for(caller)
-        language = pick_language(caller.locale, character.language)
-        greeting = [
-            m.text
-            for m in opening_messages_for(character, caller.display_name)
-            if m.role == "assistant"
-        ]
-        if not greeting:
-            return await self.help(caller)
-        hint = text(language, "start_hint", help=f"/{'help' if language == 'en' else 'ayuda'}")
-        return Answer("\n\n".join([*greeting, hint]))
+        """Telegram's /start: the character's greeting (bot/greeting.py), else the help."""
+        return greeting(await self.character_for(caller), caller) or await self.help(caller)
 
     async def memoria(self, caller: Caller, action: str, args: str) -> Answer:
         """/memoria: the caller's own memory with their current character, answered privately."""

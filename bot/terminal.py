@@ -171,17 +171,18 @@ def _storage_line(exc: BaseException, places: ChatPlaces) -> str:
 async def _answer(chat: _Chat, text: str) -> tuple[Answer | None, str | None]:
     """The answer to one line, or a one-line notice instead (cancelled, refused, storage)."""
     companion, commands, caller, places = chat.companion, chat.commands, chat.caller, chat.places
-    incoming = caller.incoming((await commands.character_for(caller)).id, text)
-    before = await companion.turn_count(incoming)
     try:
+        # What the thread holds before the line, so that a Ctrl-C can say what it kept.
+        incoming = caller.incoming((await commands.character_for(caller)).id, text)
+        before = await companion.turn_count(incoming)
         answer = await _cancellable(_dispatch(commands, caller, text))
+        if answer is None:
+            return await _after_cancel(companion, incoming, before)
     except UserFacingError as exc:
         return None, f"! {(await commands.user_error(caller, exc)).text}"
     except (sqlite3.Error, OSError) as exc:
         log.error("terminal chat: storage failed", exc_info=True)
         return None, _storage_line(exc, places)
-    if answer is None:
-        return await _after_cancel(companion, incoming, before)
     return answer, None
 
 
