@@ -180,9 +180,11 @@ async def open_app(
     llm: ClosableLLM | None = None,
     clock: Callable[[], datetime] | None = None,
     start_scheduler: bool = True,
+    characters: CharacterBook | None = None,
 ) -> AsyncIterator[App]:
-    """Build everything once, in dependency order, and close it in reverse."""
-    characters = CharacterBook.load(settings.characters_dir)
+    """Build everything once, in dependency order, and close it in reverse. `characters`
+    defaults to the folder, every file valid (CharacterFileError otherwise)."""
+    characters = characters or CharacterBook.load(settings.characters_dir)
     # The gate's word lists and its learned model, read off the event loop: the first message
     # must not wait for them.
     await asyncio.to_thread(load_vocabularies)

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from bot.app import open_app
 from bot.cli_admin import register as register_admin
 from bot.cli_admin import run_admin
+from bot.cli_characters import book_of_valid_files, characters_command
 from bot.cli_db import register as register_db
 from bot.cli_db import run_db
 from bot.cli_inbox import register as register_inbox
@@ -31,8 +32,7 @@ from bot.evaluation import run_eval_command
 from bot.logging_setup import FILE_ONLY, configure_logging
 from bot.roles import ROLES, run_role
 from bot.terminal import ChatPlaces, run_chat
-from cards.character import CharacterBook, CharacterFileError
-from cards.lint import lint_character, lint_lore
+from cards.character import CharacterFileError
 from memory.errors import UserFacingError
 from memory.store import SchemaTooNewError, StoreUnavailable, open_store
 
@@ -94,30 +94,12 @@ async def _migrate(settings: Settings) -> int:
     return 0
 
 
-def _characters(settings: Settings, action: str) -> int:
-    book = CharacterBook.load(settings.characters_dir)
-    if action == "list":
-        for character in book.all():
-            print(
-                f"{character.id}\t{character.name}\t{character.language}\t{character.source_path}"
-            )
-        return 0
-    warnings = [w for character in book.all() for w in lint_character(character)]
-    for character in book.all():
-        report, lore_warnings = lint_lore(character, settings.lore_page_cap_tokens)
-        for line in report:
-            print(line)
-        warnings += lore_warnings
-    for warning in warnings:
-        print(f"warning: {warning}")
-    print(f"{len(book.ids())} character(s), {len(warnings)} warning(s)")
-    return 0
-
-
 async def _chat(
     settings: Settings, character_id: str, user_name: str, log_file: Path | None
 ) -> int:
-    async with open_app(settings) as app:
+    # The other characters' broken files are warned about, not fatal: `run` is the strict one.
+    characters = book_of_valid_files(settings.characters_dir)
+    async with open_app(settings, characters=characters) as app:
         places = ChatPlaces.beside(settings.database_path, log_file)
         await run_chat(app.companion, app.commands, character_id, user_name, places=places)
     return 0
@@ -179,7 +161,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings, log_file: Path | Non
     if args.command == "migrate":
         return asyncio.run(_migrate(settings))
     if args.command == "characters":
-        return _characters(settings, args.action)
+        return characters_command(settings, args.action)
     if args.command == "chat":
         return asyncio.run(_chat(settings, args.character, args.user, log_file))
     if args.command == "run":
@@ -211,7 +193,8 @@ def _run(args: argparse.Namespace) -> int:
         )
         return _dispatch(args, settings, log_file)
     except CharacterFileError as exc:
-        print(f"companion: character files are invalid, refusing to start:\n{exc}", file=sys.stderr)
+        refusing = ", refusing to start" if args.command == "run" else ""
+        print(f"companion: character files are invalid{refusing}:\n{exc}", file=sys.stderr)
         return 2
     except (UserFacingError, SchemaTooNewError, StoreUnavailable) as exc:
         log.debug("companion: %s", exc, exc_info=True, extra=FILE_ONLY)

@@ -13,8 +13,9 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bot.cli_characters import book_of_valid_files, default_line
 from bot.config import Settings
-from cards.character import Character, CharacterBook, CharacterFileError, load_character
+from cards.character import Character, CharacterFileError, load_character
 from cards.export import avatar_path, card_png
 from cards.lint import lint_character
 from cards.lore_files import LoreFileError
@@ -109,6 +110,8 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
         print(f"needs a human ({len(review)}):")
         for line in review:
             print(f"  - {line}")
+    if folder.resolve() == settings.characters_dir.resolve():
+        print(default_line(settings))  # an import never changes who new users get, silently
     return 0
 
 
@@ -132,7 +135,7 @@ def _find_character(folder: Path, character_id: str) -> Character:
     direct = folder / f"{character_id}.yaml"
     if direct.is_file():
         return load_character(direct)
-    book = CharacterBook.load(folder)
+    book = book_of_valid_files(folder)
     found = book.get(character_id)
     if found is None:
         raise AdminError(

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from bot.app import system_clock
+from bot.cli_characters import book_of_valid_files
 from bot.config import Settings
 from bot.memoria import format_view
 from bot.private_files import SymlinkRefused, write_private
-from cards.character import CharacterBook
 from memory.errors import UserFacingError
 from memory.models import User
 from memory.privacy import MemoryService
@@ -60,7 +60,7 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
 
 
 async def run_memory(args: argparse.Namespace, settings: Settings) -> int:
-    book = CharacterBook.load(settings.characters_dir)
+    book = book_of_valid_files(settings.characters_dir)
     store = await open_store(settings.database_target)
     try:
 

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from bot.answers import Answer, Button, Caller, clean_input, is_blank
 from bot.command_line import help_lines
+from bot.greeting import greeting
 from bot.memoria import Memoria, is_heavy
 from bot.photos import Photos
 from bot.presence import Presence
@@ -160,8 +161,7 @@ class Commands:
         self.presence = Presence(
             companion, store, clock, self.language, self.character_for, limits.followups_per_week
         )
-        book = companion.characters
-        self._default = default_character if book.get(default_character or "") else book.default_id
+        self._default_setting = default_character
 
     def is_admin(self, caller: Caller) -> bool:
         return f"{caller.platform}:{caller.user_id}" in self._admins
@@ -176,7 +176,14 @@ class Commands:
         chosen = await self._store.chosen_character_of(
             caller.platform, caller.user_id, caller.channel_key
         )
-        return self._companion.character(chosen if chosen and book.get(chosen) else self._default)
+        return self._companion.character(chosen if chosen and book.get(chosen) else self.default_id)
+
+    @property
+    def default_id(self) -> str:
+        """DEFAULT_CHARACTER if it names a character, else the book's stable choice (read now:
+        a reload that removes the default leaves nothing dangling)."""
+        setting, book = self._default_setting, self._companion.characters
+        return setting if setting and book.get(setting) else book.default_id
 
     async def is_bound(self, caller: Caller) -> bool:
         return bool(await self._store.bound_character(caller.platform, caller.channel_id))
@@ -339,6 +346,10 @@ class Commands:
         character = await self.character_for(caller)
         language = pick_language(caller.locale, character.language)
         return Answer(text(language, "help", name=character.name, commands=help_lines(language)))
+
+    async def start(self, caller: Caller) -> Answer:
+        """Telegram's /start: the character's greeting (bot/greeting.py), else the help."""
+        return greeting(await self.character_for(caller), caller) or await self.help(caller)
 
     async def memoria(self, caller: Caller, action: str, args: str) -> Answer:
         """/memoria: the caller's own memory with their current character, answered privately."""

@@ -178,7 +178,13 @@ AYUDA = Command(
     Words("ayuda", "help"),
     Words("Qué puedo hacer y qué comandos hay", "What I can do and which commands there are"),
     lambda c, who, a: c.help(who),
-    aliases=("start",),
+)
+# Every Telegram user begins with /start: the character greets them (help is one line away).
+START = Command(
+    "start",
+    Words("start", "start"),
+    Words("El saludo de tu personaje", "Your character's greeting"),
+    lambda c, who, a: c.start(who),
 )
 MEMORIA = Command(
     "memoria",
@@ -354,4 +360,6 @@ AVISOS = Command(
         ),
     ),
 )
-REGISTRY: tuple[Command, ...] = (PERSONAJE, RESET, AYUDA, MEMORIA, ZONA, INCOGNITO, AVISOS)
+REGISTRY: tuple[Command, ...] = (
+    PERSONAJE, RESET, AYUDA, MEMORIA, ZONA, INCOGNITO, AVISOS, START,
+)  # fmt: skip

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import signal
 import sqlite3
 import sys
@@ -27,13 +28,16 @@ from bot.command_line import run_line
 from bot.commands import Commands
 from bot.private_files import write_private_file
 from bot.texts import text as catalogue
+from cards.character import opening_messages_for
 from memory.engine.companion import Companion
 from memory.errors import UserFacingError
+from memory.models import Incoming
 
 log = logging.getLogger(__name__)
 
 PLATFORM = "terminal"
 PROMPT = "> "
+_UNSAFE = re.compile(r"[^\w.-]")  # as bot/cli_memory.py makes its export names
 
 
 @dataclass(frozen=True)
@@ -133,15 +137,28 @@ async def _cancellable(work: Awaitable[Answer]) -> Answer | None:
             loop.remove_signal_handler(signal.SIGINT)
 
 
-def _show(answer: Answer, speaker: str, stdout: TextIO, exports: Path, language: str) -> None:
+def _show(
+    answer: Answer, speaker: str, stdout: TextIO, places: ChatPlaces, user: str, language: str
+) -> None:
     if answer.text:
         print(f"\n{speaker}: {answer.text}\n", file=stdout, flush=True)
     for button in answer.buttons:
         print(f"  [{button.label}]  /press {button.data}", file=stdout)
     if answer.document is not None:
         name, payload = answer.document
-        path = write_private_file(exports, name, payload)
+        path = write_private_file(places.exports, export_name(name, user), payload)
         print(f"  {catalogue(language, 'written_to', path=path)}", file=stdout, flush=True)
+
+
+def export_name(name: str, user_name: str) -> str:
+    """`memoria-detective_bilbao-terminal-ana.json`, as `companion memory export` names it: the
+    exports folder is shared by every user of the terminal, so the file says whose memory it
+    holds (the name made safe for a file name)."""
+    stem, dot, suffix = name.rpartition(".")
+    if not dot:
+        stem, suffix = name, ""
+    safe = _UNSAFE.sub("_", f"{PLATFORM}-{user_name}")
+    return f"{stem}-{safe}.{suffix}" if suffix else f"{stem}-{safe}"
 
 
 def _storage_line(exc: BaseException, places: ChatPlaces) -> str:
@@ -151,20 +168,36 @@ def _storage_line(exc: BaseException, places: ChatPlaces) -> str:
     return f"! a file could not be written: {exc}{where}"
 
 
-async def _answer(
-    commands: Commands, caller: Caller, text: str, places: ChatPlaces
-) -> tuple[Answer | None, str | None]:
+async def _answer(chat: _Chat, text: str) -> tuple[Answer | None, str | None]:
     """The answer to one line, or a one-line notice instead (cancelled, refused, storage)."""
+    companion, commands, caller, places = chat.companion, chat.commands, chat.caller, chat.places
     try:
+        # What the thread holds before the line, so that a Ctrl-C can say what it kept.
+        incoming = caller.incoming((await commands.character_for(caller)).id, text)
+        before = await companion.turn_count(incoming)
         answer = await _cancellable(_dispatch(commands, caller, text))
+        if answer is None:
+            return await _after_cancel(companion, incoming, before)
     except UserFacingError as exc:
         return None, f"! {(await commands.user_error(caller, exc)).text}"
     except (sqlite3.Error, OSError) as exc:
         log.error("terminal chat: storage failed", exc_info=True)
         return None, _storage_line(exc, places)
-    if answer is None:
-        return None, "(reply cancelled)"
     return answer, None
+
+
+async def _after_cancel(
+    companion: Companion, incoming: Incoming, before: int
+) -> tuple[Answer | None, str | None]:
+    """What Ctrl-C really left in the store, said as it is: a reply stored before the cancel
+    arrived is part of the conversation, so it is shown rather than called cancelled."""
+    kept = await companion.turns_since(incoming, before)
+    reply = next((t for t in reversed(kept) if t.role == "assistant"), None)
+    if reply is not None:
+        return Answer(reply.text), "(too late to cancel: your message and this reply were kept)"
+    if any(t.role == "user" for t in kept):
+        return None, "(reply cancelled; your message was kept and the next reply will see it)"
+    return None, "(reply cancelled; your message was not kept)"
 
 
 async def run_chat(
@@ -188,28 +221,52 @@ async def run_chat(
     language = await commands.language(caller)
     print(catalogue(language, "terminal_header", name=character.name), file=stdout)
     if await companion.is_new_thread(caller.incoming(character.id, "")):
-        for opening in character.opening_messages:
+        for opening in opening_messages_for(character, user_name):
             print(f"\n{character.name}: {opening.text}\n", file=stdout, flush=True)
     try:
         while (line := await reader.read()) is not None:
             text = line.strip()
             if text in ("/quit", "/exit"):
                 break
-            if not text:
-                continue
-            answer, notice = await _answer(commands, caller, text, places)
-            if answer is not None:
-                try:
-                    _show(answer, character.name, stdout, places.exports, language)
-                except BrokenPipeError:
-                    raise  # the terminal is gone: nothing to tell, the CLI exits quietly
-                except OSError as exc:
-                    log.error("terminal chat: writing a file failed", exc_info=True)
-                    notice = _storage_line(exc, places)
-            if notice is not None:
-                print(notice, file=stdout, flush=True)
+            if text:
+                await _one_line(_Chat(companion, commands, caller, places, stdout), text)
     finally:
+        await _end(companion, commands, caller)
+
+
+@dataclass(frozen=True)
+class _Chat:
+    companion: Companion
+    commands: Commands
+    caller: Caller
+    places: ChatPlaces
+    stdout: TextIO
+
+
+async def _one_line(chat: _Chat, text: str) -> None:
+    commands, caller, places, stdout = chat.commands, chat.caller, chat.places, chat.stdout
+    answer, notice = await _answer(chat, text)
+    if notice is not None and answer is not None:
+        print(notice, file=stdout, flush=True)  # says what the reply below is
+        notice = None
+    if answer is not None:
+        # The speaker is whoever answers now: `/personaje NAME` may just have switched.
+        speaker = (await commands.character_for(caller)).name
         try:
-            await companion.end_conversation(caller.incoming(character.id, ""), reason="exit")
-        except (sqlite3.Error, OSError):
-            log.error("terminal chat: ending the conversation failed", exc_info=True)
+            _show(answer, speaker, stdout, places, caller.user_id, await commands.language(caller))
+        except BrokenPipeError:
+            raise  # the terminal is gone: nothing to tell, the CLI exits quietly
+        except OSError as exc:
+            log.error("terminal chat: writing a file failed", exc_info=True)
+            notice = _storage_line(exc, places)
+    if notice is not None:
+        print(notice, file=stdout, flush=True)
+
+
+async def _end(companion: Companion, commands: Commands, caller: Caller) -> None:
+    """End the conversation with the character the chat ends with."""
+    try:
+        character = await commands.character_for(caller)
+        await companion.end_conversation(caller.incoming(character.id, ""), reason="exit")
+    except (sqlite3.Error, OSError):
+        log.error("terminal chat: ending the conversation failed", exc_info=True)

@@ -15,6 +15,7 @@ TEXTS: dict[str, dict[str, str]] = {
     "es": {
         "help": "Hablas con {name}. Escríbeme y te contesto; recuerdo lo que me cuentas.\n"
         "{commands}",
+        "start_hint": "({help}: qué puedo hacer y qué comandos hay)",
         "characters": "Personajes disponibles (ahora: {current}):",
         "switched": "Ahora hablas con {name}.",
         "unknown_character": "No conozco a «{given}». Disponibles: {valid}.",
@@ -32,7 +33,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "error": "Algo ha fallado por mi parte. Inténtalo de nuevo en un momento.",
         "private_pointer": "Te he contestado por privado.",
         "start_private": "Para verlo en privado, ábreme un chat privado y escribe /start.",
-        "reload_refused": "Rechazado: sigo con la versión anterior de los personajes.",
+        "reload_refused": "Rechazado: sigo con la versión anterior de estos ficheros; el resto "
+        "queda recargado.",
         "reloaded": "Personajes recargados ({count}): {ids}.",
         "usage": "Uso: {usage}",
         "unknown_command": "No conozco /{given}. Comandos: {valid}.",
@@ -133,6 +135,7 @@ TEXTS: dict[str, dict[str, str]] = {
     "en": {
         "help": "You are talking to {name}. Write and I answer; I remember what you tell me.\n"
         "{commands}",
+        "start_hint": "({help}: what I can do and which commands there are)",
         "characters": "Available characters (now: {current}):",
         "switched": "You are now talking to {name}.",
         "unknown_character": "I don't know '{given}'. Available: {valid}.",
@@ -149,7 +152,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "error": "Something went wrong on my side. Please try again in a moment.",
         "private_pointer": "I've answered you in private.",
         "start_private": "To see it in private, open a private chat with me and send /start.",
-        "reload_refused": "Refused: still serving the previous version of the characters.",
+        "reload_refused": "Refused: still serving the previous version of these files; the rest "
+        "is reloaded.",
         "reloaded": "Characters reloaded ({count}): {ids}.",
         "usage": "Usage: {usage}",
         "unknown_command": "I don't know /{given}. Commands: {valid}.",

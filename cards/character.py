@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Self
 
@@ -12,14 +12,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from cards.lore_files import LoreFileError, LorePage, read_pages
+from cards.problems import CharacterFileError, FileProblems, describe
 from cards.text import expand_macros, has_macro
+
+__all__ = ["Character", "CharacterBook", "CharacterFileError", "FileProblems", "load_character"]
 
 RetrievalMode = Literal["auto", "tool", "off"]
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,40}$")
-
-
-class CharacterFileError(Exception):
-    """One or more character files are invalid; the message says which file and field."""
 
 
 class _Strict(BaseModel):
@@ -113,12 +112,18 @@ class Character(_Strict):
 _QUALIFIER = re.compile(r"(?:ed|ad[oa]s?|id[oa]s?)$|^(?:former|antigu[oa]|senior|junior)$", re.I)
 
 
-def _describe(error: ValidationError) -> list[str]:
-    lines = []
-    for problem in error.errors():
-        where = ".".join(str(part) for part in problem["loc"]) or "(top level)"
-        lines.append(f"field '{where}': {problem['msg']}")
-    return lines
+def _fields_at(parent: tuple[str, ...]) -> list[str]:
+    """The keys a character file allows at `parent` (("identity",) -> age, trade...)."""
+    nested: dict[tuple[str, ...], type[BaseModel]] = {
+        (): Character,
+        ("identity",): Identity,
+        ("opening_messages",): OpeningMessage,
+        ("reminder",): Reminder,
+    }
+    model = nested.get(parent)
+    if model is None:
+        return []
+    return [name for name, field in model.model_fields.items() if not field.exclude]
 
 
 def load_character(path: Path) -> Character:
@@ -126,18 +131,17 @@ def load_character(path: Path) -> Character:
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
-        raise CharacterFileError(f"{path}: not valid YAML: {exc}") from exc
+        raise CharacterFileError.of(path, f"not valid YAML: {exc}") from exc
     except OSError as exc:
-        raise CharacterFileError(f"{path}: cannot be read: {exc}") from exc
+        raise CharacterFileError.of(path, f"cannot be read: {exc}") from exc
     if not isinstance(raw, dict):
-        raise CharacterFileError(f"{path}: expected a mapping of fields at the top level")
+        raise CharacterFileError.of(path, "expected a mapping of fields at the top level")
     raw.setdefault("id", path.stem)
     raw["source_path"] = str(path)
     try:
         character = Character.model_validate(raw)
     except ValidationError as exc:
-        details = "; ".join(_describe(exc))
-        raise CharacterFileError(f"{path}: {details}") from exc
+        raise CharacterFileError.of(path, *describe(exc, _fields_at)) from exc
     return with_macros_expanded(_with_lore_files(character, path))
 
 
@@ -147,7 +151,7 @@ def with_macros_expanded(character: Character) -> Character:
     Cards are written with these macros, and a card's file keeps them so that export gives
     back what was imported; only what reaches the model is expanded.
     """
-    name = str(character.card_passthrough.get("nickname") or "").strip() or character.name
+    name = _macro_name(character)
 
     def expand(text: str) -> str:
         return expand_macros(text, name, character.language)
@@ -192,6 +196,23 @@ def with_macros_expanded(character: Character) -> Character:
     return expanded
 
 
+def opening_messages_for(character: Character, user_name: str | None) -> tuple[OpeningMessage, ...]:
+    """The pinned opening messages as one user sees them: a card's {{user}} is that user's
+    display name (the loaded character says "the user", for want of one)."""
+    written = character.as_written().opening_messages
+    if not user_name or not any(has_macro(m.text) for m in written):
+        return character.opening_messages
+    name = _macro_name(character)
+    return tuple(
+        m.model_copy(update={"text": expand_macros(m.text, name, character.language, user_name)})
+        for m in written
+    )
+
+
+def _macro_name(character: Character) -> str:
+    return str(character.card_passthrough.get("nickname") or "").strip() or character.name
+
+
 def _with_lore_files(character: Character, path: Path) -> Character:
     """Add the Markdown pages of `<stem>.lore/` beside the YAML; every slug must be unique and
     simple, because the slugs are the enum of read_lore's schema."""
@@ -199,21 +220,52 @@ def _with_lore_files(character: Character, path: Path) -> Character:
     try:
         pages = [*character.lore, *read_pages(folder)]
     except LoreFileError as exc:
-        raise CharacterFileError(str(exc)) from exc
+        raise CharacterFileError.of(path, str(exc)) from exc
     seen: set[str] = set()
+    problems = []
     for page in pages:
         if not _SLUG.match(page.slug):
-            raise CharacterFileError(
-                f"{path}: field 'lore': page slug '{page.slug}' must be "
+            problems.append(
+                f"field 'lore': page slug '{page.slug}' must be "
                 "lowercase letters, digits, '_' or '-' (at most 41)"
             )
         if page.slug in seen:
-            raise CharacterFileError(
-                f"{path}: field 'lore': page '{page.slug}' is defined twice "
-                f"(in the YAML and in {folder})"
+            problems.append(
+                f"field 'lore': page '{page.slug}' is defined twice (in the YAML and in {folder})"
             )
         seen.add(page.slug)
+    if problems:
+        raise CharacterFileError.of(path, *problems)
     return character.model_copy(update={"lore": tuple(pages)}) if pages else character
+
+
+@dataclass(frozen=True)
+class FolderRead:
+    """A characters folder as it reads now: the valid characters, and every broken file."""
+
+    characters: dict[str, Character]
+    broken: tuple[FileProblems, ...]
+
+
+def read_folder(folder: Path) -> FolderRead:
+    """Every file of the folder, each on its own: one broken file costs only itself."""
+    if not folder.is_dir():
+        raise CharacterFileError(f"{folder}: the characters folder does not exist")
+    characters: dict[str, Character] = {}
+    broken: list[FileProblems] = []
+    for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):
+        try:
+            character = load_character(path)
+        except CharacterFileError as exc:
+            broken += exc.files or [FileProblems(str(path), (str(exc),))]
+            continue
+        if character.id in characters:
+            first = characters[character.id].source_path
+            used = f"field 'id': '{character.id}' is already used by {first}"
+            broken.append(FileProblems(str(path), (used,)))
+            continue
+        characters[character.id] = character
+    return FolderRead(characters, tuple(broken))
 
 
 class CharacterBook:
@@ -240,26 +292,18 @@ class CharacterBook:
 
     @classmethod
     def load(cls, folder: Path) -> CharacterBook:
-        if not folder.is_dir():
-            raise CharacterFileError(f"{folder}: the characters folder does not exist")
-        characters: dict[str, Character] = {}
-        problems: list[str] = []
-        for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):
-            try:
-                character = load_character(path)
-            except CharacterFileError as exc:
-                problems.append(str(exc))
-                continue
-            if character.id in characters:
-                first = characters[character.id].source_path
-                problems.append(f"{path}: field 'id': '{character.id}' is already used by {first}")
-                continue
-            characters[character.id] = character
-        if problems:
-            raise CharacterFileError("\n".join(problems))
-        if not characters:
-            raise CharacterFileError(f"{folder}: holds no character file (*.yaml)")
-        return cls(characters)
+        """The folder's characters; CharacterFileError when any file is broken (`run`)."""
+        read = read_folder(folder)
+        if read.broken:
+            raise CharacterFileError.of_files(read.broken)
+        return cls.of(read, folder)
+
+    @classmethod
+    def of(cls, read: FolderRead, folder: Path) -> CharacterBook:
+        """The valid characters of a read, the broken files left out (lint, list, chat)."""
+        if not read.characters:
+            raise CharacterFileError(f"{folder}: holds no valid character file (*.yaml)")
+        return cls(dict(read.characters))
 
     def get(self, character_id: str) -> Character | None:
         return self._characters.get(character_id)
@@ -272,4 +316,8 @@ class CharacterBook:
 
     @property
     def default_id(self) -> str:
-        return self.ids()[0]
+        """Who new users get when DEFAULT_CHARACTER is unset: the first id, alphabetically,
+        of the characters written by hand; an imported card (it carries its card's fields in
+        `card_passthrough`) never takes over silently. Only imported ones: the first of them."""
+        written = [c.id for c in self.all() if not c.card_passthrough]
+        return (written or self.ids())[0]

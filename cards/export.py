@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from cards.character import Character
+from cards.checks import as_text
 from cards.lore_book import book_from_pages
 from cards.lore_files import LorePage, lore_folder, write_pages
 from cards.png import png_with_text, with_text_chunks
-from cards.text import COMPANION_EXTENSION, split_scenario
+from cards.text import COMPANION_EXTENSION, split_scenario, split_traits
 
 if TYPE_CHECKING:  # cards/sillytavern.py re-exports this module's functions
     from cards.sillytavern import ImportedCard
@@ -132,7 +133,7 @@ def card_from_character(
     data: dict[str, Any] = {
         "name": character.name,
         "description": description,
-        "personality": "\n".join(character.traits),
+        "personality": _personality(character, kept.get("personality")),
         "scenario": scenario,
         "first_mes": first,
     }
@@ -150,3 +151,15 @@ def card_from_character(
     # Fields of newer specs (V3's nickname, assets…): readers of V2 ignore keys they lack.
     data.update({k: v for k, v in kept.items() if k not in data and k not in skip})
     return {"spec": "chara_card_v2", "spec_version": "2.0", "data": data}
+
+
+def _personality(character: Character, original: object) -> object:
+    """The card's own personality while the traits are still the ones derived from it; else
+    the traits, joined as the card joined them (commas, or one a line)."""
+    traits = list(character.traits)
+    if original is None:
+        return "\n".join(traits)
+    text = as_text(original)
+    if split_traits(text, character.language)[0] == traits:
+        return original
+    return "\n".join(traits) if "\n" in text.strip() else ", ".join(traits)

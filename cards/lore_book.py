@@ -96,10 +96,14 @@ def book_from_pages(
     entries += [_entry(page, {}, len(entries) + n) for n, page in enumerate(by_slug.values())]
     if not entries and not settings:
         return None
-    return {"extensions": {}, **settings, "entries": entries}
+    if kept is None:  # a book made here: the fields the spec asks for
+        return {"extensions": {}, "entries": entries}
+    return {**settings, "entries": entries}  # the card's own book: only the fields it had
 
 
 def _entry(page: LorePage, meta: dict[str, Any], position: int) -> dict[str, Any]:
+    if meta:
+        return _kept_entry(page, meta)
     entry: dict[str, Any] = {
         "keys": [page.title],
         "content": page.content,
@@ -110,7 +114,15 @@ def _entry(page: LorePage, meta: dict[str, Any], position: int) -> dict[str, Any
     }
     if page.description and page.description != page.title:
         entry["comment"] = page.description
-    entry.update(meta)
-    # The page is the truth now: a human may have retitled or rewritten it.
-    entry.update(content=page.content, name=page.title)
+    return entry
+
+
+def _kept_entry(page: LorePage, meta: dict[str, Any]) -> dict[str, Any]:
+    """An imported entry as the card wrote it, with no field it lacked; the page is the truth
+    now, so its text, and its title or description where a human changed them, win."""
+    entry = {**meta, "content": page.content}
+    if page.title != _entry_title(entry, 1):
+        entry["name"] = page.title
+    if page.description != _entry_description(entry, page.title, page.content):
+        entry["comment"] = page.description
     return entry

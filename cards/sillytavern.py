@@ -9,7 +9,8 @@ in `ImportedCard.notes` for a human, and everything the prompt does not use is k
 Mapping:
   name                      -> name; id = slug of the name
   description (+ scenario)  -> identity.description ("Scenario: …" as its last paragraph)
-  personality               -> traits (a list, or text split on lines, else on commas)
+  personality               -> traits (a list, or text split on lines, else on commas); the
+                               card's wording is kept too, so that export gives it back
   first_mes                 -> the pinned opening message
   character_book entries    -> lore pages (characters/<id>.lore/<slug>.md)
   everything else           -> card_passthrough (example dialogue, alternate greetings,
@@ -200,6 +201,10 @@ def character_from_card(card: dict[str, Any], source: str = "card") -> ImportedC
                 f"opening_messages: the greeting named {{{{user}}}}, now '{THE_USER[language]}'"
                 ": reread it, and say 'you' where it speaks to the user"
             )
+    personality = data.get("personality")
+    if as_text(personality).strip() and as_text(personality).strip() != "\n".join(fields["traits"]):
+        # The card's own wording ("brave, kind"), for export while the traits stay as derived.
+        passthrough["personality"] = personality
     fields["card_passthrough"] = passthrough
     if ours is not None and ours.get("model"):
         notes.append(

@@ -58,15 +58,18 @@ def words(text: str) -> list[str]:
     return text.split()
 
 
-def expand_macros(text: str, name: str, language: str) -> str:
-    """{{char}} -> the name; {{user}} -> "the user", capitalised where a sentence starts.
-    Other macros ({{random}}, {{time}}…) have no meaning outside SillyTavern and stay as they
-    are, where a human reviewing the file will see them."""
+def expand_macros(text: str, name: str, language: str, user_name: str | None = None) -> str:
+    """{{char}} -> the name; {{user}} -> the user's name when known (a greeting pinned for
+    one user), else "the user", capitalised where a sentence starts. Other macros
+    ({{random}}, {{time}}…) have no meaning outside SillyTavern and stay as they are, where a
+    human reviewing the file will see them."""
     user = THE_USER[language]
 
     def replace(match: re.Match[str]) -> str:
         if (match.group(1) or match.group(2)).lower() in ("char", "bot"):
             return name
+        if user_name:
+            return user_name
         before = text[: match.start()].rstrip(' \t*"_“«¡¿(')
         starts_sentence = not before or before[-1] in ".!?:\n"
         return user[0].upper() + user[1:] if starts_sentence else user

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import zlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -141,3 +142,41 @@ def test_deeply_nested_json_is_refused_without_a_traceback(tmp_path: Path) -> No
     fine = v2_card()
     fine["data"]["creator_notes"] = "[" * 200 + '\\"{' * 50
     assert import_card(write(tmp_path, "fine.json", fine)).character.name == "Seraphina Vale"
+
+
+def _sparse_card() -> dict[str, Any]:
+    """A card as small tools write it: a comma personality, lore entries with only the fields
+    they need, a book without `extensions`."""
+    card = v2_card()
+    card["data"]["personality"] = "brave, kind, a little sly"
+    card["data"]["character_book"] = {
+        "name": "Glade lore",
+        "entries": [
+            {"keys": ["glade"], "content": "The glade is {{char}}'s home."},
+            {"keys": ["wolves", "pack"], "content": "Wolves guard the edge.", "comment": "Wolves"},
+        ],
+    }
+    return card
+
+
+def test_a_round_trip_gives_back_the_cards_personality_and_lore_entries(tmp_path: Path) -> None:
+    original = _sparse_card()
+    _, character = _imported_and_loaded(tmp_path, json.loads(json.dumps(original)))
+    assert character.traits == ("Brave", "Kind", "A little sly")  # traits for the prompt
+    data = card_from_character(character)["data"]
+    assert data["personality"] == "brave, kind, a little sly"  # not one trait per line
+    assert data["character_book"] == original["data"]["character_book"]  # no field gained
+    again = character_from_card(card_from_character(character), "exported.json")
+    assert (
+        card_from_character(again.character, again.lore)["data"]["character_book"]
+        == (original["data"]["character_book"])
+    )
+
+
+def test_edited_traits_and_pages_are_what_export_writes(tmp_path: Path) -> None:
+    _, character = _imported_and_loaded(tmp_path, _sparse_card())
+    edited = character.model_copy(update={"traits": ("Brave", "Gentle")})
+    assert card_from_character(edited)["data"]["personality"] == "Brave, Gentle"
+    retitled = [replace(page, title="Home") for page in character.lore]
+    entries = card_from_character(character, retitled)["data"]["character_book"]["entries"]
+    assert entries[0]["name"] == "Home" and entries[0]["keys"] == ["glade"]

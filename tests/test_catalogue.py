@@ -32,6 +32,7 @@ ANSWERING = [
     "bot/presence.py",
     "bot/photos.py",
     "bot/terminal.py",
+    "bot/greeting.py",
     *(str(p.relative_to(ROOT)) for p in sorted((ROOT / "bot/adapters").glob("*.py"))),
 ]
 # memory/ modules on the users' path: their refusals are worded by the catalogue.

@@ -123,7 +123,10 @@ async def test_migrate_and_characters_commands(tmp_path: Path) -> None:
     code, out, _ = await companion("characters", "list", env=env)
     assert "detective_bilbao\tKoldo Arrieta" in out
     code, out, _ = await companion("characters", "lint", env=env)
-    assert "2 character(s), 0 warning(s)" in out
+    assert "2 character(s), 1 warning(s)" in out  # DEFAULT_CHARACTER is unset: who new users get
+    pinned = {**env, "DEFAULT_CHARACTER": "detective_bilbao"}
+    code, out, _ = await companion("characters", "lint", env=pinned)
+    assert code == 0 and "2 character(s), 0 warning(s)" in out
 
 
 async def test_unknown_character_is_a_clear_error(
@@ -146,7 +149,7 @@ async def test_memoria_in_the_terminal(tmp_path: Path, fake_anthropic: FakeAnthr
     assert code == 0, err
     assert "Uso: /memoria ver" in out  # the view lists the subcommands
     # In the data folder beside the database (ignored by git), readable by its owner only.
-    exported = tmp_path / "exports" / "memoria-detective_bilbao.json"
+    exported = tmp_path / "exports" / "memoria-detective_bilbao-terminal-ana.json"
     assert f"(guardado en {exported})" in out
     assert json.loads(exported.read_text())["turns"][0]["text"] == "Vivo en Deusto"
     assert exported.stat().st_mode & 0o777 == 0o600

@@ -129,6 +129,7 @@ async def test_start_connects_syncs_commands_and_stop_restores_discord_py(
         "zona",
         "incognito",
         "avisos",
+        "start",
     }
     memoria = next(c for c in h.fake.registered_commands[None] if c["name"] == "memoria")
     subcommands = {o["name"]: o["description"] for o in memoria["options"]}

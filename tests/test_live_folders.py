@@ -2,16 +2,21 @@
 tests/data/characters, so an admin's additions to the live ./characters folder change nothing.
 
 The proof runs a representative subset of the suite in a copy of the repository whose live
-folder has just received a real SillyTavern card through `companion characters import`.
+folder has just received a real SillyTavern card through `companion characters import`. The
+live folder may hold anything a deployment put there (its own characters, this very card
+imported before): the copy gets some of that too, and the card is imported under a name no
+file of the folder uses, so the test holds for whatever the folder holds.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import sys
 from pathlib import Path
 
+from cards.lore_files import slugify
 from tests.conftest import REPO
 from tests.test_cli import companion, env_for
 
@@ -34,13 +39,41 @@ def copy_of_the_repository(target: Path) -> Path:
     return target
 
 
+def as_a_deployment(live: Path) -> None:
+    """What a deployment's folder may hold besides the shipped characters: one of its own,
+    and the card of this test imported before (under the id the import would take)."""
+    own = (live / "lighthouse_keeper.yaml").read_text()
+    (live / "harbour_master.yaml").write_text(
+        own.replace("name: Maggie Thornton", "name: Agustina Olabe")
+    )
+    card_id = slugify(json.loads(CARD.read_text())["data"]["name"], "character")
+    shutil.copy(live / "detective_bilbao.yaml", live / f"{card_id}.yaml")
+
+
+def card_with_a_new_name(live: Path, target: Path) -> Path:
+    """The card, renamed until its id is no file's of the folder: the import adds a file."""
+    card = json.loads(CARD.read_text())
+    taken = {path.stem for path in live.glob("*.y*ml")}
+    name, number = card["data"]["name"], 1
+    while slugify(name, "character") in taken:
+        number += 1
+        name = f"{card['data']['name']} {number}"
+    card["data"]["name"] = name
+    target.write_text(json.dumps(card), encoding="utf-8")
+    return target
+
+
 async def test_a_card_imported_into_the_live_folder_breaks_no_test(tmp_path: Path) -> None:
     copy = copy_of_the_repository(tmp_path / "repo")
     live = copy / "characters"
+    as_a_deployment(live)
+    before = {path.name for path in live.glob("*.y*ml")}
     env = env_for(tmp_path, None, CHARACTERS_DIR=str(live))
-    code, out, err = await companion("characters", "import", str(CARD), env=env)
+    card = card_with_a_new_name(live, tmp_path / "card.json")
+    code, out, err = await companion("characters", "import", str(card), env=env)
     assert code == 0, err
-    assert len(list(live.glob("*.yaml"))) == 3, out  # the live folder really changed
+    added = {path.name for path in live.glob("*.y*ml")} - before
+    assert len(added) == 1, out  # the live folder really changed: one more character
 
     process = await asyncio.create_subprocess_exec(
         sys.executable,

@@ -62,6 +62,7 @@ def samples(fact: int) -> dict[str, Sample]:
         "incognito.on": ([], "Conversación fuera de registro"),
         "incognito.off": ([], text("es", "incognito_off")),
         "avisos": (["on"], "Avisos activados"),
+        "start": ([], "(/ayuda: qué puedo hacer"),  # after the pinned greeting
     }
 
 
@@ -222,7 +223,7 @@ async def test_a_typed_command_that_does_not_exist_lists_the_real_ones(
         fake.send_command(ANA_TG + 1, ANA_TG + 1, "/memory", "nonsense")
         unknown = (await fake.wait_for_messages(ANA_TG, 1))[0]["text"]
         usage = (await fake.wait_for_messages(ANA_TG + 1, 1))[0]["text"]
-    valid = "/personaje, /reset, /ayuda, /memoria, /zona, /incognito, /avisos"
+    valid = "/personaje, /reset, /ayuda, /memoria, /zona, /incognito, /avisos, /start"
     assert unknown == text("es", "unknown_command", given="memorai", valid=valid)
     assert usage.startswith("Usage: /memory view | fix NUMBER VALUE | delete NUMBER")
     assert not fake_anthropic.bodies()

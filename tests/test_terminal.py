@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import os
 import pty
 import select
@@ -207,7 +208,8 @@ async def test_ctrl_c_cancels_a_reply_and_logs_stay_out_of_the_chat(
     await wait_for_requests(fake_anthropic, 1)
     started = time.monotonic()
     terminal.type(CTRL_C)
-    await terminal.wait_for("(reply cancelled)")
+    # The user's turn was stored before the model was called: the notice says it was kept.
+    await terminal.wait_for("(reply cancelled; your message was kept")
     assert time.monotonic() - started < 5  # at once, not after the slow reply
     terminal.type(f"aquí{LEFT * 4}Sigo \r")  # edited with the arrow keys on a real terminal
     screen = await terminal.wait_for("Koldo Arrieta: Aquí sigo.")
@@ -218,4 +220,6 @@ async def test_ctrl_c_cancels_a_reply_and_logs_stay_out_of_the_chat(
     assert " DEBUG " not in screen and " INFO " not in screen and "Traceback" not in screen
     log = (tmp_path / "companion.log").read_text()
     assert " INFO " in log or " DEBUG " in log  # the logs went to the data folder's file
-    assert user_turns(cli_database(tmp_path))[-1] == "Sigo aquí"
+    assert user_turns(cli_database(tmp_path)) == ["Hola", "Sigo aquí"]
+    last_request = json.dumps(fake_anthropic.bodies()[-1]["messages"], ensure_ascii=False)
+    assert "Hola" in last_request  # kept, as the notice said: the next reply saw it

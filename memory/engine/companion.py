@@ -27,7 +27,7 @@ from memory.engine.session_book import ProfileSource, SessionBook
 from memory.engine.settings import APOLOGY, EngineSettings
 from memory.engine.tokens import TokenEstimator
 from memory.engine.turns import TurnTaker
-from memory.models import Conversation, FollowUpCandidate, Incoming, Reply, Thread
+from memory.models import Conversation, FollowUpCandidate, Incoming, Reply, Thread, Turn
 from memory.store.protocols import ConversationStore, FollowUps
 from memory.summary.rolling import Summariser
 
@@ -205,6 +205,23 @@ class Companion:
         """True when this user has never talked with this character here."""
         known = await self._book.known_thread(incoming)
         return known is None or await self._store.count_turns(known[1]) == 0
+
+    async def turn_count(self, incoming: Incoming) -> int:
+        """How many turns this user's thread with the character holds (0 for none yet)."""
+        known = await self._book.known_thread(incoming)
+        return 0 if known is None else await self._store.count_turns(known[1])
+
+    async def turns_since(self, incoming: Incoming, count_before: int) -> list[Turn]:
+        """The turns stored since the thread held `count_before`, from its open conversation:
+        what a cancelled reply really left behind (its user turn, maybe the reply too)."""
+        known = await self._book.known_thread(incoming)
+        if known is None:
+            return []
+        added = await self._store.count_turns(known[1]) - count_before
+        conversation = await self._store.open_conversation(known[1]) if added > 0 else None
+        if conversation is None:
+            return []
+        return (await self._store.conversation_turns(conversation.id))[-added:]
 
     async def reset(self, incoming: Incoming) -> bool:
         """End the conversation now and fold the whole window into the summary."""

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from cards.character import Character
+from cards.character import Character, opening_messages_for
 from memory.engine.clock_context import LONG_GAP, describe_gap, describe_moment
 from memory.engine.labels import label
 from memory.engine.llm import CacheTTL, ChatMessage, TextBlock, ToolSpec
@@ -337,7 +337,10 @@ def render(
     texts: list[tuple[str, CacheTTL]] = [(sheet, "1h"), (profile, "5m"), (summary, "5m")]
     system = _system_blocks(texts, budgets.cache_min_tokens, prefix_tokens, tokens)
     window = window_within_budget(state.window, budgets.window, tokens)
-    history = [(m.role, m.text) for m in character.opening_messages]
+    # The greeting is pinned for this user: a card's {{user}} says their name (in a group,
+    # where the window holds several people, it stays "the user").
+    greeting = opening_messages_for(character, None if state.is_group else state.user_name)
+    history: list[tuple[str, str]] = [(m.role, m.text) for m in greeting]
     # A tool result (a lore page, a recalled turn) stays in the conversation as what the user
     # side of the exchange brought in, so follow-ups on the same topic pay nothing more.
     history += [("user" if turn.role == "tool" else turn.role, turn.text) for turn in window]
