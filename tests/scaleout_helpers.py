@@ -195,9 +195,10 @@ class Delivery:
         return sum(len(r) - len(set(r)) for r in self.replies.values())
 
     def order_violations(self) -> int:
-        """Replies that came after a reply to a later message of the same user."""
+        """Replies that came after a reply to a later message of the same user (a reply sent
+        twice is counted by the duplicate checks, not here)."""
         return sum(
-            sum(1 for a, b in itertools.pairwise(r) if b <= a) for r in self.replies.values()
+            sum(1 for a, b in itertools.pairwise(r) if b < a) for r in self.replies.values()
         )
 
     def lost(self) -> int:

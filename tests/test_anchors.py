@@ -23,25 +23,26 @@ PATHOLOGICAL = ["-", "./", "#a", "clave es ", "4111 ", "pedido nº ", "sk-", "a1
 
 def growth(work: Callable[[str], object], unit: str, small: int, factor: int) -> float:
     """How much longer `work` takes on an input `factor` times longer: about `factor` when it
-    is linear, `factor` squared when it is quadratic. Each side is timed over enough calls to
-    last 50 ms, best of three, with the collector off: a ratio, never a fixed time."""
+    is linear, `factor` squared when it is quadratic. Each side is the fastest of its single
+    calls over 0.3 s (five at least), with the collector off: a ratio, never a fixed time. The
+    fastest call is the one the machine's other work interrupted least, so a busy machine
+    moves the ratio little (an average over calls was moved past the bound by load)."""
 
-    def best(size: int) -> float:
+    def fastest(size: int) -> float:
         text = unit * (size // len(unit))
-        batches = []
-        for _ in range(3):
-            calls, start = 0, time.perf_counter()
-            while (elapsed := time.perf_counter() - start) < 0.05 or calls == 0:
-                work(text)
-                calls += 1
-            batches.append(elapsed / calls)
-            if elapsed > 1.0:  # one slow call says enough (and a quadratic one takes long)
+        best, calls, start = float("inf"), 0, time.perf_counter()
+        while calls < 5 or (time.perf_counter() - start < 0.3 and calls < 500):
+            began = time.perf_counter()
+            work(text)
+            took = time.perf_counter() - began
+            best, calls = min(best, took), calls + 1
+            if took > 1.0:  # one slow call says enough (and a quadratic one takes long)
                 break
-        return min(batches)
+        return best
 
     gc.disable()
     try:
-        return best(small * factor) / best(small)
+        return fastest(small * factor) / fastest(small)
     finally:
         gc.enable()
 

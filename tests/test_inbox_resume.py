@@ -111,7 +111,8 @@ async def test_a_reply_cut_by_a_dead_worker_is_completed_not_repeated(
             assert claim is not None
             assert [(m.sent, m.done) for m in claim.messages] == [(True, False)]
             answered = await second.answer(claim)
-            assert await inbox.finish(claim.pair_key, "w2", answered)
+            assert not answered.unstored
+            assert await inbox.finish(claim.pair_key, "w2", answered.ids)
         sent = [m["text"] for m in fake.sent_messages(ANA)]
     assert sent == parts  # each part once, in order
     assert len(fake_anthropic.bodies("reply")) == 1  # the stored reply, not a second call
