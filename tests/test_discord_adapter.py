@@ -135,7 +135,7 @@ async def test_start_connects_syncs_commands_and_stop_restores_discord_py(
     subcommands = {o["name"]: o["description"] for o in memoria["options"]}
     assert set(subcommands) == {
         "ver", "corregir", "borrar", "olvidar", "exportar", "revisar", "caduca", "porque",
-        "historial",
+        "historial", "historia",
     }  # fmt: skip
     assert all(0 < len(d) <= 100 for d in subcommands.values())
     await h.adapter.stop()
