@@ -10,6 +10,7 @@ from typing import Any
 from bot.app import App
 from bot.memoria import Memoria
 from memory.models import Thread
+from memory.store import is_postgres
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic, Text, ToolUse
 from tests.helpers import dm
@@ -105,7 +106,11 @@ async def test_deleting_a_cited_turn_removes_its_sentences(
 ) -> None:
     fear, _ = await two_conversations(app, fake_anthropic, clock)
     # No command deletes one turn yet: the row goes as any future path would delete it.
-    await app.store._execute("DELETE FROM turns WHERE id = ?", (fear,))  # type: ignore[attr-defined]
+    # The two stores' raw hooks differ (SQLite runs its own SQL functions in the turns triggers).
+    if is_postgres(app.settings.database_target):
+        await app.store._execute("DELETE FROM turns WHERE id = $1", fear)  # type: ignore[attr-defined]
+    else:
+        await app.store._execute("DELETE FROM turns WHERE id = ?", (fear,))  # type: ignore[attr-defined]
     await app.companion.handle(dm("Hola"))
     shown = block2(fake_anthropic.bodies()[-1])
     assert "Lisboa" in shown and "temía volar" not in shown
