@@ -22,19 +22,24 @@ run: install
 lint: install
 	$(VENV)/bin/ruff check .
 
+# Tests run side by side in TEST_WORKERS processes (pytest-xdist): most of them wait on
+# sockets and subprocesses, so more workers than cores pays; TEST_WORKERS=0 runs them in one.
+TEST_WORKERS ?= 4
+PYTEST = $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist worksteal
+
 test: install
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/pytest -q
+	$(PYTEST)
 
-# The suite again, with a throwaway PostgreSQL server (tests/pg_server.py) and its URL in
-# COMPANION_TEST_DATABASE_URL.
-# The whole suite on a throwaway PostgreSQL 15 server (started and stopped by tests/pg_server.py).
+# The whole suite on one throwaway PostgreSQL 15 server (started and stopped by
+# tests/pg_server.py, its URL in COMPANION_TEST_DATABASE_URL), shared by the workers: each test
+# gets a database of its own (tests/pg_fixtures.py).
 # A machine without the server binaries gets them from Debian's packages when run as root.
 PG_BIN ?= /usr/lib/postgresql/15/bin
 test-postgres: install
 	@test -x $(PG_BIN)/initdb || [ "$$(id -u)" != 0 ] || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15)
-	$(VENV)/bin/python -m tests.pg_server -- $(VENV)/bin/pytest -q
+	$(VENV)/bin/python -m tests.pg_server -- $(PYTEST)
 
 # Curated breaks of the privacy and integrity rules (tests/mutants/*.toml): each must fail a test.
 mutants: install
@@ -52,3 +57,4 @@ bench: install
 	$(VENV)/bin/python bench/memory_bound.py
 	$(VENV)/bin/python bench/poison.py
 	$(VENV)/bin/python bench/scaleout.py
+	$(VENV)/bin/python bench/purge_traffic.py --turns 1e5 --runs 5

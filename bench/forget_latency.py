@@ -28,9 +28,8 @@ if str(REPO) not in sys.path:  # run as a script: make `bench`, `bot` and `memor
     sys.path.insert(0, str(REPO))
 
 from bench.store_builder import cached_store, working_copy  # noqa: E402
-from memory import fts  # noqa: E402
 from memory.models import Thread  # noqa: E402
-from memory.store.sqlite import SqliteStore  # noqa: E402
+from memory.store.sqlite import SqliteStore, fts_index  # noqa: E402
 
 
 async def _probe(
@@ -45,7 +44,7 @@ async def _probe(
 
 
 def _old_purge(store: SqliteStore) -> None:
-    fts.optimize(store._con)
+    fts_index.optimize(store._con)
     store._con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 

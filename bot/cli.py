@@ -185,7 +185,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings, log_file: Path | Non
     if args.command == "run":
         return asyncio.run(run_role(settings, args.role))
     if args.command == "db":
-        return asyncio.run(run_db(args))
+        return asyncio.run(run_db(args, str(settings.database_target)))
     if args.command == "memory":
         return asyncio.run(run_memory(args, settings))
     if args.command == "inbox":

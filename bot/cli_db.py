@@ -1,4 +1,5 @@
-"""`companion db copy`: move a deployment between SQLite and PostgreSQL (either way)."""
+"""`companion db copy`: move a deployment between SQLite and PostgreSQL (either way);
+`companion db check`: check the database and its search index, and rebuild the index."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ BAR_WIDTH = 30
 
 
 def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    database = commands.add_parser("db", help="move the database between SQLite and PostgreSQL")
+    database = commands.add_parser(
+        "db", help="check the database, or move it between SQLite and PostgreSQL"
+    )
     actions = database.add_subparsers(dest="db_action", required=True, metavar="ACTION")
     copy = actions.add_parser(
         "copy",
@@ -31,6 +34,20 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
         dest="target",
         required=True,
         help="an empty PostgreSQL database (URL) or a SQLite file that does not exist yet",
+    )
+    check = actions.add_parser(
+        "check",
+        help="check the database file and its search index (SQLite: PRAGMA integrity_check and "
+        "FTS5's integrity-check); exit code 1 if anything is wrong",
+    )
+    check.add_argument(
+        "--database",
+        help="postgresql://... URL or SQLite file path (default: DATABASE_URL or DATABASE_PATH)",
+    )
+    check.add_argument(
+        "--repair",
+        action="store_true",
+        help="rebuild the search index from the turns, then check again (stop the bot first)",
     )
 
 
@@ -56,17 +73,57 @@ class ProgressBar:
         self._out.flush()
 
 
-def _check_paths(source: str, target: str) -> None:
+def _check_paths(source: str, target: str | None) -> None:
     """A SQLite source must exist (opening it would create it), a SQLite target must not."""
     if not is_postgres(source) and not Path(source.removeprefix("sqlite:///")).is_file():
         raise UserFacingError(f"no SQLite database at {source}: give the path of the file")
-    if not is_postgres(target) and Path(target.removeprefix("sqlite:///")).exists():
+    if (
+        target is not None
+        and not is_postgres(target)
+        and Path(target.removeprefix("sqlite:///")).exists()
+    ):
         raise UserFacingError(
             f"{target} already exists: copy into a new SQLite file (a path that does not exist)"
         )
 
 
-async def run_db(args: argparse.Namespace) -> int:
+async def run_db(args: argparse.Namespace, default_target: str) -> int:
+    if args.db_action == "check":
+        return await _check(args.database or default_target, repair=args.repair)
+    return await _copy(args)
+
+
+REPAIR_HINT = (
+    "rebuild the search index from the turns with `companion db check --repair` (stop the "
+    "bot first); if the file itself is damaged, restore it from a backup"
+)
+
+
+async def _check(target: str, *, repair: bool) -> int:
+    """Check (and with `repair` first rebuild) the search index; exit code 1 on a problem."""
+    _check_paths(target, None)
+    # A URL holds a password: name the database by kind, never by its URL.
+    name = "the PostgreSQL database" if is_postgres(target) else target
+    store = await open_store(target, migrate=False)
+    try:
+        if repair:
+            rebuilt = await store.rebuild_search_index()
+            if rebuilt is None:
+                print(f"{name}: nothing to rebuild (each turn's search column is in its row)")
+            else:
+                print(f"{name}: search index rebuilt from {rebuilt:,} turn(s)")
+        result = await store.integrity_check()
+    finally:
+        await store.close()
+    if result == "ok":
+        print(f"{name}: ok (the database and its search index)")
+        return 0
+    print(f"{name}: PROBLEM: {result}")
+    print(REPAIR_HINT)
+    return 1
+
+
+async def _copy(args: argparse.Namespace) -> int:
     """Copy, verify, and say what moved; a refusal is one line and exit code 2."""
     _check_paths(args.source, args.target)
     source = await open_store(args.source, migrate=False)

@@ -18,7 +18,7 @@ from typing import Any
 from bot.app import system_clock
 from bot.config import Settings
 from bot.memoria import format_view
-from bot.private_files import write_private
+from bot.private_files import SymlinkRefused, write_private
 from cards.character import CharacterBook
 from memory.errors import UserFacingError
 from memory.models import User
@@ -122,6 +122,11 @@ async def _export(
         await asyncio.to_thread(write_private, out, text.encode(), overwrite=force)
     except FileExistsError as exc:
         raise UserFacingError(f"{out} already exists; pass --force to overwrite it") from exc
+    except SymlinkRefused as exc:
+        raise UserFacingError(
+            f"{out} is a symbolic link; refusing to write through it (even with --force): "
+            "give --out the path of a real file"
+        ) from exc
     print(f"wrote {out} (readable by you only)", file=sys.stderr)
     return 0
 

@@ -114,7 +114,7 @@ def _file_handler(path: Path) -> logging.Handler | None:
     """Appends to `path` (made 0600: log lines can quote what users wrote); None when the
     folder cannot be written, so that a read-only data folder still lets commands run."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # the data folder, private
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
         return logging.FileHandler(path, encoding="utf-8")
     except OSError:

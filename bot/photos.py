@@ -1,7 +1,8 @@
 """Photos sent to the character: checked (size, real type), described by a vision model, and
 handed to the engine as the user's turn (the description and the caption; the bytes are never
-kept). Adapters give the declared size and a way to fetch the bytes, so an oversized photo is
-refused before it is downloaded."""
+kept). Adapters give the declared size and a way to fetch the bytes, so a photo declared too
+big is refused before it is downloaded, and one whose size was not declared (or lied about) is
+read no further than one byte past the limit (bot/downloads.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ Submit = Callable[
 
 
 class Fetch(Protocol):
-    def __call__(self) -> Awaitable[bytes]: ...
+    def __call__(self, limit: int) -> Awaitable[bytes]:
+        """The photo's bytes, read no further than `limit` + 1 of them."""
+        ...
 
 
 async def _ready(answer: Answer) -> Answer:
@@ -66,7 +69,7 @@ class Photos:
             return _ready(Answer(text(language, "photo_no_vision"), ok=False))
         if size > self._max_bytes:
             return _ready(Answer(text(language, "photo_too_big", limit=limit_mb), ok=False))
-        data = await fetch()
+        data = await fetch(self._max_bytes)
         media_type = sniff_image(data)
         if len(data) > self._max_bytes:
             return _ready(Answer(text(language, "photo_too_big", limit=limit_mb), ok=False))

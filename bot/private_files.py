@@ -3,19 +3,32 @@ asked to."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
+
+
+class SymlinkRefused(OSError):
+    """The path is a symbolic link: writing through it would truncate whatever it points at."""
 
 
 def write_private(path: Path, payload: bytes, *, overwrite: bool = False) -> None:
     """Write `payload` to `path`, readable by its owner only.
 
-    Refuses (FileExistsError) when the file exists and `overwrite` is false; the check and the
-    creation are one system call (O_EXCL), so no other file can appear between them.
+    Refuses (FileExistsError) when the file exists and `overwrite` is false, and
+    (SymlinkRefused) when `path` is a symbolic link, even with `overwrite`; each check and the
+    opening are one system call (O_EXCL, O_NOFOLLOW), so no other file can appear between them.
     """
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
-    descriptor = os.open(path, flags, 0o600)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_TRUNC if overwrite else os.O_EXCL)
+    try:
+        descriptor = os.open(path, flags, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SymlinkRefused(
+                errno.ELOOP, "is a symbolic link; give the path of a real file", str(path)
+            ) from exc
+        raise
     try:
         os.fchmod(descriptor, 0o600)  # an overwritten file keeps its old mode otherwise
         with os.fdopen(descriptor, "wb", closefd=False) as file:

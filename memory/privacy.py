@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from memory.errors import UserFacingError
-from memory.integrity.gate import check_fact, check_text, check_turn
+from memory.integrity.gate import check_fact, check_reply, check_text, check_turn
 from memory.integrity.together import filter_claims
 from memory.journey.imports import gate_journeys
 from memory.journey.model import Journey
@@ -280,8 +280,9 @@ def gate_import(
     data: dict[str, Any], names: tuple[str, ...] = ()
 ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     """The export with everything the memory gate refuses taken out, and (scope, reason) for
-    each refusal: facts (key and value) and their history, every summary claim, and the
-    assistant's and tools' turns. The user's own turns are their literal log: kept as written."""
+    each refusal: facts (key and value) and their history, every summary claim, the assistant's
+    turns (`check_reply`, with the character's names) and the tools' turns (`check_turn`). The
+    user's own turns are their literal log: kept as written."""
     refusals: list[tuple[str, str]] = []
     facts, kept_ids = [], set()
     for row in data.get("facts", []):
@@ -309,7 +310,14 @@ def gate_import(
         summaries.append({**row, "fields_json": {k: list(v) for k, v in fields.items()}})
     turns = []
     for row in data.get("turns", []):
-        problem = row.get("role") != "user" and check_turn(str(row.get("text", "")))
+        text = str(row.get("text", ""))
+        role = row.get("role")
+        # The character's words get the gate with its names; a tool's result the turn rules.
+        problem = (
+            check_reply(text, names=names)
+            if role == "assistant"
+            else role != "user" and check_turn(text)
+        )
         if problem:
             refusals.append((str(row.get("scope", "dm")), f"{row.get('role')} turn: {problem}"))
             row = {**row, "text": WITHHELD}

@@ -21,6 +21,7 @@ from tests.conftest import CHARACTERS, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, Text, route_of
 from tests.fakes.anthropic_api import _default as fake_default
 from tests.fakes.telegram_api import FakeTelegram
+from tests.patience import PATIENCE
 from tests.raw_db import raw_database
 
 SPEAKER = "Koldo Arrieta: "  # how the terminal prints detective_bilbao's lines
@@ -47,7 +48,7 @@ def subprocess_env(database: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-async def until(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "") -> None:  # noqa: ASYNC109
+async def until(predicate: Callable[[], bool], timeout: float = PATIENCE, what: str = "") -> None:  # noqa: ASYNC109
     """Wait for a condition another task makes true (a request arriving at a fake)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -110,7 +111,7 @@ class BotProcess:
         self.process.stdin.write(line.encode() + b"\n")
         await self.process.stdin.drain()
 
-    async def wait_for_line(self, expected: str, timeout: float = 15.0) -> None:  # noqa: ASYNC109
+    async def wait_for_line(self, expected: str, timeout: float = PATIENCE) -> None:  # noqa: ASYNC109
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while expected not in self.lines:
@@ -121,7 +122,11 @@ class BotProcess:
             self._changed.clear()
             remaining = deadline - loop.time()
             if remaining <= 0:
-                raise AssertionError(f"no line {expected!r} within {timeout}s:\n{self.stderr()}")
+                printed = "\n".join(self.lines[-10:])
+                raise AssertionError(
+                    f"no line {expected!r} within {timeout}s; last printed:\n{printed}\n"
+                    f"stderr:\n{self.stderr()}"
+                )
             try:
                 await asyncio.wait_for(self._changed.wait(), remaining)
             except TimeoutError:
@@ -132,7 +137,7 @@ class BotProcess:
         self.process.send_signal(signal.SIGKILL)
         return await self.finish()
 
-    async def close(self, timeout: float = 30.0) -> int:  # noqa: ASYNC109
+    async def close(self, timeout: float = PATIENCE) -> int:  # noqa: ASYNC109
         """End of input: the bot leaves cleanly."""
         assert self.process.stdin is not None
         self.process.stdin.close()
@@ -149,7 +154,7 @@ async def run_companion(
     *args: str,
     env: dict[str, str],
     stdin: str = "",
-    timeout: float = 30.0,  # noqa: ASYNC109
+    timeout: float = PATIENCE,  # noqa: ASYNC109
 ) -> tuple[int, str, str]:
     """Run `companion ARGS` to completion: (exit code, stdout, stderr)."""
     process = await asyncio.create_subprocess_exec(

@@ -1,6 +1,10 @@
 """PostgreSQL for the tests: one throwaway server per session (the one `make test-postgres`
 started, named by COMPANION_TEST_DATABASE_URL, or else one started here), a migrated template
-database, and a fresh copy of it per test (CREATE DATABASE ... TEMPLATE is fast)."""
+database, and a fresh copy of it per test (CREATE DATABASE ... TEMPLATE is fast).
+
+Under pytest-xdist every worker is a session of its own: on the shared server each one
+migrates a template of its own (CREATE DATABASE refuses a template another session is copying
+or rebuilding) and names its databases after its process id, so workers never meet."""
 
 from __future__ import annotations
 
@@ -22,7 +26,6 @@ from memory.store.postgres import PostgresStore
 from memory.store.sqlite import SqliteStore
 from tests.pg_server import MISSING, URL_VARIABLE, binaries, running_server
 
-TEMPLATE = "companion_template"
 _NAMES = itertools.count(1)
 _PREFIX = f"test_{os.getpid()}_"
 _templates: set[str] = set()
@@ -49,14 +52,20 @@ def run_aside(coroutine: Coroutine[Any, Any, T]) -> T:
         return worker.submit(asyncio.run, coroutine).result()
 
 
+def template_name() -> str:
+    """This process's template database (one per xdist worker on a shared server)."""
+    return f"companion_template_{os.getpid()}"
+
+
 async def _make_template(base: str) -> None:
+    template = template_name()
     admin = await asyncpg.connect(f"{base}/postgres")
     try:
-        await admin.execute(f"DROP DATABASE IF EXISTS {TEMPLATE}")
-        await admin.execute(f"CREATE DATABASE {TEMPLATE}")
+        await admin.execute(f"DROP DATABASE IF EXISTS {template}")
+        await admin.execute(f"CREATE DATABASE {template}")
     finally:
         await admin.close()
-    store = await PostgresStore.open(f"{base}/{TEMPLATE}")
+    store = await PostgresStore.open(f"{base}/{template}")
     await store.close()
 
 
@@ -87,8 +96,8 @@ async def fresh_database(base: str) -> str:
     name = f"{_PREFIX}{next(_NAMES)}"
     admin = await asyncpg.connect(f"{base}/postgres")
     try:
-        # The name is ours (a counter), never input.
-        await admin.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+        # The names are ours (a process id, a counter), never input.
+        await admin.execute(f"CREATE DATABASE {name} TEMPLATE {template_name()}")
     finally:
         await admin.close()
     return f"{base}/{name}"

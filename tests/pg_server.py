@@ -36,7 +36,7 @@ _SETTINGS = (
     "fsync=off",
     "synchronous_commit=off",
     "full_page_writes=off",
-    "max_connections=200",
+    "max_connections=400",  # pytest-xdist workers share one server
 )
 
 

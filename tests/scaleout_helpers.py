@@ -22,6 +22,7 @@ from aiohttp import web
 
 from tests.fakes.telegram_api import FakeTelegram
 from tests.fault_helpers import subprocess_env
+from tests.patience import PATIENCE
 
 REPLY = re.compile(r"Re: u(\d+)-m(\d+)\b")
 MESSAGE = re.compile(r"\bu(\d+)-m(\d+)\b")
@@ -82,7 +83,7 @@ def role_env(
         TELEGRAM_API_BASE_URL=telegram.url,
         LLM_PROVIDER="openai",
         OPENAI_BASE_URL=llm.url,
-        LLM_TIMEOUT_SECONDS="30",
+        LLM_TIMEOUT_SECONDS=str(PATIENCE),  # the fake answers; only a hang may end it
         # No compaction: the fake answers every request with text, a summary's too.
         WINDOW_TRIGGER_TURNS="10000",
         **({"LOG_LEVEL": "WARNING"} | extra),
@@ -136,7 +137,7 @@ class RoleProcess:
         except aiohttp.ClientError:
             return False
 
-    async def ready(self, timeout: float = 30.0) -> None:  # noqa: ASYNC109
+    async def ready(self, timeout: float = PATIENCE) -> None:  # noqa: ASYNC109
         """Wait until /healthz answers: the role runs (a worker is claiming)."""
         deadline = time.monotonic() + timeout
         async with aiohttp.ClientSession() as session:
@@ -162,7 +163,7 @@ class RoleProcess:
     async def stop(self) -> int:
         if self.process.returncode is None:
             self.process.send_signal(signal.SIGTERM)
-        return await asyncio.wait_for(self.process.wait(), 30)
+        return await asyncio.wait_for(self.process.wait(), PATIENCE)
 
     def output(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")

@@ -18,6 +18,7 @@ from tests.fakes.anthropic_api import _default as fake_default
 from tests.fakes.discord_api import FakeDiscord
 from tests.fault_helpers import newest_user_text, request_texts, telegram_bot, turns
 from tests.helpers import dm
+from tests.patience import PATIENCE
 from tests.test_discord_adapter import ALICE, reply_target, running
 
 ANA = 1001
@@ -62,7 +63,7 @@ def user_turns(database: Path | str) -> list[str]:
     return [t for _, role, t in turns(database) if role == "user"]
 
 
-async def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> None:  # noqa: ASYNC109
+async def wait_until(condition: Callable[[], bool], timeout: float = PATIENCE) -> None:  # noqa: ASYNC109
     async with asyncio.timeout(timeout):
         while not condition():  # noqa: ASYNC110 (the condition is a database read)
             await asyncio.sleep(0.01)

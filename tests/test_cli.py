@@ -11,6 +11,7 @@ from pathlib import Path
 from memory.store.errors import available_migrations
 from tests.conftest import CHARACTERS
 from tests.fakes.anthropic_api import FakeAnthropic, Text
+from tests.patience import PATIENCE
 from tests.pg_fixtures import suite_server
 from tests.raw_db import raw_database
 
@@ -54,7 +55,7 @@ async def companion(*args: str, env: dict[str, str], stdin: str = "") -> tuple[i
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(process.communicate(stdin.encode()), timeout=30)
+    out, err = await asyncio.wait_for(process.communicate(stdin.encode()), PATIENCE)
     return process.returncode or 0, out.decode(), err.decode()
 
 

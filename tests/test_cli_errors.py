@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from bot.cli import _database_problem
 from bot.config import Settings, describe_settings_error, unknown_env_keys
 from bot.network_errors import describe_unreachable
+from tests.patience import PATIENCE
 from tests.test_cli import companion, env_for
 
 
@@ -120,7 +121,7 @@ async def test_a_corrupt_or_unreachable_database_is_named(tmp_path: Path) -> Non
         cwd=tmp_path,
         stderr=asyncio.subprocess.PIPE,
     )
-    _, err_bytes = await asyncio.wait_for(process.communicate(), timeout=60)
+    _, err_bytes = await asyncio.wait_for(process.communicate(), PATIENCE)
     assert process.returncode == 2
     [line] = problem_lines(err_bytes.decode())
     assert line.startswith(f"companion: cannot create the database {inside_a_file}:")
@@ -196,7 +197,7 @@ async def test_version_and_a_closed_pipe(tmp_path: Path) -> None:
         cwd=tmp_path,
         stderr=asyncio.subprocess.PIPE,
     )
-    _, err_bytes = await asyncio.wait_for(shell.communicate(), timeout=60)
+    _, err_bytes = await asyncio.wait_for(shell.communicate(), PATIENCE)
     assert "BrokenPipeError" not in err_bytes.decode() and "Traceback" not in err_bytes.decode()
 
 

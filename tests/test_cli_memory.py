@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
+from memory.store import open_store
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.raw_db import raw_database
 from tests.test_cli import chat_as_ana, cli_database, companion, env_for
@@ -130,3 +132,23 @@ async def test_an_export_imported_twice_is_refused(
             " GROUP BY u.platform_user_id ORDER BY 1"
         ).fetchall()
     assert counts == [("ana", 2), ("bea", 2)]
+
+
+async def test_an_export_never_writes_through_a_symbolic_link(tmp_path: Path) -> None:
+    store = await open_store(cli_database(tmp_path))  # ana exists; her export has no turns
+    try:
+        await store.upsert_user("terminal", "ana", "Ana", datetime.now(UTC))
+    finally:
+        await store.close()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("someone else's file")
+    link = tmp_path / "export.json"
+    link.symlink_to(victim)
+    export = [*memory_args("export"), "--character", "detective_bilbao", "--out", str(link)]
+    code, _, err = await companion(*export, "--force", env=env_for(tmp_path, None))
+    assert code == 2
+    assert err.strip() == (
+        f"companion: {link} is a symbolic link; refusing to write through it (even with "
+        "--force): give --out the path of a real file"
+    )
+    assert victim.read_text() == "someone else's file" and link.is_symlink()

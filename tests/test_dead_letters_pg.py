@@ -16,6 +16,7 @@ from tests import pg_fixtures
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, Text
 from tests.fakes.telegram_api import FakeTelegram
+from tests.patience import PATIENCE
 from tests.scaleout_helpers import FakeChatLLM, RoleProcess, role_env
 
 pytestmark = pg_fixtures.needs_postgres
@@ -61,8 +62,8 @@ async def test_a_nul_and_an_unstorable_update_stop_nobody_else(
             telegram.send_private_text(ANA, "u1-m0 ho\x00la")  # stored sanitised
             refused_update(telegram, BEA, "u2-m0 hola")  # a dead letter
             telegram.send_private_text(CARMEN, "u3-m0 hola")  # answered after both
-            await telegram.wait_for_messages(CARMEN, 1, timeout=60)
-            await telegram.wait_for_messages(ANA, 1, timeout=30)
+            await telegram.wait_for_messages(CARMEN, 1, timeout=PATIENCE)
+            await telegram.wait_for_messages(ANA, 1, timeout=PATIENCE)
             metrics = await scrape(platform)
             failed = False
         finally:
@@ -99,9 +100,9 @@ async def test_role_all_on_postgresql_answers_a_message_holding_nul(
             await adapter.start()
             try:
                 telegram.send_private_text(ANA, "ho\x00la", first_name="A\x00na")
-                [first] = await telegram.wait_for_messages(ANA, 1, timeout=20)
+                [first] = await telegram.wait_for_messages(ANA, 1, timeout=PATIENCE)
                 telegram.send_private_text(BEA, "hola")
-                [second] = await telegram.wait_for_messages(BEA, 1, timeout=20)
+                [second] = await telegram.wait_for_messages(BEA, 1, timeout=PATIENCE)
             finally:
                 await adapter.stop()
     assert (first["text"], second["text"]) == ("Dime.", "Aquí estoy.")

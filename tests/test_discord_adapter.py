@@ -26,6 +26,7 @@ from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import Delay, FakeAnthropic, Text
 from tests.fakes.discord_api import FakeAttachment, FakeDiscord, SentMessage
 from tests.fakes.discord_world import JSON
+from tests.patience import PATIENCE
 from tests.raw_db import raw_database
 
 ALICE, BOB, OTHER_BOT = 4242, 5353, 6464
@@ -66,7 +67,9 @@ async def running(
         **overrides,
     )
     async with open_app(settings, clock=clock, start_scheduler=False) as app:
-        adapter = DiscordAdapter(settings, app.commands, guild_ready_timeout=0.05, ready_timeout=5)
+        adapter = DiscordAdapter(
+            settings, app.commands, guild_ready_timeout=0.05, ready_timeout=PATIENCE
+        )
         await adapter.start()
         try:
             yield Harness(fake, llm, app, adapter)

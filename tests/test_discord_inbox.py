@@ -107,7 +107,7 @@ async def test_a_message_and_a_slash_command_are_stored_then_answered_by_a_worke
             assert (fake.identify_payload or {}).get("shard") == [0, 1]
             assert len(fake.gateway_connections) == 1  # the worker never connects
             await fake.dm(ALICE, "u1-m0 hola")
-            reply = (await fake.wait_for_dms(ALICE, timeout=20))[0]
+            reply = (await fake.wait_for_dms(ALICE))[0]
             assert (reply.content or "").startswith("Re: u1-m0")
             assert reply.message["message_reference"]["message_id"]  # a reply to the message
             assert reply.payload["enforce_nonce"] and reply.payload["nonce"]
@@ -115,16 +115,16 @@ async def test_a_message_and_a_slash_command_are_stored_then_answered_by_a_worke
             # The deferral lands after the worker's answer is ready: the worker waits for it.
             fake.rest.callback_delay = 1.0
             interaction = await fake.slash_command("memoria", user_id=ALICE, subcommand="ver")
-            deferred = await fake.wait_for_interaction_response(interaction, timeout=10)
+            deferred = await fake.wait_for_interaction_response(interaction)
             assert deferred.type == 5 and deferred.flags & EPHEMERAL  # personal, in a guild
-            answer = (await fake.wait_for_followups(interaction, timeout=20))[0]
+            answer = (await fake.wait_for_followups(interaction))[0]
             assert (answer.method, answer.target) == ("PATCH", "@original")
             assert answer.content
             fake.rest.callback_delay = 0.0
 
             await fake.guild_message(BOB, "u2-m0 charla entre humanos")  # not for the bot
             await fake.guild_message(BOB, "u2-m1 oye", mention_bot=True)
-            in_guild = await fake.wait_for_messages(fake.channel_id, timeout=20)
+            in_guild = await fake.wait_for_messages(fake.channel_id)
             assert (in_guild[0].content or "").startswith("Re: u2-m1")
             rows = await rows_when(url, lambda rs: all(r["answered"] for r in rs), "answered")
             failed = False
@@ -153,21 +153,21 @@ async def test_buttons_and_autocomplete_are_answered_by_a_worker(
             listing = await fake.slash_command(
                 "personaje", user_id=ALICE, guild=False, subcommand="lista"
             )
-            panel = (await fake.wait_for_followups(listing, timeout=20))[0].message
+            panel = (await fake.wait_for_followups(listing))[0].message
             assert panel is not None
             ids = [c["custom_id"] for row in panel["components"] for c in row["components"]]
             assert f"char:{MAGGIE}" in ids
             pressed = await fake.press_button(ALICE, panel, f"char:{MAGGIE}")
-            deferred = await fake.wait_for_interaction_response(pressed, timeout=10)
+            deferred = await fake.wait_for_interaction_response(pressed)
             assert deferred.type == 6  # a DM panel: the answer replaces it
-            switched = (await fake.wait_for_followups(pressed, timeout=20))[0]
+            switched = (await fake.wait_for_followups(pressed))[0]
             assert (switched.method, switched.target) == ("PATCH", "@original")
             assert switched.message is not None and switched.message["id"] == panel["id"]
             assert switched.content == text("es", "switched", name="Maggie Thornton")
             assert switched.message["components"] == []
 
             suggest = await autocomplete(fake, ALICE, "light")
-            choices = await fake.wait_for_interaction_response(suggest, timeout=10)
+            choices = await fake.wait_for_interaction_response(suggest)
             assert choices.type == 8
             assert choices.data["choices"] == [
                 {"name": f"Maggie Thornton ({MAGGIE})", "value": MAGGIE}
@@ -209,7 +209,7 @@ async def test_a_worker_killed_mid_reply_is_followed_by_one_that_sends_it_once(
             first = await roles.start("worker")
             fake.rest.send_gate = gate = asyncio.Event()
             await fake.dm(ALICE, "u1-m0 hola")
-            await fake.wait_for_dms(ALICE, timeout=20)
+            await fake.wait_for_dms(ALICE)
             await first.kill()
             fake.rest.send_gate = None
             gate.set()

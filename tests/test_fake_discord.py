@@ -14,6 +14,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from tests.fakes.discord_api import FakeAttachment, FakeDiscord, point_discord_at
+from tests.patience import PATIENCE
 
 ALICE, OTHER_BOT = 4242, 5151
 EPHEMERAL = 64
@@ -109,7 +110,7 @@ async def running(bot: commands.Bot, fake: FakeDiscord) -> AsyncIterator[None]:
     finally:
         ready.cancel()
         await bot.close()
-        await asyncio.wait_for(start, timeout=5)
+        await asyncio.wait_for(start, timeout=PATIENCE)
 
 
 @pytest.fixture
@@ -144,11 +145,11 @@ async def test_auto_sharded_client_uses_gateway_bot(fake: FakeDiscord) -> None:
     client = discord.AutoShardedClient(intents=default_intents(), guild_ready_timeout=0.05)
     start = asyncio.create_task(client.start(fake.token or ""))
     try:
-        await asyncio.wait_for(client.wait_until_ready(), timeout=5)
+        await asyncio.wait_for(client.wait_until_ready(), timeout=PATIENCE)
         assert client.shard_count == 1 and client.get_guild(fake.guild_id) is not None
     finally:
         await client.close()
-        await asyncio.wait_for(start, timeout=5)
+        await asyncio.wait_for(start, timeout=PATIENCE)
     assert any(r.path == "/api/v10/gateway/bot" for r in fake.requests)
     assert fake.identify_payload is not None and fake.identify_payload["shard"] == [0, 1]
 
@@ -314,11 +315,11 @@ async def test_close_is_clean_and_quick(fake: FakeDiscord) -> None:
     start = asyncio.create_task(client.start(fake.token or ""))
     try:
         await fake.wait_until_identified()
-        await asyncio.wait_for(client.wait_until_ready(), timeout=5)
+        await asyncio.wait_for(client.wait_until_ready(), timeout=PATIENCE)
     finally:
         began = time.monotonic()
         await client.close()
-        await asyncio.wait_for(start, timeout=5)
+        await asyncio.wait_for(start, timeout=PATIENCE)
         elapsed = time.monotonic() - began
     assert elapsed < 2.0
     assert client.is_closed()

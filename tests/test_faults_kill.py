@@ -37,6 +37,7 @@ from tests.fault_helpers import (
     until,
 )
 from tests.helpers import summary_input
+from tests.patience import PATIENCE
 
 SEED = 20261102
 KILLS_PER_LANE = 12
@@ -146,7 +147,7 @@ async def run_lane(lane: Lane, fake: FakeAnthropic, tmp_path: Path) -> None:
         lane.database,
         ANTHROPIC_API_KEY=fake.api_key,
         ANTHROPIC_BASE_URL=fake.url,
-        LLM_TIMEOUT_SECONDS="30",
+        LLM_TIMEOUT_SECONDS=str(PATIENCE),  # the fake answers; only a hang may end it
         WINDOW_TRIGGER_TURNS=str(TRIGGER),
         WINDOW_KEEP_TURNS=str(KEEP),
         LOG_LEVEL="WARNING",

@@ -34,6 +34,7 @@ from tests.fault_helpers import (
     telegram_bot,
     until,
 )
+from tests.patience import PATIENCE
 
 API_KEY = "sk-ant-api03-CANARYk3y-Zq8W4xR2mN7vT5pL9sJ1"
 BOT_TOKEN = "987654321:AAH-CANARYt0ken-x9Yq2Wm5Zr8Tn3Pk"
@@ -135,9 +136,9 @@ async def test_companion_run_subprocess_at_debug_then_sigterm(tmp_path: Path) ->
         bot = await BotProcess.start("run", env=env, stderr_path=tmp_path / "run.err")
         await until(lambda: bool(telegram.calls_to("getUpdates")), what="polling")
         telegram.send_private_text(ANA, f"toma {BOT_TOKEN}")
-        await telegram.wait_for_messages(ANA, 1, timeout=15)
+        await telegram.wait_for_messages(ANA, 1)
         bot.process.send_signal(signal.SIGTERM)
-        code = await asyncio.wait_for(bot.finish(), 30)
+        code = await asyncio.wait_for(bot.finish(), PATIENCE)
     err = bot.stderr()
     assert code == 0, err
     assert "stopped cleanly" in err and "toma [redacted]" in err

@@ -15,6 +15,7 @@ from bot.app import App, open_app
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, ToolUse
 from tests.helpers import summary_input
+from tests.patience import PATIENCE
 from tests.raw_db import database_env, raw_database, traces_of
 from tests.test_cli import companion, env_for
 from tests.test_profile import op, record, user_turn_ids
@@ -97,7 +98,7 @@ async def test_a_forget_during_an_in_flight_compaction_leaves_nothing(
     gate.opened.set()
     assert rows_of(app, ana) == dict.fromkeys(rows_of(app, ana), 0)
     assert app.companion.sessions_in_ram == 0  # no session in RAM holds the old window
-    assert await app.store.purge_settled(timeout=10)
+    assert await app.store.purge_settled(timeout=PATIENCE)
     with raw_database(app.settings) as raw:
         assert raw.execute("SELECT count(*) FROM summaries").fetchone()[0] == 0
     reply = await app.commands.chat(ANA, "¿Qué sabes de mí?")
@@ -182,3 +183,21 @@ async def test_the_cli_forgets_every_character_in_the_database_and_the_user(
     assert (await app.commands.chat(ANA, "¿Me recuerdas?")).ok
     assert rows_of(app, await user_id_of(app, ANA))["turns"] == 2
     assert rows_of(app, await user_id_of(app, BEA))["turns"] == 2  # Bea's memory is untouched
+
+
+async def test_a_full_forget_on_the_bot_clears_the_display_name(app: App) -> None:
+    """/memoria olvidar of the user's only character leaves nothing of their words, their name
+    included; while another character still remembers them, the name stays for it."""
+    named = Caller("telegram", "u1", "Ana Txantxangorri", "dm", "c1")
+    await app.commands.chat(named, "Hola")
+    await app.commands.chat(BEA, "Hola, soy Bea")
+    assert "olvidado" in (await app.commands.memoria(named, "olvidar", "confirmar")).text
+    assert await app.store.purge_settled(timeout=None)
+    with raw_database(app.settings) as raw:
+        names = raw.execute("SELECT platform_user_id, display_name FROM users ORDER BY 1")
+        assert names.fetchall() == [("u1", ""), ("u2", "Bea")]
+    assert traces_of(app.settings, "Txantxangorri") == []
+    # The next message is a new conversation with the name the platform gives now.
+    assert (await app.commands.chat(named, "¿Me recuerdas?")).ok
+    user = await app.store.find_user("telegram", "u1")
+    assert user is not None and user.display_name == "Ana Txantxangorri"

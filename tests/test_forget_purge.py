@@ -17,6 +17,7 @@ from memory.models import Fact, Summary, SummaryFields, Thread, UsageRecord
 from memory.store.sqlite import SqliteStore
 from memory.store.sqlite.base import configure
 from tests.conftest import REPO
+from tests.patience import PATIENCE
 
 pytestmark = pytest.mark.sqlite_only  # the SQLite file, its thread and its index themselves
 
@@ -79,7 +80,7 @@ async def test_a_forget_with_a_reader_holding_a_snapshot_ends_with_zero_bytes(
         assert canary_bytes(store.path) > 0
         reader.execute("COMMIT")
         reader.close()
-        assert await store.purge_settled(timeout=10)  # retried once the reader has gone
+        assert await store.purge_settled(timeout=PATIENCE)  # retried once the reader has gone
         assert canary_bytes(store.path) == 0
         assert await store.count_turns(bea) == 2
     finally:
@@ -101,7 +102,7 @@ async def test_the_users_path_touches_only_what_was_deleted(tmp_path: Path) -> N
         after = index_blocks(store.path)  # before the background purge has run a step
         assert before <= after, "the user's path rewrote index blocks it did not delete"
         assert len(after - before) <= 4  # the delete markers of two turns: one small segment
-        assert await store.purge_settled(timeout=10)
+        assert await store.purge_settled(timeout=PATIENCE)
         assert canary_bytes(store.path) == 0
         bea = Thread(1, CHARACTER, "dm")
         assert await store.count_turns(bea) == 600
@@ -203,14 +204,14 @@ async def test_a_kill_between_the_delete_and_the_purge_is_finished_at_the_next_s
         sys.executable, "-c", CHILD, str(path), cwd=REPO, stdout=asyncio.subprocess.PIPE
     )
     assert child.stdout is not None
-    line = await asyncio.wait_for(child.stdout.readline(), timeout=30)
+    line = await asyncio.wait_for(child.stdout.readline(), PATIENCE)
     assert line.split() == [b"committed", b"1"]  # deleted, the purge owed and not done
     child.send_signal(signal.SIGKILL)
     await child.wait()
     assert canary_bytes(path) > 0  # what the kill left behind
     store = await SqliteStore.open(path)  # resumes the owed purge, in the background
     try:
-        assert await store.purge_settled(timeout=10)
+        assert await store.purge_settled(timeout=PATIENCE)
         assert canary_bytes(path) == 0
         assert await store.pending_purges() == 0
     finally:

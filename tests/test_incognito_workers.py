@@ -13,6 +13,7 @@ import asyncpg
 
 from tests import pg_fixtures
 from tests.fakes.telegram_api import FakeTelegram
+from tests.patience import PATIENCE
 from tests.scaleout_helpers import FakeChatLLM, RoleProcess, role_env
 
 pytestmark = pg_fixtures.needs_postgres
@@ -71,7 +72,7 @@ async def inbox_vacuumed(url: str) -> bool:
 
 
 async def texts_once(telegram: FakeTelegram, count: int) -> list[str]:
-    await telegram.wait_for_messages(ANA, count, timeout=30)
+    await telegram.wait_for_messages(ANA, count, timeout=PATIENCE)
     return [str(m["text"]) for m in telegram.sent_messages(ANA)]
 
 

@@ -14,6 +14,7 @@ from memory.store import is_postgres
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic, Text, ToolUse
 from tests.helpers import dm
+from tests.patience import PATIENCE
 from tests.raw_db import raw_database, traces_of
 
 ROUTE = "write_journey"
@@ -269,5 +270,5 @@ async def test_a_forget_leaves_no_byte_of_the_journey(
     user = await app.store.find_user("telegram", "u1")
     assert user is not None
     await app.memory.forget(user, "detective_bilbao")
-    assert await app.store.purge_settled(timeout=60)
+    assert await app.store.purge_settled(timeout=PATIENCE)
     assert traces_of(app.settings, "zorionakcanary") == []

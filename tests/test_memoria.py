@@ -13,6 +13,7 @@ from memory.errors import UserFacingError
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic, ToolUse
 from tests.helpers import summary_input
+from tests.patience import PATIENCE
 from tests.raw_db import raw_database, traces_of
 from tests.test_profile import end_by_timer, op, record, user_turn_ids
 
@@ -131,7 +132,7 @@ async def test_forget_needs_confirmation_and_leaves_no_trace(
     assert (await app.commands.button(ANA, "mem:cancel")).text == "Cancelado."
     done = await app.commands.button(ANA, "mem:forget:detective_bilbao")
     assert "olvidado" in done.text
-    assert await app.store.purge_settled(timeout=10)  # in the background; nobody waits for it
+    assert await app.store.purge_settled(timeout=PATIENCE)  # in the background; nobody waits for it
     assert traces_of(app.settings, canary) == []
     with raw_database(app.settings) as raw:
         left = raw.execute(

@@ -4,6 +4,7 @@ the description is searchable, and size, type and a provider without vision get 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import struct
 import zlib
@@ -25,11 +26,17 @@ from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, Text
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.discord_world import FakeAttachment
+from tests.fakes.paced import PacedDownload
 from tests.fakes.telegram_api import FakeTelegram
 from tests.test_discord_adapter import running
 from tests.test_incognito import database_holds
 
 ANA = 1001
+LIMIT = 1_000_000  # 1 MB, as the default limit is counted
+# A photo of 3 MB, its bytes a real PNG's head and then padding: refused before it is decoded.
+THREE_MB = b"\x89PNG\r\n\x1a\n" + bytes(3_000_000)
+# A download's end is awaited only so that a broken bound fails instead of hanging.
+HANG_UP_SECONDS = 10.0
 GROUP = -100_555
 # GIF89a, 1x1, one white pixel: the smallest well-formed GIF.
 GIF = bytes.fromhex(
@@ -188,3 +195,38 @@ async def test_a_discord_photo_is_seen_with_its_caption(
         assert base64.b64decode(seen["source"]["data"]) == GIF
         last = fake_anthropic.bodies()[1]["messages"][-1]["content"][0]["text"]
         assert last.startswith("[Foto de") and last.endswith("mi obra de arte")
+
+
+async def test_a_photo_of_no_declared_size_is_read_no_further_than_the_limit(launch: Any) -> None:
+    bot = await launch(photo_max_bytes=LIMIT)
+    bot.fake.send_photo(ANA, ANA, content=THREE_MB, declared=False, held_after=LIMIT + 1)
+    [too_big] = await bot.fake.wait_for_messages(ANA, 1)
+    assert too_big["text"] == text("es", "photo_too_big", limit="1")
+    [download] = bot.fake.paced.values()
+    # The client hung up with at most one byte past the limit read: the rest was never sent.
+    await asyncio.wait_for(download.hung_up.wait(), HANG_UP_SECONDS)
+    assert download.sent == LIMIT + 1 and download.requests == 1
+    assert bot.llm.bodies() == []
+    # One within the limit, its size undeclared too, is read whole and seen.
+    bot.llm.queue(Text("Un píxel blanco."), Text("Muy minimalista."))
+    bot.fake.send_photo(ANA, ANA, content=GIF, declared=False)
+    assert (await bot.fake.wait_for_messages(ANA, 2))[1]["text"] == "Muy minimalista."
+    [seen] = image_blocks(bot.llm.bodies()[0])
+    assert base64.b64decode(seen["source"]["data"]) == GIF
+
+
+async def test_a_discord_attachment_that_lies_about_its_size_is_read_no_further(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    paced = PacedDownload(THREE_MB, held_after=LIMIT + 1)
+    liar = FakeAttachment("foto.png", THREE_MB, "image/png", declared_size=1_000, paced=paced)
+    async with (
+        FakeDiscord() as fake,
+        running(tmp_path, fake, fake_anthropic, clock, photo_max_bytes=LIMIT),
+    ):
+        await fake.dm(4242, "mira", attachments=[liar])
+        [reply] = await fake.wait_for_dms(4242, 1)
+        assert reply.content == text("es", "photo_too_big", limit="1")
+        await asyncio.wait_for(paced.hung_up.wait(), HANG_UP_SECONDS)
+        assert paced.sent == LIMIT + 1 and paced.requests == 1
+        assert fake_anthropic.bodies() == []

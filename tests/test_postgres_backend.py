@@ -21,6 +21,7 @@ from memory.store.postgres.base import normalise_url
 from memory.store.sqlite import available_migrations
 from tests import pg_fixtures
 from tests.conftest import REPO
+from tests.patience import PATIENCE
 from tests.test_postgres_store import DETECTIVE, fact, talk
 
 pytestmark = pg_fixtures.needs_postgres
@@ -82,7 +83,7 @@ async def test_other_processes_writes_move_the_counter_and_own_do_not(pg_url: st
         await cli.close()
 
 
-async def _until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
+async def _until(condition: Callable[[], bool], seconds: float = PATIENCE) -> None:
     """Poll: the notice arrives on the feed's own connection, with no event to wait on."""
     deadline = asyncio.get_running_loop().time() + seconds
     while not condition():

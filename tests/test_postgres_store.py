@@ -17,6 +17,7 @@ from memory.search.retrieval import Retriever
 from memory.search.terms import query_terms
 from memory.store import ConversationGone
 from tests import pg_fixtures
+from tests.patience import PATIENCE
 
 pytestmark = pg_fixtures.needs_postgres
 # The fixtures, by name: the SQLite and PostgreSQL stores, and the server behind the latter.
@@ -267,7 +268,7 @@ async def test_forget_deletes_the_pair_and_purges(any_store: Any) -> None:
     assert await store.journey(ana.user_id, DETECTIVE) is None
     assert await store.off_record_until(ana) is None
     assert not await store.followups_enabled(ana.user_id, DETECTIVE)
-    assert await store.purge_settled(timeout=30)
+    assert await store.purge_settled(timeout=PATIENCE)
     assert await store.pending_purges() == 0
     assert await store.count_turns(ana) == 0 and await store.count_turns(bea) == 2
     terms = query_terms("zorionak getxo")
@@ -278,7 +279,7 @@ async def test_forget_deletes_the_pair_and_purges(any_store: Any) -> None:
     assert await store.forget_user_if_unreferenced(ana.user_id) is True
     assert await store.find_user("telegram", "ana") is None
     assert await store.characters_of(ana.user_id) == []
-    assert await store.purge_settled(timeout=30)
+    assert await store.purge_settled(timeout=PATIENCE)
     assert await store.integrity_check() == "ok"
 
 

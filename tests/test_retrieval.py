@@ -23,6 +23,7 @@ from memory.search.retrieval import Retriever, named_months
 from memory.search.terms import query_terms
 from memory.store import MemoryStore, open_store
 from memory.store.sqlite.fts import match_expression
+from tests.patience import PATIENCE
 
 START = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
 CHARACTER = "detective_bilbao"
@@ -290,7 +291,7 @@ async def test_deleted_turns_leave_search_and_every_table(store: MemoryStore) ->
         await store._execute("DELETE FROM turns WHERE id = ?", (turn.id,))
     assert await retriever.search(ana, "Zumalakarregi", 5) == []
     await store.purge_search_index()
-    assert await store.purge_settled(timeout=10)  # the purge runs in the background
+    assert await store.purge_settled(timeout=PATIENCE)  # the purge runs in the background
     assert "zumalakarregi" not in everything_in(store.path)
     assert "zumalakarregi" not in index_terms(store.path)
     assert not {"mote", "secreto", "apuntado"} & index_terms(store.path)

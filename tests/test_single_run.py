@@ -11,6 +11,7 @@ from bot.runner import single_run
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.telegram_api import FakeTelegram
 from tests.fault_helpers import BotProcess, run_companion, subprocess_env, until
+from tests.patience import PATIENCE
 
 ANA = 1001
 
@@ -27,13 +28,13 @@ async def test_a_second_run_on_the_same_database_refuses_to_start(tmp_path: Path
         )
         first = await BotProcess.start("run", env=env, stderr_path=tmp_path / "first.err")
         try:
-            await until(lambda: bool(telegram.calls_to("getUpdates")), 30, what="polling")
+            await until(lambda: bool(telegram.calls_to("getUpdates")), what="polling")
             telegram.send_private_text(ANA, "Hola")
-            await telegram.wait_for_messages(ANA, 1, timeout=15)
+            await telegram.wait_for_messages(ANA, 1)
 
             second = await BotProcess.start("run", env=env, stderr_path=tmp_path / "second.err")
             try:
-                code = await asyncio.wait_for(second.finish(), 30)
+                code = await asyncio.wait_for(second.finish(), PATIENCE)
             except TimeoutError:
                 await second.kill()
                 raise AssertionError("a second run started beside the first") from None
@@ -50,7 +51,7 @@ async def test_a_second_run_on_the_same_database_refuses_to_start(tmp_path: Path
             assert first.process.returncode is None  # the first one is untouched
         finally:
             first.process.send_signal(signal.SIGTERM)
-            code = await asyncio.wait_for(first.finish(), 30)
+            code = await asyncio.wait_for(first.finish(), PATIENCE)
     assert code == 0, first.stderr()
     with single_run(database):  # released when the process ended
         pass

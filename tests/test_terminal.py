@@ -20,12 +20,12 @@ from prompt_toolkit.output import DummyOutput
 from bot.app import App
 from bot.terminal import ChatPlaces, PromptReader, StreamReader, run_chat
 from tests.fakes.anthropic_api import Delay, FakeAnthropic, Text
+from tests.patience import PATIENCE
 from tests.raw_db import raw_database
 from tests.test_cli import cli_database, env_for
 from tests.test_faults_db import fill_disk, random_words
 
 LEFT, UP, CTRL_C, CTRL_D = "\x1b[D", "\x1b[A", "\x03", "\x04"
-PATIENCE = 30  # seconds for the subprocess to show something (the machine may be loaded)
 
 
 def user_turns(database: Path | str) -> list[str]:
@@ -58,7 +58,7 @@ async def chat_with_keys(app: App, *typed: str) -> str:
                 places=places,
                 reader=reader,
             ),
-            timeout=30,
+            timeout=PATIENCE,
         )
         await typing
     return out.getvalue()

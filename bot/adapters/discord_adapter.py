@@ -40,6 +40,7 @@ from bot.adapters.discord_views import (
 from bot.adapters.live import LiveReply
 from bot.commands import Answer, ArrivalOrder, Caller, Commands
 from bot.config import Settings
+from bot.downloads import read_capped
 from memory.errors import UserFacingError
 
 log = logging.getLogger(__name__)
@@ -289,9 +290,13 @@ class DiscordAdapter:
             (a for a in message.attachments if (a.content_type or "").startswith("image/")), None
         )
         if image is not None and self._commands.photos is not None:
-            # The caption is the message's text; the bytes are fetched only within the limit.
+            # The caption is the message's text; the bytes are fetched only within the limit,
+            # whatever size the attachment declares.
+            async def fetch(limit: int) -> bytes:
+                return await read_capped(image.url, limit)
+
             return await self._commands.photos.submit(
-                caller, image.size, image.read, text, str(message.id)
+                caller, image.size, fetch, text, str(message.id)
             )
         if not text and (message.attachments or message.stickers):
             return asyncio.ensure_future(self._commands.refusal(caller, "attachment"))

@@ -42,6 +42,7 @@ from bot.answers import Answer, Caller
 from bot.command_line import menu, run, run_line
 from bot.commands import Commands
 from bot.config import Settings
+from bot.downloads import DownloadFailed, read_capped
 from bot.registry import REGISTRY, Command
 from bot.texts import LANGUAGES, text
 from memory.errors import UserFacingError
@@ -259,8 +260,12 @@ class TelegramAdapter:
             await self._send(message, caller, await self._commands.refusal(caller, "attachment"))
             return
 
-        async def fetch() -> bytes:
-            return bytes(await (await item.get_file()).download_as_bytearray())
+        async def fetch(limit: int) -> bytes:
+            # Streamed, not download_as_bytearray: a file with no declared size stops at limit.
+            found = await item.get_file()
+            if found.file_path is None:
+                raise DownloadFailed("Telegram gave no path for the file")
+            return await read_capped(found.file_path, limit)
 
         async with self._in_flight.track(), self._typing(message.chat_id):
             caption = self._strip_mention(caption)

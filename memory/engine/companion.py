@@ -84,7 +84,9 @@ class Companion:
             self._tasks,
             clock,
         )
-        self._forgetter = Forgetter(self._sessions, self._off_record, self._tasks, forgets)
+        self._forgetter = Forgetter(
+            self._sessions, self._book, self._off_record, self._tasks, forgets
+        )
 
     @property
     def characters(self) -> CharacterBook:

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from memory.engine.background import BackgroundTasks, Owner
 from memory.engine.off_record import OffRecordSessions
 from memory.engine.session import SessionCache
+from memory.engine.session_book import SessionBook
 
 
 class ForgetsUnderWay:
@@ -38,18 +39,23 @@ class Forgetter:
     def __init__(
         self,
         sessions: SessionCache,
+        book: SessionBook,
         off_record: OffRecordSessions,
         tasks: BackgroundTasks,
         forgets: ForgetsUnderWay,
     ) -> None:
         self._sessions = sessions
+        self._book = book
         self._off_record = off_record
         self._tasks = tasks
         self._forgets = forgets
         self._listeners: list[Callable[[int, str], Awaitable[None]]] = []
 
     def forget_cached(self, user_id: int, character_id: str) -> None:
-        """Drop the RAM sessions of a user with a character (after /memoria olvidar)."""
+        """Drop the RAM sessions of a user with a character (after /memoria olvidar), and
+        their cached row: a full forget cleared its display name, which the next message
+        writes again."""
+        self._book.drop_user(user_id)
         self._sessions.drop_where(lambda t: t.user_id == user_id and t.character_id == character_id)
         self._off_record.drop_where(
             lambda t: t.user_id == user_id and t.character_id == character_id

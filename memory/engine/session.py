@@ -80,6 +80,11 @@ class RecentUsers:
         while len(self._users) > self._max:
             self._users.popitem(last=False)
 
+    def drop(self, user_id: int) -> None:
+        """Forget the cached row (its display name may have been cleared in the database)."""
+        for key in [k for k, user in self._users.items() if user.id == user_id]:
+            del self._users[key]
+
 
 class SessionCache:
     def __init__(self, max_sessions: int) -> None:

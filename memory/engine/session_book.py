@@ -85,6 +85,10 @@ class SessionBook:
             self._users.put(user)
         return character, user, Thread(user.id, character.id, incoming.scope)
 
+    def drop_user(self, user_id: int) -> None:
+        """Forget the cached row of a user (its display name may have been cleared)."""
+        self._users.drop(user_id)
+
     async def known_thread(self, incoming: Incoming) -> tuple[User, Thread] | None:
         """The user and thread of a message, when the user is known; never creates one."""
         character = self.character(incoming.character_id)

@@ -170,6 +170,22 @@ def check_turn(text: str, *, max_len: int = 20_000) -> str | None:
     return None
 
 
+def check_reply(text: str, *, names: Sequence[str] = ()) -> str | None:
+    """Why a reply read from a file (an import: words a hostile export may put in the
+    character's mouth) must not be kept, or None. `check_turn`'s rules; the character, by any
+    of ``names``, made the subject of an order, in every reading, as `check_text` finds it; and
+    the learned check. Not the second-person rules: a reply says "you" to the user throughout."""
+    if reason := check_turn(text):
+        return reason
+    patterns = assistant_patterns(tuple(names)) if names else DEFAULT_ASSISTANT
+    for way in readings(text):
+        folded = judged(unspelled(way)[0])
+        for pattern in patterns:
+            if match := pattern.search(folded):
+                return f"makes the character its subject: '{excerpt(match)}'"
+    return learned_reason(text)
+
+
 def check_text(
     text: str, *, max_len: int = MAX_TEXT_CHARS, names: Sequence[str] = ()
 ) -> str | None:

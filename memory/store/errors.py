@@ -17,6 +17,11 @@ class StoreUnavailable(RuntimeError):
     (never with its password) and what to check."""
 
 
+class EmptyDatabaseFile(StoreUnavailable):
+    """The database path holds a file of 0 bytes: SQLite would silently start a new, empty
+    database in it, hiding that the real one was lost (a failed copy, a full disk)."""
+
+
 class ConversationGone(LookupError):
     """The conversation was deleted under the engine (by `companion memory forget` in another
     process): nothing can be added to it any more."""

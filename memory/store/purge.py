@@ -35,6 +35,12 @@ class BackgroundPurge:
         """Start the purge if one is recorded as owed (by a crash, or by another process such
         as `companion memory forget`)."""
         if await self.pending_purges():
+            # Where a purge was cut short, an index damaged by it would show in the check; the
+            # check itself reads the whole index (seconds at 10^5 turns), so not at every start.
+            log.info(
+                "resuming a purge the last run left pending; `companion db check` checks the "
+                "database and its search index"
+            )
             self._start_purge()
 
     def _start_purge(self) -> None:

@@ -58,6 +58,7 @@ from tests.fakes.discord_records import (
 )
 from tests.fakes.discord_rest import FakeRest
 from tests.fakes.discord_world import JSON, FakeAttachment, FakeUser, FakeWorld, build_options
+from tests.patience import PATIENCE
 
 __all__ = [
     "DEFAULT_USER_ID",
@@ -184,7 +185,7 @@ class FakeDiscord:
 
     # -- gateway --------------------------------------------------------------------------------
 
-    async def wait_until_identified(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109
+    async def wait_until_identified(self, timeout: float = PATIENCE) -> None:  # noqa: ASYNC109
         await self.gateway.wait_until_identified(timeout)
 
     @property
@@ -383,7 +384,7 @@ class FakeDiscord:
         self,
         channel_id: int,
         count: int = 1,
-        timeout: float = 5.0,  # noqa: ASYNC109
+        timeout: float = PATIENCE,  # noqa: ASYNC109
     ) -> list[SentMessage]:
         def check() -> list[SentMessage] | None:
             found = self.sent_messages(channel_id)
@@ -399,11 +400,11 @@ class FakeDiscord:
         self,
         user_id: int,
         count: int = 1,
-        timeout: float = 5.0,  # noqa: ASYNC109
+        timeout: float = PATIENCE,  # noqa: ASYNC109
     ) -> list[SentMessage]:
         return await self.wait_for_messages(self.dm_channel_id(user_id), count, timeout)
 
-    async def wait_for_typing(self, channel_id: int, timeout: float = 5.0) -> None:  # noqa: ASYNC109
+    async def wait_for_typing(self, channel_id: int, timeout: float = PATIENCE) -> None:  # noqa: ASYNC109
         def check() -> bool | None:
             return True if channel_id in self.rest.typing_calls else None
 
@@ -415,7 +416,7 @@ class FakeDiscord:
     async def wait_for_commands(
         self,
         guild_id: int | None = None,
-        timeout: float = 5.0,  # noqa: ASYNC109
+        timeout: float = PATIENCE,  # noqa: ASYNC109
     ) -> list[JSON]:
         def what() -> str:
             return f"no command sync for guild {guild_id}; synced: {list(self.registered_commands)}"
@@ -427,7 +428,7 @@ class FakeDiscord:
     async def wait_for_interaction_response(
         self,
         interaction_id: int,
-        timeout: float = 5.0,  # noqa: ASYNC109
+        timeout: float = PATIENCE,  # noqa: ASYNC109
     ) -> InteractionCallback:
         def check() -> InteractionCallback | None:
             responses = self.rest.interaction_responses
@@ -442,7 +443,7 @@ class FakeDiscord:
         self,
         interaction_id: int,
         count: int = 1,
-        timeout: float = 5.0,  # noqa: ASYNC109
+        timeout: float = PATIENCE,  # noqa: ASYNC109
     ) -> list[Followup]:
         def check() -> list[Followup] | None:
             found = [f for f in self.rest.followups if f.interaction_id == interaction_id]

@@ -265,10 +265,12 @@ class FakeRest(InteractionRoutes):
         self.typing_calls.append(channel_id)
         return web.Response(status=204)
 
-    async def _attachment(self, request: web.Request) -> web.Response:
+    async def _attachment(self, request: web.Request) -> web.StreamResponse:
         attachment = self.world.attachments.get(int(request.match_info["attachment_id"]))
         if attachment is None:
             return error(404, "404: Not Found")
+        if attachment.paced is not None:
+            return await attachment.paced.serve(request, attachment.content_type)
         return web.Response(body=attachment.data, content_type=attachment.content_type)
 
     async def _unknown(self, request: web.Request) -> web.Response:

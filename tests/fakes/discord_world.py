@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from tests.fakes.paced import PacedDownload
+
 JSON = dict[str, Any]
 
 DISCORD_EPOCH_MS = 1_420_070_400_000
@@ -69,6 +71,10 @@ class FakeAttachment:
     content_type: str = "application/octet-stream"
     width: int | None = None
     height: int | None = None
+    # What the payload says the size is, when not the truth (a client must not trust it).
+    declared_size: int | None = None
+    # Served a part at a time (tests/fakes/paced.py), to count what the client read.
+    paced: PacedDownload | None = None
 
 
 @dataclass
@@ -210,7 +216,11 @@ class FakeWorld:
         payload: JSON = {
             "id": str(attachment_id),
             "filename": attachment.filename,
-            "size": len(attachment.data),
+            "size": (
+                len(attachment.data)
+                if attachment.declared_size is None
+                else attachment.declared_size
+            ),
             "url": url,
             "proxy_url": url,
             "content_type": attachment.content_type,

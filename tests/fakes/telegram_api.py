@@ -20,6 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.paced import PacedDownload
 from tests.fakes.telegram_methods import BotApiMethods
 from tests.fakes.telegram_objects import (
     DEFAULT_EXCLUDED_UPDATES,
@@ -36,6 +37,7 @@ from tests.fakes.telegram_objects import (
     update_kind,
     utf16_len,
 )
+from tests.patience import PATIENCE
 
 __all__ = ["ApiError", "FakeTelegram"]
 
@@ -73,6 +75,8 @@ class FakeTelegram(BotApiMethods):
         self._closing = False
         self._pulse = asyncio.Event()
         self._runner: web.AppRunner | None = None
+        # Files served a part at a time (tests/fakes/paced.py), by file path.
+        self.paced: dict[str, PacedDownload] = {}
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -150,9 +154,11 @@ class FakeTelegram(BotApiMethods):
             raise ApiError(404, f"Not Found: method {method}")
         return handler(params)
 
-    async def _handle_file(self, request: web.Request) -> web.Response:
+    async def _handle_file(self, request: web.Request) -> web.StreamResponse:
         path = request.match_info["path"]
         if request.match_info["token"] == self.token:
+            if path in self.paced:
+                return await self.paced[path].serve(request, "image/jpeg")
             for file_path, content in self.files.values():
                 if file_path == path:
                     return web.Response(body=content)
@@ -346,13 +352,22 @@ class FakeTelegram(BotApiMethods):
         content: bytes = b"\x89PNG fake image",
         caption: str | None = None,
         chat_type: str = "private",
+        *,
+        declared: bool = True,
+        held_after: int | None = None,
     ) -> JSON:
-        """The photo's bytes are downloadable through getFile and the file URL."""
+        """The photo's bytes are downloadable through getFile and the file URL. `declared`
+        False: no file_size, in the update or from getFile. `held_after`: the download is
+        served a part at a time (`self.paced`, by the file's path)."""
         sender = self._sender(user_id, None, None, False)
         chat = self._chat(chat_id, chat_type, sender, None)
         file_id = self.store_file(content, "photos", ".jpg")
         self.files[f"{file_id}_s"] = self.files[file_id]
-        photo = make_photo_sizes(file_id, len(content))
+        photo = make_photo_sizes(file_id, len(content) if declared else None)
+        if not declared:
+            self.undeclared_sizes.update((file_id, f"{file_id}_s"))
+        if held_after is not None:
+            self.paced[self.files[file_id][0]] = PacedDownload(content, held_after)
         return self._push_message(chat, sender, None, photo=photo, caption=caption)
 
     def press_button(self, chat_id: int, user_id: int, message_id: int, callback_data: str) -> JSON:
@@ -389,7 +404,7 @@ class FakeTelegram(BotApiMethods):
     async def wait_until(
         self,
         predicate: Callable[[], bool],
-        timeout: float = 5.0,  # noqa: ASYNC109
+        timeout: float = PATIENCE,  # noqa: ASYNC109
     ) -> None:
         """Wait until ``predicate()`` holds; it is re-checked whenever the fake sees traffic."""
         if not await self._wait_until(predicate, timeout):
@@ -399,7 +414,7 @@ class FakeTelegram(BotApiMethods):
         self,
         chat_id: int,
         count: int = 1,
-        timeout: float = 5.0,  # noqa: ASYNC109
+        timeout: float = PATIENCE,  # noqa: ASYNC109
     ) -> list[JSON]:
         """The bot's messages to ``chat_id`` once at least ``count`` exist."""
         if not await self._wait_until(lambda: len(self.sent_messages(chat_id)) >= count, timeout):
@@ -413,7 +428,7 @@ class FakeTelegram(BotApiMethods):
         self,
         method: str,
         count: int = 1,
-        timeout: float = 5.0,  # noqa: ASYNC109
+        timeout: float = PATIENCE,  # noqa: ASYNC109
     ) -> list[JSON]:
         """Params of every call to ``method`` once at least ``count`` were made."""
         if not await self._wait_until(lambda: len(self.calls_to(method)) >= count, timeout):

@@ -63,6 +63,8 @@ class BotApiMethods:
         self.deleted_messages: list[tuple[int, int]] = []
         self.webhook: JSON | None = None
         self.files: dict[str, tuple[str, bytes]] = {}
+        # Files whose size the API does not tell (Telegram's file_size is optional).
+        self.undeclared_sizes: set[str] = set()
         self._sent: list[JSON] = []
         self._pending: list[JSON] = []
         self._open_callbacks: set[str] = set()
@@ -328,9 +330,7 @@ class BotApiMethods:
         if file_id not in self.files:
             raise bad_request("invalid file_id")
         path, content = self.files[file_id]
-        return {
-            "file_id": file_id,
-            "file_unique_id": f"u{file_id}",
-            "file_size": len(content),
-            "file_path": path,
-        }
+        found: JSON = {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_path": path}
+        if file_id not in self.undeclared_sizes:
+            found["file_size"] = len(content)
+        return found

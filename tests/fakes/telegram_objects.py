@@ -185,18 +185,14 @@ def make_sticker(file_id: str, emoji: str) -> JSON:
     }
 
 
-def make_photo_sizes(file_id: str, size: int) -> list[JSON]:
-    """A thumbnail and a full size, largest last as the real API orders them."""
-    return [
-        {"file_id": f"{file_id}_s", "file_unique_id": f"u{file_id}_s", "width": 90, "height": 90},
-        {
-            "file_id": file_id,
-            "file_unique_id": f"u{file_id}",
-            "width": 800,
-            "height": 600,
-            "file_size": size,
-        },
-    ]
+def make_photo_sizes(file_id: str, size: int | None) -> list[JSON]:
+    """A thumbnail and a full size, largest last as the real API orders them; `size` None:
+    the full size's file_size is left out, as the API may."""
+    full: JSON = {"file_id": file_id, "file_unique_id": f"u{file_id}", "width": 800, "height": 600}
+    if size is not None:
+        full["file_size"] = size
+    thumbnail = {"file_id": f"{file_id}_s", "file_unique_id": f"u{file_id}_s"}
+    return [{**thumbnail, "width": 90, "height": 90}, full]
 
 
 def update_kind(update: JSON) -> str:

@@ -239,6 +239,10 @@ class PostgresStoreBase(BackgroundPurge):
             problems.append(f"schema at version {version}, not {latest}")
         return "; ".join(problems) or "ok"
 
+    async def rebuild_search_index(self) -> int | None:
+        """Nothing to rebuild: each turn's tsvector is a column of its row, written with it."""
+        return None
+
     # ---- purging what a deletion left (forget) ----------------------------------------------
 
     @staticmethod

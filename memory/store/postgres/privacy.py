@@ -21,6 +21,14 @@ from memory.store.remap import summary_values
 _EXPORTED = ("conversations", "turns", "summaries", "facts", "journeys")
 
 
+async def _remembered(con: asyncpg.Connection, user_id: int) -> bool:
+    """Whether any memory row, with any character, still refers to the user."""
+    for table in (*MEMORY_TABLES, "fact_history"):
+        if await con.fetchval(f"SELECT 1 FROM {table} WHERE user_id = $1 LIMIT 1", user_id):
+            return True
+    return False
+
+
 def _count(status: str) -> int:
     """The row count of a command tag ("DELETE 3")."""
     return int(status.rsplit(" ", 1)[-1])
@@ -124,8 +132,10 @@ class PgPrivacyMixin(PostgresStoreBase):
 
     async def forget(self, user_id: int, character_id: str) -> dict[str, int]:
         """Delete everything this user has with this character, from every table, in one
-        transaction that also records the purge as owed; the VACUUM that follows runs in the
-        background (base.py's `_purge_step` says what it does and does not do to the bytes)."""
+        transaction (with their display name when that was the last of their memory: the users
+        row stays, for their settings) that also records the purge as owed; the VACUUM that
+        follows runs in the background (base.py's `_purge_step` says what it does and does not
+        do to the bytes)."""
         counts: dict[str, int] = {}
         async with self._transaction() as con:
             for table in MEMORY_TABLES:
@@ -137,6 +147,8 @@ class PgPrivacyMixin(PostgresStoreBase):
                 counts[table] = _count(status)
             # Per sender, not per character: the platform process never knew the character.
             counts["dead_letters"] = _count(await con.execute(DELETE_DEAD_LETTERS, user_id))
+            if not await _remembered(con, user_id):
+                await con.execute("UPDATE users SET display_name = '' WHERE id = $1", user_id)
             await self._record_pending_purge(con)
         self._start_purge()
         return counts
@@ -160,9 +172,8 @@ class PgPrivacyMixin(PostgresStoreBase):
         async with self._transaction() as con:
             # Locked first: a memory row written meanwhile for this user waits for the decision.
             await con.execute("SELECT 1 FROM users WHERE id = $1 FOR UPDATE", user_id)
-            for table in (*MEMORY_TABLES, "fact_history"):
-                if await con.fetchval(f"SELECT 1 FROM {table} WHERE user_id = $1 LIMIT 1", user_id):
-                    return False
+            if await _remembered(con, user_id):
+                return False
             for table in ("character_choices", "user_preferences"):
                 await con.execute(f"DELETE FROM {table} WHERE user_id = $1", user_id)
             await con.execute("DELETE FROM users WHERE id = $1", user_id)

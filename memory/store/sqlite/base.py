@@ -7,6 +7,7 @@ import logging
 import sqlite3
 from collections.abc import Callable, Coroutine, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
@@ -14,7 +15,7 @@ from memory.store import records
 from memory.store.errors import available_migrations as available_dialect_migrations
 from memory.store.errors import refuse_unknown_versions
 from memory.store.purge import BackgroundPurge
-from memory.store.sqlite import fts
+from memory.store.sqlite import files, fts, fts_index
 from memory.store.sqlite.worker import DatabaseThread
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,15 @@ BUSY_TIMEOUT_MS = 5000
 # Pages of index merging per step of a purge: a few milliseconds on the store's thread, so the
 # users' work queued meanwhile waits for one step, never for the whole merge.
 PURGE_STEP_PAGES = 64
+
+
+@dataclass
+class PurgeRound:
+    """A purge under way: the pending records it covers (ids up to `last`), and the level
+    its merge of the index runs on (None once the merge is complete)."""
+
+    last: int
+    level: int | None
 
 
 def on_db_thread(
@@ -70,6 +80,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     con = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     con.row_factory = sqlite3.Row
     try:
+        files.make_private(path)  # before the WAL pragma: -wal and -shm take the file's mode
         configure(con)
     except BaseException:
         con.close()
@@ -102,6 +113,12 @@ class StoreBase(BackgroundPurge):
         super().__init__()
         self._worker = worker  # the only thread that touches `_con`
         self.path = path
+        self._purge_round: PurgeRound | None = None
+        # Levels of the index past which a purge rebuilds it rather than merge it
+        # (fts_index.LEVEL_BUDGET); lowered by tests to reach it quickly.
+        self.fts_level_budget = fts_index.LEVEL_BUDGET
+        # Pages a purge step merges; lowered by tests so a merge spans many steps.
+        self.purge_step_pages = PURGE_STEP_PAGES
 
     @property
     def _con(self) -> sqlite3.Connection:
@@ -133,7 +150,7 @@ class StoreBase(BackgroundPurge):
 
     @classmethod
     async def open(cls, path: Path, *, migrate: bool = True) -> Self:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        files.prepare(path)
         worker = DatabaseThread(functools.partial(_connect, path), name="store")
         try:
             await worker.start()
@@ -227,10 +244,24 @@ class StoreBase(BackgroundPurge):
         row = self._one("SELECT MAX(version) FROM schema_migrations")
         return int(row[0] or 0) if row else 0
 
-    @on_db_thread
+    @alone_on_db_thread
     def integrity_check(self) -> str:
-        row = self._one("PRAGMA integrity_check")
-        return str(row[0]) if row else "no answer"
+        """ "ok", or what is wrong: SQLite's check of the file, then FTS5's of the search index
+        (which SQLite's own check does not read)."""
+        problems = [str(row[0]) for row in self._all("PRAGMA integrity_check")]
+        problems = [problem for problem in problems if problem != "ok"]
+        search = fts_index.integrity_problem(self._con)
+        if search is not None:
+            problems.append(f"search index: {search}")
+        return "; ".join(problems) or "ok"
+
+    @alone_on_db_thread
+    def rebuild_search_index(self) -> int | None:
+        """Index every turn anew, in one transaction; how many are indexed."""
+        with self._transaction() as db:
+            fts_index.rebuild(db)
+        row = self._one("SELECT count(*) FROM turns WHERE role IN ('user', 'assistant')")
+        return int(row[0]) if row else 0
 
     # ---- purging what a deletion left (forget) ----------------------------------------------
 
@@ -246,18 +277,36 @@ class StoreBase(BackgroundPurge):
 
     @alone_on_db_thread
     def _purge_step(self) -> str:
-        """One short step: merge a little more of the index; once merged into one segment,
-        checkpoint the WAL; once that is complete, clear the records this pass covered."""
-        row = self._one("SELECT max(id) FROM pending_purges")
-        last = row[0] if row else None
-        if last is None:
-            return "done"
-        if fts.merge_step(self._con, PURGE_STEP_PAGES):
+        """One short step of a purge round. The first starts merging every segment of the
+        index into one (fts_index.py says why only the first), the next ones continue that
+        merge; once it is complete the WAL is checkpointed and the records the round covers
+        are cleared. Records added meanwhile are covered by the next round."""
+        current = self._purge_round
+        if current is None:
+            row = self._one("SELECT max(id) FROM pending_purges")
+            if row is None or row[0] is None:
+                return "done"
+            self._purge_round = PurgeRound(int(row[0]), self._start_index_merge())
             return "merging"
+        if current.level is not None:
+            if fts_index.continue_merge(self._con, current.level, self.purge_step_pages):
+                return "merging"
+            current.level = None
         if not self._checkpoint_completely():
             return "blocked"
-        self._con.execute("DELETE FROM pending_purges WHERE id <= ?", (last,))
+        self._con.execute("DELETE FROM pending_purges WHERE id <= ?", (current.last,))
+        self._purge_round = None
         return "cleared"
+
+    def _start_index_merge(self) -> int | None:
+        """Start the round's merge; the level it runs on, None when already complete."""
+        if fts_index.over_budget(self._con, self.fts_level_budget):
+            # SQLite 3.40 never drops an empty level and fails past 2000: start afresh.
+            with self._transaction() as db:
+                fts_index.rebuild(db)
+            log.info("search index rebuilt: it had more than %d levels", self.fts_level_budget)
+            return None
+        return fts_index.start_merge(self._con, self.purge_step_pages)
 
     def _checkpoint_completely(self) -> bool:
         """Copy every WAL frame into the file and empty the WAL. A reader holding an older

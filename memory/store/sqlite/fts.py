@@ -102,21 +102,3 @@ def term_counts(
     cursor = db.execute(" UNION ALL ".join([one] * len(terms)), params)
     counts = dict(cursor.fetchall())
     return [int(counts.get(index, 0)) for index in range(len(terms))]
-
-
-def optimize(db: sqlite3.Connection) -> None:
-    """Merge the index into one segment, dropping what deleted turns left in older segments."""
-    db.execute("INSERT INTO turn_search (turn_search) VALUES ('optimize')")
-
-
-def merge_step(db: sqlite3.Connection, pages: int) -> bool:
-    """At most `pages` pages of merging towards one segment; False once there is nothing left
-    to merge. A deletion leaves its words in older segments (SQLite 3.40 has no FTS5
-    secure-delete) until they are merged with its delete markers, which only a merge into one
-    segment guarantees; done in small steps, other users' work runs between them, where one
-    'optimize' held the store's thread for seconds at 10^6 turns."""
-    before = db.total_changes
-    # Negative: every segment joins the merge, down to one, whatever the automerge settings.
-    db.execute("INSERT INTO turn_search (turn_search, rank) VALUES ('merge', ?)", (-pages,))
-    # FTS5's own test for "did any merging": the command alone counts as one change.
-    return db.total_changes - before >= 2

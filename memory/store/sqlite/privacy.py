@@ -116,8 +116,10 @@ class PrivacyMixin(StoreBase):
         return rows
 
     async def forget(self, user_id: int, character_id: str) -> dict[str, int]:
-        """Delete everything this user has with this character, from every table and index.
-        The rows go now (the index's own rows with them, through its delete trigger: work in
+        """Delete everything this user has with this character, from every table and index;
+        when that was the last of their memory, their display name goes too (the users row
+        stays, for their settings; the next message writes the name they then have). The rows
+        go now (the index's own rows with them, through its delete trigger: work in
         proportion to what is deleted); the bytes they leave in old index segments and in the
         WAL are purged in the background, recorded as owed in the same transaction."""
         counts = await self._forget_rows(user_id, character_id)
@@ -134,8 +136,17 @@ class PrivacyMixin(StoreBase):
                 counts[table] = cursor.rowcount
             # Per sender, not per character: the platform process never knew the character.
             counts["dead_letters"] = db.execute(DELETE_DEAD_LETTERS, (user_id,)).rowcount
+            if not self._remembered(user_id):
+                db.execute("UPDATE users SET display_name = '' WHERE id = ?", (user_id,))
             self._record_pending_purge()
         return counts
+
+    def _remembered(self, user_id: int) -> bool:
+        """Whether any memory row, with any character, still refers to the user."""
+        return any(
+            self._all(f"SELECT 1 FROM {table} WHERE user_id = ? LIMIT 1", (user_id,))
+            for table in (*MEMORY_TABLES, "fact_history")
+        )
 
     @on_db_thread
     def characters_of(self, user_id: int) -> list[str]:
@@ -158,11 +169,8 @@ class PrivacyMixin(StoreBase):
     @on_db_thread
     def _forget_user_rows(self, user_id: int) -> bool:
         with self._transaction() as db:
-            for table in (*MEMORY_TABLES, "fact_history"):
-                if db.execute(
-                    f"SELECT 1 FROM {table} WHERE user_id = ? LIMIT 1", (user_id,)
-                ).fetchall():
-                    return False
+            if self._remembered(user_id):
+                return False
             for table in ("character_choices", "user_preferences"):
                 db.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
             db.execute("DELETE FROM users WHERE id = ?", (user_id,))
