@@ -272,3 +272,19 @@ async def test_a_forget_leaves_no_byte_of_the_journey(
     await app.memory.forget(user, "detective_bilbao")
     assert await app.store.purge_settled(timeout=PATIENCE)
     assert traces_of(app.settings, "zorionakcanary") == []
+
+
+async def test_memoria_porque_lists_the_journey_that_was_in_the_prompt(
+    app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    await two_conversations(app, fake_anthropic, clock)
+    user = await app.store.find_user("telegram", "u1")
+    assert user is not None
+    memoria = Memoria(app.memory)
+    await app.companion.handle(dm("Hola de nuevo"))
+    why = await memoria.run(user, "detective_bilbao", "Koldo", "dm", "es", "porque", [])
+    assert "El Viaje" in why.text and "Lisboa" in why.text and "{cite" not in why.text
+    fake_anthropic.queue(chronicle("Ana volvió a saludar a Koldo, ya sin miedo."), route=ROUTE)
+    await end_by_timer(app, clock)  # the next chronicle replaces the version that was shown
+    later = await memoria.run(user, "detective_bilbao", "Koldo", "dm", "en", "why", [])
+    assert "rewritten or deleted since" in later.text and "written on" not in later.text

@@ -299,8 +299,8 @@ async def test_export_then_import_gives_fresh_ids_and_rewritten_references(
     await store.apply_fact_changes([], [(stored, replace(stored, value="Bilbao"), "m")], [], [],
                                    None, NOW)  # fmt: skip
     [conversation_id] = {t.conversation_id for t in turns}
-    story = Journey(ana.user_id, DETECTIVE, (f"Ana dijo que vivía en Getxo {{cite:{turns[0].id}}}.",),
-                    None, NOW)  # fmt: skip
+    said = f"Ana dijo que vivía en Getxo {{cite:{turns[0].id}}}."
+    story = Journey(ana.user_id, DETECTIVE, (said,), None, NOW)
     assert await store.save_journey(story, conversation_id, None, NOW)
     exported = await store.export_rows(ana.user_id, DETECTIVE)
     assert set(exported) == {"conversations", "turns", "summaries", "facts", "fact_history",
