@@ -141,3 +141,22 @@ def test_deeply_nested_json_is_refused_without_a_traceback(tmp_path: Path) -> No
     fine = v2_card()
     fine["data"]["creator_notes"] = "[" * 200 + '\\"{' * 50
     assert import_card(write(tmp_path, "fine.json", fine)).character.name == "Seraphina Vale"
+
+
+def test_a_journey_turned_off_with_its_reason_survives_export_import_and_the_yaml(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "src" / "quiet.yaml"
+    path.parent.mkdir()
+    path.write_text(
+        "id: quiet\nname: Quiet One\nlanguage: en\nidentity: {description: A quiet one.}\n"
+        "speech_rules: [Speaks softly.]\nreminder: {tone: calm, main_rule: Listen.}\n"
+        "journey: false\njourney_reason: Each talk starts afresh, by design.\n"
+    )
+    character = load_character(path)
+    card = card_from_character(character, lore_pages=[])
+    assert card["data"]["extensions"]["companion"]["journey"] is False
+    imported, loaded = _imported_and_loaded(tmp_path, json.loads(json.dumps(card)))
+    for again in (imported.character, loaded):  # the card, then the YAML written from it
+        assert again.journey is False
+        assert again.journey_reason == "Each talk starts afresh, by design."
