@@ -18,7 +18,9 @@ counted, on either side of a comparison):
   cache.
 
 Usage: .venv/bin/python bench/context_growth.py [LOCOMO_JSON] [--conversation N] [--turns 300]
-       [--min-cacheable 1024] [--checkpoints 20,60,120,300] [--json]
+       [--min-cacheable 1024] [--checkpoints 20,60,120,300] [--json] [--journey]
+With --journey each ended conversation is chronicled and the journey is in the next one's
+block 2; without, the chronicler's calls fail as a provider's would, and no journey is shown.
 Settings come from the environment as for the bot (no .env file): WINDOW_TRIGGER_TURNS=40
 changes the run, and the table prints the engine settings used.
 """
@@ -43,6 +45,14 @@ if str(REPO) not in sys.path:  # run as a script: make `bench`, `bot` and `memor
     sys.path.insert(0, str(REPO))
 
 from bench.cache_sim import CacheResult, PromptCache, cacheable_prefix_tokens  # noqa: E402
+from bench.context_growth_report import (  # noqa: E402
+    SHORT_WORDS,
+    checkpoint_figures,
+    format_table,
+    percentile,
+    target,
+    targets,
+)
 from bench.locomo import Script, ScriptedTurn, load_script  # noqa: E402
 from bench.scripted_llm import BenchClock, RecordedRequest, ScriptedLLM  # noqa: E402
 from bot.app import App, open_app  # noqa: E402
@@ -53,11 +63,9 @@ from memory.models import Incoming  # noqa: E402
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo_dev.json"
 CHARACTER = "lighthouse_keeper"
 SHIPPED = ("lighthouse_keeper", "detective_bilbao")  # characters/ as the project ships it
-SHORT_WORDS = 6  # the short run: every message and reply cut to its first words
 SHORT_READ_TARGET = 0.85
 CHECKPOINTS = (20, 60, 120, 300)
 READ_WEIGHT, WRITE_WEIGHT = 0.1, 1.25
-GROWTH_LIMIT, FULL_SHARE_LIMIT, STEADY_READ_TARGET = 1.15, 0.25, 0.90
 
 
 @dataclass(frozen=True)
@@ -102,17 +110,25 @@ def engine_figures(settings: Settings, min_cacheable: int) -> dict[str, Any]:
         "budget_window_tokens": settings.budget_window_tokens,
         "inactivity_timeout_minutes": settings.inactivity_timeout_minutes,
         "min_cacheable_tokens": min_cacheable,
+        "journey_max_tokens": settings.journey_max_tokens,
     }
 
 
 async def replay(
-    script: Script, min_cacheable: int, folder: Path, character_id: str = CHARACTER
+    script: Script,
+    min_cacheable: int,
+    folder: Path,
+    character_id: str = CHARACTER,
+    journey: bool = False,
 ) -> Replay:
-    """Drive every scripted turn through the engine, as one user talking to one character."""
+    """Drive every scripted turn through the engine, as one user talking to one character;
+    with `journey`, each ended conversation is chronicled (bench/journey_script.py) and the
+    journey is in block 2 of the next one, as the real renderer puts it."""
     tokens = TokenEstimator()  # the bench's own: the engine calibrates a separate one
     clock = BenchClock(script.turns[0].at)
-    llm = ScriptedLLM(clock, tokens, PromptCache(min_cacheable))
     settings = bench_settings(folder)
+    cap = settings.journey_max_tokens if journey else None
+    llm = ScriptedLLM(clock, tokens, PromptCache(min_cacheable), journey_cap=cap)
     timeout = timedelta(minutes=settings.inactivity_timeout_minutes)
     figures: list[TurnFigures] = []
     async with open_app(settings, llm=llm, clock=clock, start_scheduler=False) as app:
@@ -191,11 +207,6 @@ def read_share(turns: Sequence[TurnFigures]) -> float:
     return sum(t.cache.read for t in turns) / total if total else 0.0
 
 
-def percentile(values: Sequence[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
-
-
 def steady_figures(turns: list[TurnFigures], min_cacheable: int) -> dict[str, Any]:
     """Read share once a prefix can be cached, on the turns whose prefix is stable.
 
@@ -236,46 +247,6 @@ def steady_turns(turns: list[TurnFigures], min_cacheable: int) -> list[TurnFigur
     return [t for t in eligible if not t.compaction and not t.opens_session]
 
 
-def checkpoint_figures(turns: list[TurnFigures], checkpoints: Sequence[int]) -> dict[str, Any]:
-    by_index = {t.index: t for t in turns}
-    chosen = [by_index[c] for c in checkpoints if c in by_index]
-    return {
-        "prompt_tokens": {str(t.index): t.prompt_tokens for t in chosen},
-        "full_history_tokens": {str(t.index): t.full_history_tokens for t in chosen},
-        "prompt_vs_full": {
-            str(t.index): round(t.prompt_tokens / t.full_history_tokens, 4) for t in chosen
-        },
-        "cache_read_share": {str(t.index): round(t.cache.read / t.cache.total, 4) for t in chosen},
-        "cost_vs_full": {str(t.index): round(t.cost / t.full_history_tokens, 4) for t in chosen},
-        "turn_kind": {str(t.index): turn_kind(t) for t in chosen},
-    }
-
-
-def turn_kind(turn: TurnFigures) -> str:
-    if turn.compaction:
-        return "compaction"
-    return "session-opening" if turn.opens_session else "steady"
-
-
-def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
-    prompt, full = result["prompt_tokens"], result["full_history_tokens"]
-    found: list[dict[str, Any]] = []
-    if "60" in prompt and "300" in prompt:
-        ratio = prompt["300"] / prompt["60"]
-        found.append(target("prompt tokens turn 300 / turn 60", ratio, GROWTH_LIMIT, "<="))
-    if "300" in prompt:
-        ratio = prompt["300"] / full["300"]
-        found.append(target("prompt tokens turn 300 / full history", ratio, FULL_SHARE_LIMIT, "<="))
-    steady = result["cache_read_share_steady"]
-    found.append(target("cache_read_share_steady", steady, STEADY_READ_TARGET, ">="))
-    return found
-
-
-def target(name: str, value: float, limit: float, op: str) -> dict[str, Any]:
-    ok = value <= limit if op == "<=" else value >= limit
-    return {"name": name, "value": round(value, 4), "limit": limit, "op": op, "pass": ok}
-
-
 def summarise(replay_: Replay, script: Script, checkpoints: Sequence[int]) -> dict[str, Any]:
     turns = replay_.turns
     min_cacheable = replay_.engine["min_cacheable_tokens"]
@@ -296,6 +267,7 @@ def summarise(replay_: Replay, script: Script, checkpoints: Sequence[int]) -> di
         "cache_read_share_all": round(read_share(turns), 4),
         "compactions": replay_.calls.get("summary", 0),
         "extractions": replay_.calls.get("extraction", 0),
+        "journey_calls": replay_.calls.get("journey", 0),
         "profile_tokens": {
             "p50": percentile(profiles, 0.5),
             "max": max(profiles),
@@ -324,15 +296,17 @@ def run(
     turns: int = 300,
     checkpoints: Sequence[int] = CHECKPOINTS,
     min_cacheable: int = 1024,
+    journey: bool = False,
 ) -> dict[str, Any]:
     started = time.perf_counter()
     script = load_script(Path(data_path), conversation, turns)
     if not script.turns:
         raise ValueError(f"{data_path}: no turns from conversation {conversation}")
     with tempfile.TemporaryDirectory(prefix="context-growth-") as folder:
-        replayed = asyncio.run(replay(script, min_cacheable, Path(folder)))
+        replayed = asyncio.run(replay(script, min_cacheable, Path(folder), journey=journey))
     result = summarise(replayed, script, checkpoints)
-    result.update(short_run(script, min_cacheable))
+    result["journey"] = journey
+    result.update(short_run(script, min_cacheable, journey))
     result["targets"].append(
         target(
             "cache_read_share_steady_short",
@@ -359,14 +333,16 @@ def shortened(script: Script, words: int) -> Script:
     return replace(script, turns=turns)
 
 
-def short_run(script: Script, min_cacheable: int) -> dict[str, Any]:
+def short_run(script: Script, min_cacheable: int, journey: bool = False) -> dict[str, Any]:
     """The steady read share of the short conversation with each shipped character, pooled."""
     short = shortened(script, SHORT_WORDS)
     steady: list[TurnFigures] = []
     by_character: dict[str, float] = {}
     for character_id in SHIPPED:
         with tempfile.TemporaryDirectory(prefix="context-growth-short-") as folder:
-            replayed = asyncio.run(replay(short, min_cacheable, Path(folder), character_id))
+            replayed = asyncio.run(
+                replay(short, min_cacheable, Path(folder), character_id, journey)
+            )
         turns = steady_turns(replayed.turns, min_cacheable)
         by_character[character_id] = round(read_share(turns), 4)
         steady += turns
@@ -374,57 +350,6 @@ def short_run(script: Script, min_cacheable: int) -> dict[str, Any]:
         "cache_read_share_steady_short": round(read_share(steady), 4),
         "cache_read_share_steady_short_by_character": by_character,
     }
-
-
-def format_table(result: dict[str, Any]) -> str:
-    engine = result["engine"]
-    lines = [
-        f"Context growth: {result['turns']} turns of LoCoMo {', '.join(result['conversations'])}"
-        f" (user {result['user']}, character {result['character']})",
-        f"engine: window keep {engine['window_keep_turns']} / trigger "
-        f"{engine['window_trigger_turns']} turns, summary cap {engine['summary_cap_tokens']}, "
-        f"min cacheable {engine['min_cacheable_tokens']} tokens",
-        "",
-        " turn | prompt tok | full history | prompt/full | cache read | cost vs full | kind",
-    ]
-    for key, prompt in result["prompt_tokens"].items():
-        lines.append(
-            f"{key:>5} | {prompt:>10} | {result['full_history_tokens'][key]:>12} | "
-            f"{result['prompt_vs_full'][key]:>11.1%} | {result['cache_read_share'][key]:>10.1%} | "
-            f"{result['cost_vs_full'][key]:>12.1%} | {result['turn_kind'][key]}"
-        )
-    lines += ["", *summary_lines(result), ""]
-    for item in result["targets"]:
-        verdict = "PASS" if item["pass"] else "FAIL"
-        lines.append(f"{verdict}  {item['name']} = {item['value']} ({item['op']} {item['limit']})")
-    lines.append(f"run time: {result['run_seconds']} s")
-    return "\n".join(lines)
-
-
-def summary_lines(result: dict[str, Any]) -> list[str]:
-    prompts, summaries = result["prompt_tokens_all"], result["summary_tokens"]
-    return [
-        f"cache_read_share_steady: {result['cache_read_share_steady']:.1%} over "
-        f"{result['steady_turns']} turns from turn {result['first_cacheable_turn']} (the first "
-        f"whose prefix reaches the minimum), less {result['compaction_turns']} compaction and "
-        f"{result['session_opening_turns']} session-opening turns",
-        f"cache_read_share_steady_warm: {result['cache_read_share_steady_warm']:.2%} (the same, "
-        f"less turn {result['first_cacheable_turn']}, whose cache is written cold)",
-        f"cache_read_share_non_compaction: {result['cache_read_share_non_compaction']:.1%} "
-        "(the same, session openings included)",
-        f"cache_read_share_all:    {result['cache_read_share_all']:.1%} (every turn)",
-        f"cache_read_share_steady_short: {result['cache_read_share_steady_short']:.1%} (the same "
-        f"conversation in messages of {SHORT_WORDS} words, each shipped character: "
-        f"{result['cache_read_share_steady_short_by_character']})",
-        f"cost_ratio_vs_full_300:  {result['cost_ratio_vs_full_300']:.1%} (all turns, "
-        "cache-weighted, vs full history at 1x)",
-        f"compactions: {result['compactions']}; summary tokens p50 {summaries['p50']}, "
-        f"max {summaries['max']}",
-        f"profile extractions: {result['extractions']}; profile block tokens p50 "
-        f"{result['profile_tokens']['p50']}, max {result['profile_tokens']['max']}",
-        f"prompt tokens per turn: p50 {prompts['p50']}, p95 {prompts['p95']}, max {prompts['max']}",
-        f"speaker_b lines skipped at session starts: {result['skipped_character_lines']}",
-    ]
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -435,13 +360,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--min-cacheable", type=int, default=1024)
     parser.add_argument("--checkpoints", default=",".join(map(str, CHECKPOINTS)))
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--journey",
+        action="store_true",
+        help="chronicle each ended conversation (a scripted chronicler filling the journey to "
+        "JOURNEY_MAX_TOKENS): the journey in block 2 of the next",
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     checkpoints = [int(part) for part in args.checkpoints.split(",") if part.strip()]
-    result = run(args.data, args.conversation, args.turns, checkpoints, args.min_cacheable)
+    result = run(
+        args.data, args.conversation, args.turns, checkpoints, args.min_cacheable, args.journey
+    )
     print(json.dumps(result, ensure_ascii=False) if args.json else format_table(result))
     return 0
 

@@ -15,10 +15,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bench.cache_sim import CacheResult, PromptCache, block_tokens
+from bench.journey_script import scripted_journey
 from bot.llm.anthropic_provider import request_body
 from memory.engine.llm import LLMError, LLMRequest, LLMResponse, ToolCall, Usage
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.gate import check_fact
+from memory.journey.chronicler import JOURNEY_TOOL
 from memory.profile.extraction import EXTRACTION_TOOL
 from memory.summary.rolling import SUMMARY_TOOL
 
@@ -128,10 +130,18 @@ def scripted_profile(session: list[tuple[int, str, str]]) -> dict[str, Any]:
 
 
 class ScriptedLLM:
-    def __init__(self, clock: BenchClock, tokens: TokenEstimator, cache: PromptCache) -> None:
+    def __init__(
+        self,
+        clock: BenchClock,
+        tokens: TokenEstimator,
+        cache: PromptCache,
+        journey_cap: int | None = None,
+    ) -> None:
         self._clock = clock
         self._tokens = tokens
         self._cache = cache
+        # None: journey requests fail as a provider error would (no journey is ever stored).
+        self._journey_cap = journey_cap
         self.next_reply = ""
         self.requests: list[RecordedRequest] = []
         self.reply_delay = timedelta(minutes=1)
@@ -156,6 +166,9 @@ class ScriptedLLM:
             session = parse_turns(request.messages[-1].text, "Session turns:\n")
             arguments = scripted_profile(session)
             text, calls = "", (ToolCall(EXTRACTION_TOOL.name, arguments, "bench"),)
+        elif request.kind == "journey" and self._journey_cap is not None:
+            journey = scripted_journey(request.messages[-1].text, self._journey_cap, self._tokens)
+            text, calls = "", (ToolCall(JOURNEY_TOOL.name, {"journey": journey}, "bench"),)
         else:
             raise LLMError(f"the bench has no script for '{request.kind}' requests")
         output = text or json.dumps([call.arguments for call in calls], ensure_ascii=False)

@@ -13,6 +13,8 @@ from memory.errors import UserFacingError
 
 
 def _arg_usage(arg: Arg, language: str) -> str:
+    if arg.shown is not None:
+        return arg.shown.get(language)
     return "|".join(arg.choices) if arg.choices else arg.names.get(language).upper()
 
 

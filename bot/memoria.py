@@ -117,18 +117,23 @@ def format_history(item: FactView, lang: str) -> str:
     return "\n".join(lines)
 
 
-def format_story(view: JourneyView | None, name: str, lang: str) -> str:
-    """The journey as people read it: its paragraphs, each citation the date of its turn."""
-    if view is None:
-        return text(lang, "story_none", name=name)
+def dated_paragraphs(view: JourneyView, lang: str) -> list[str]:
+    """The journey's paragraphs with each citation the date of its turn, no codes."""
 
     def dated(match: re.Match[str]) -> str:
         moment = view.moments.get(int(match.group(1)))
         return f" ({format_date(lang, moment)})" if moment is not None else ""
 
-    paragraphs = [
+    return [
         CITE.sub(dated, p).replace(" ,", ",").replace(" .", ".") for p in view.journey.paragraphs
     ]
+
+
+def format_story(view: JourneyView | None, name: str, lang: str) -> str:
+    """The journey as people read it: its paragraphs, each citation the date of its turn."""
+    if view is None:
+        return text(lang, "story_none", name=name)
+    paragraphs = dated_paragraphs(view, lang)
     title = text(lang, "story_title", name=name)
     return "\n\n".join([f"{title}:", *paragraphs, text(lang, "story_delete_hint")])
 
@@ -150,9 +155,19 @@ def format_why(why: WhyView | None, name: str, lang: str) -> str:
             said = " ".join(turn.text.split())
             said = said if len(said) <= 80 else f"{said[:79]}…"
             lines.append(f"- {format_moment(lang, turn.created_at)}, {who}: {said}")
-    if not (why.facts or why.summary or why.turns):
+    lines += _why_journey(why, lang)
+    if not (why.facts or why.summary or why.turns or why.sources.journey_id is not None):
         lines.append(text(lang, "why_nothing"))
     return "\n".join(lines)
+
+
+def _why_journey(why: WhyView, lang: str) -> list[str]:
+    if why.journey is not None:
+        written = format_date(lang, why.journey.journey.created_at)
+        return ["", text(lang, "why_journey", date=written), *dated_paragraphs(why.journey, lang)]
+    if why.journey_rewritten:
+        return ["", text(lang, "why_journey_rewritten")]
+    return []
 
 
 class Memoria:

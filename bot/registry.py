@@ -41,6 +41,9 @@ class Arg:
     kind: ArgKind = "text"
     choices: tuple[str, ...] = ()
     rest: bool = False  # on text platforms, takes the rest of the line
+    # The choices a usage line shows in each language, when they are words of a language
+    # (`choices` then holds both languages' words, all accepted).
+    shown: Words | None = None
 
 
 @dataclass(frozen=True)
@@ -273,6 +276,7 @@ MEMORIA = Command(
                 Words("ver o borrar", "show or delete"),
                 "choice",
                 ("ver", "borrar", "show", "delete"),
+                shown=Words("ver|borrar", "show|delete"),
             ),
         ),
         _sub(

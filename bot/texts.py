@@ -97,6 +97,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "story_nothing": "No había ninguna historia que borrar.",
         "story_delete_hint": "Para borrarla: /memoria historia borrar",
         "why_journey": "Vuestra historia (El Viaje), escrita el {date}.",
+        "why_journey_rewritten": "Vuestra historia (El Viaje), tal como era entonces: se ha "
+        "reescrito o borrado después (mira /memoria historia).",
         "mem_ask_forget": "¿Borro TODO lo que {name} sabe de ti (conversaciones, resúmenes, "
         "datos)? No se puede deshacer.",
         "mem_yes": "Sí, borrar todo",
@@ -213,6 +215,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "story_nothing": "There was no story to delete.",
         "story_delete_hint": "To delete it: /memory story delete",
         "why_journey": "Your story together (the journey), written on {date}.",
+        "why_journey_rewritten": "Your story together (the journey), as it was then: it has "
+        "been rewritten or deleted since (see /memory story).",
         "mem_ask_forget": "Delete EVERYTHING {name} knows about you (conversations, summaries, "
         "facts)? This cannot be undone.",
         "mem_yes": "Yes, delete all",

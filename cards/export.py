@@ -22,11 +22,13 @@ from cards.text import COMPANION_EXTENSION, split_scenario, split_traits
 if TYPE_CHECKING:  # cards/sillytavern.py re-exports this module's functions
     from cards.sillytavern import ImportedCard
 
-# The order a human reads a sheet in; model/temperature/retrieval only when set.
+# The order a human reads a sheet in; model/temperature/retrieval/journey only when set.
 _KEY_ORDER = (
     "id", "name", "language", "identity", "traits", "speech_rules", "does_not_know",
-    "opening_messages", "reminder", "model", "temperature", "retrieval", "card_passthrough",
+    "opening_messages", "reminder", "model", "temperature", "retrieval", "journey",
+    "journey_reason", "card_passthrough",
 )  # fmt: skip
+_DEFAULTS: dict[str, object] = {"retrieval": "auto", "journey": True, "journey_reason": ""}
 _COMMENTS = {
     "does_not_know": "Cards have no such list: add what the character does not know (it is the "
     "field that\n# prevents most contradictions).",
@@ -35,7 +37,10 @@ _COMMENTS = {
     "blocks),\n# example dialogue, alternate greetings, lore book settings and unknown extensions.",
 }
 # What a card has no field for: carried under extensions.companion.
-_OURS = ("id", "language", "speech_rules", "does_not_know", "reminder", "model", "temperature")
+_OURS = (
+    "id", "language", "speech_rules", "does_not_know", "reminder", "model", "temperature",
+    "journey", "journey_reason",
+)  # fmt: skip
 
 
 class _Dumper(yaml.SafeDumper):
@@ -65,7 +70,7 @@ def character_yaml(imported: ImportedCard) -> str:
     text = "\n".join(lines) + "\n"
     for key in _KEY_ORDER:
         value = fields.get(key)
-        if value is None or (key == "retrieval" and value == "auto"):
+        if value is None or (key in _DEFAULTS and value == _DEFAULTS[key]):
             continue
         if key == "card_passthrough" and not value:
             continue

@@ -227,6 +227,7 @@ class ReplySources:
     window_turn_ids: tuple[int, ...]
     fragment_turn_ids: tuple[int, ...]
     created_at: datetime
+    journey_id: int | None = None  # the journey block 2 showed (a row since replaced, maybe)
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,19 +54,23 @@ class MemoryView:
 
 
 @dataclass(frozen=True)
-class WhyView:
-    sources: ReplySources
-    facts: tuple[Fact, ...]
-    summary: Summary | None
-    turns: tuple[Turn, ...]
-
-
-@dataclass(frozen=True)
 class JourneyView:
     """The journey as its owner reads it: each cited turn's moment, for dates instead of codes."""
 
     journey: Journey
     moments: dict[int, datetime]
+
+
+@dataclass(frozen=True)
+class WhyView:
+    sources: ReplySources
+    facts: tuple[Fact, ...]
+    summary: Summary | None
+    turns: tuple[Turn, ...]
+    # The journey block 2 showed, as it reads now; `journey_rewritten` when that version was
+    # since replaced by the next chronicle or deleted (its text is gone: delete means delete).
+    journey: JourneyView | None = None
+    journey_rewritten: bool = False
 
 
 class MemoryServiceStore(Facts, Summaries, Export, Erasure, JourneyReader, Protocol):
@@ -229,7 +233,24 @@ class MemoryService:
             character_id,
             sorted(cited | set(sources.window_turn_ids) | set(sources.fragment_turn_ids)),
         )
-        return WhyView(sources, tuple(facts), summary, tuple(sorted(turns, key=lambda t: t.id)))
+        journey = await self._shown_journey(user, character_id, sources.journey_id)
+        return WhyView(
+            sources,
+            tuple(facts),
+            summary,
+            tuple(sorted(turns, key=lambda t: t.id)),
+            journey=journey,
+            journey_rewritten=sources.journey_id is not None and journey is None,
+        )
+
+    async def _shown_journey(
+        self, user: User, character_id: str, journey_id: int | None
+    ) -> JourneyView | None:
+        """The journey a reply was built with, if it is still the stored one."""
+        if journey_id is None:
+            return None
+        current = await self.journey(user, character_id)
+        return current if current is not None and current.journey.id == journey_id else None
 
     async def forget(self, user: User, character_id: str) -> dict[str, int]:
         """Everything with this character, from every table and the search index, with the

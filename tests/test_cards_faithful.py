@@ -180,3 +180,22 @@ def test_edited_traits_and_pages_are_what_export_writes(tmp_path: Path) -> None:
     retitled = [replace(page, title="Home") for page in character.lore]
     entries = card_from_character(character, retitled)["data"]["character_book"]["entries"]
     assert entries[0]["name"] == "Home" and entries[0]["keys"] == ["glade"]
+
+
+def test_a_journey_turned_off_with_its_reason_survives_export_import_and_the_yaml(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "src" / "quiet.yaml"
+    path.parent.mkdir()
+    path.write_text(
+        "id: quiet\nname: Quiet One\nlanguage: en\nidentity: {description: A quiet one.}\n"
+        "speech_rules: [Speaks softly.]\nreminder: {tone: calm, main_rule: Listen.}\n"
+        "journey: false\njourney_reason: Each talk starts afresh, by design.\n"
+    )
+    character = load_character(path)
+    card = card_from_character(character, lore_pages=[])
+    assert card["data"]["extensions"]["companion"]["journey"] is False
+    imported, loaded = _imported_and_loaded(tmp_path, json.loads(json.dumps(card)))
+    for again in (imported.character, loaded):  # the card, then the YAML written from it
+        assert again.journey is False
+        assert again.journey_reason == "Each talk starts afresh, by design."

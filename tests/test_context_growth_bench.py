@@ -72,6 +72,16 @@ def test_bench_runs_and_prompt_stays_bounded(tmp_path: Path) -> None:
     assert prompt["80"] < full["80"] / 2
 
 
+def test_with_the_journey_the_second_session_carries_it_in_block_2(tmp_path: Path) -> None:
+    path = write_locomo(tmp_path)
+    without = run(path, turns=60, checkpoints=(20, 60))
+    chronicled = run(path, turns=60, checkpoints=(20, 60), journey=True)
+    before, after = (r["profile_tokens"]["at_checkpoints"] for r in (without, chronicled))
+    assert after["20"] == before["20"]  # the first session: no journey yet
+    assert after["60"] > before["60"]  # the second: the first one's chronicle in block 2
+    assert chronicled["journey"] is True and without["journey"] is False
+
+
 def test_json_output_is_one_object(tmp_path: Path, capsys: Any) -> None:
     path = write_locomo(tmp_path)
     assert main([str(path), "--turns", "30", "--checkpoints", "10,30", "--json"]) == 0

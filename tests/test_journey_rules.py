@@ -67,3 +67,18 @@ def test_without_citing_removes_the_sentences_of_a_deleted_turn() -> None:
 
 def test_citations_are_normalised_to_the_code_lookup_turn_reads() -> None:
     assert run("Ana temía volar {cite: 3}, y lo dijo.") == ("Ana temía volar {cite:3}, y lo dijo.",)
+
+
+def test_lint_warns_when_the_journey_is_off_without_a_reason() -> None:
+    from cards.character import CharacterBook
+    from cards.lint import lint_character
+    from tests.conftest import REPO
+
+    keeper = CharacterBook.load(REPO / "tests" / "data" / "characters").get("lighthouse_keeper")
+    assert keeper is not None
+    fields = {w.field for w in lint_character(keeper)}
+    assert "journey" not in fields  # on, the default: nothing to say
+    off = keeper.model_copy(update={"journey": False})
+    assert "journey" in {w.field for w in lint_character(off)}
+    reasoned = keeper.model_copy(update={"journey": False, "journey_reason": "each day anew"})
+    assert "journey" not in {w.field for w in lint_character(reasoned)}

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from memory.journey.model import Journey
 from memory.models import Fact, ReplySources, Summary, SummaryFields, Thread, UsageRecord
 from memory.search.retrieval import Retriever
 from memory.search.terms import query_terms
@@ -256,12 +257,15 @@ async def test_forget_deletes_the_pair_and_purges(any_store: Any) -> None:
     [city] = await store.facts(ana.user_id, DETECTIVE)
     await store.record_followup(ana.user_id, DETECTIVE, city.id, reply.id, NOW)
     await store.set_off_record(ana, NOW)  # only the flag: the words were never written
+    story = Journey(ana.user_id, DETECTIVE, ("Ana contó que vivía en Getxo {cite:2}.",), None, NOW)
+    assert await store.save_journey(story, conversation.id, None, NOW)  # and its run row
     assert await store.characters_of(ana.user_id) == [DETECTIVE, KEEPER]
     counts = await store.forget(ana.user_id, DETECTIVE)
     assert counts == {"reply_sources": 1, "llm_usage": 1, "memory_rejections": 1,
                       "summaries": 1, "facts": 1, "turns": 5, "conversations": 1,
                       "followups": 1, "followup_settings": 1, "dead_letters": 0,
-                      "off_record_threads": 1}  # fmt: skip
+                      "off_record_threads": 1, "journeys": 1, "journey_runs": 1}  # fmt: skip
+    assert await store.journey(ana.user_id, DETECTIVE) is None
     assert await store.off_record_until(ana) is None
     assert not await store.followups_enabled(ana.user_id, DETECTIVE)
     assert await store.purge_settled(timeout=PATIENCE)
@@ -294,14 +298,19 @@ async def test_export_then_import_gives_fresh_ids_and_rewritten_references(
     [stored] = await store.facts(ana.user_id, DETECTIVE)
     await store.apply_fact_changes([], [(stored, replace(stored, value="Bilbao"), "m")], [], [],
                                    None, NOW)  # fmt: skip
+    [conversation_id] = {t.conversation_id for t in turns}
+    said = f"Ana dijo que vivía en Getxo {{cite:{turns[0].id}}}."
+    story = Journey(ana.user_id, DETECTIVE, (said,), None, NOW)
+    assert await store.save_journey(story, conversation_id, None, NOW)
     exported = await store.export_rows(ana.user_id, DETECTIVE)
-    assert set(exported) == {"conversations", "turns", "summaries", "facts", "fact_history"}
+    assert set(exported) == {"conversations", "turns", "summaries", "facts", "fact_history",
+                             "journeys"}  # fmt: skip
     assert [r["text"] for r in exported["turns"]] == [t.text for t in turns]
     assert exported["turns"][0]["created_at"] == NOW.isoformat()
     data = _parsed(exported)
     bea = await store.upsert_user("telegram", "bea", "Bea", NOW)
     counts = await store.import_rows(bea.id, KEEPER, data, NOW)
-    assert counts == {"conversations": 1, "turns": 4, "summaries": 1, "facts": 1}
+    assert counts == {"conversations": 1, "turns": 4, "summaries": 1, "facts": 1, "journeys": 1}
     theirs = Thread(bea.id, KEEPER, "dm")
     new_turns = await store.turns_after(theirs, 0)
     assert [t.text for t in new_turns] == [t.text for t in turns]
@@ -311,6 +320,8 @@ async def test_export_then_import_gives_fresh_ids_and_rewritten_references(
     assert summary.cited_ids == {new_turns[0].id}
     [copied] = await store.facts(bea.id, KEEPER)
     assert copied.value == "Bilbao" and copied.evidence == (new_turns[0].id,)
+    journey = await store.journey(bea.id, KEEPER)
+    assert journey is not None and journey.cited_ids == {new_turns[0].id}  # rewritten
     assert [v.value for v in await store.fact_history(bea.id, copied.id)] == ["Getxo"]
     terms = query_terms("gato")
     assert await store.search_term_counts(bea.id, KEEPER, "dm", terms) == [2]

@@ -125,6 +125,7 @@ class FollowUpWriter:
                 fact_ids=tuple(dict.fromkeys((*session.profile.fact_ids, fact.id))),
                 summary_id=session.summary.id if session.summary else None,
                 window_turn_ids=tuple(t.id for t in session.window),
+                journey_id=session.profile.journey_id,
                 fragment_turn_ids=(),
                 created_at=now,
             ),

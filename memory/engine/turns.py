@@ -94,6 +94,7 @@ class TurnTaker:
                 fact_ids=session.profile.fact_ids,
                 summary_id=session.summary.id if session.summary else None,
                 window_turn_ids=tuple(t.id for t in session.window),
+                journey_id=session.profile.journey_id,
                 fragment_turn_ids=generated.fragment_turn_ids,
                 created_at=now,
             ),

@@ -68,14 +68,15 @@ def citations_integrated(paragraphs: Sequence[str]) -> str | None:
     for paragraph in paragraphs:
         if _TRAILING_RUN.search(paragraph):
             return (
-                "a paragraph ends in a run of citations; put each {cite:ID} right after the "
-                "idea it supports, inside the sentence"
+                "has a paragraph that ends in a run of citations; put each {cite:ID} right "
+                "after the idea it supports, inside the sentence"
             )
         for sentence in sentences_of(paragraph):
             if not _WORD.search(CITE_CODE.sub("", sentence)) or sentence.startswith("{cite:"):
                 return (
-                    f"the sentence '{sentence[:40]}' is only citations; put each {{cite:ID}} "
-                    "inside the sentence whose idea it supports"
+                    "has a sentence that is only citations or opens with one "
+                    f"('{sentence[:40]}'); put each {{cite:ID}} inside the sentence whose idea "
+                    "it supports"
                 )
     return None
 

@@ -87,7 +87,7 @@ COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
     "off_record_threads": (("user_id", "character_id", "scope", "expires_at"), "user_id"),
     "reply_sources": (
         ("turn_id", "user_id", "character_id", "fact_ids", "summary_id", "window_turn_ids",
-         "fragment_turn_ids", "created_at"),
+         "fragment_turn_ids", "created_at", "journey_id"),
         "turn_id",
     ),
     "dead_letters": (

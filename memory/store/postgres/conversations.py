@@ -37,8 +37,8 @@ _WITH_TURN = (
 )
 _WITH_SOURCES = (
     ", s AS (INSERT INTO reply_sources (turn_id, user_id, character_id, fact_ids, summary_id,"
-    " window_turn_ids, fragment_turn_ids, created_at) SELECT t.id, $3, $4, $10, $11, $12,"
-    " $13, $1 FROM t)"
+    " window_turn_ids, fragment_turn_ids, created_at, journey_id) SELECT t.id, $3, $4, $10,"
+    " $11, $12, $13, $1, $31 FROM t)"
 )
 # A user's turn with its source key: a key already stored in the thread writes nothing (the
 # unique index turns_source), told apart from a deleted conversation by `c`.
@@ -237,6 +237,7 @@ class PgConversationsMixin(PostgresStoreBase):
             json.dumps(list(sources.fragment_turn_ids)),
             usage is not None,
             *_usage_values(usage or UsageRecord("reply", "", True)),
+            sources.journey_id,  # $31, after _WITH_USAGE's
         )
         if turn_id is None:
             raise ConversationGone(conversation.id)

@@ -96,6 +96,7 @@ class PgPrivacyMixin(PostgresStoreBase):
             window_turn_ids=tuple(json.loads(row["window_turn_ids"])),
             fragment_turn_ids=tuple(json.loads(row["fragment_turn_ids"])),
             created_at=datetime.fromisoformat(row["created_at"]),
+            journey_id=row["journey_id"],
         )
 
     async def summary_by_id(self, user_id: int, summary_id: int) -> Summary | None:

@@ -179,8 +179,8 @@ class ConversationsMixin(StoreBase):
     def _insert_reply_sources(self, thread: Thread, sources: ReplySources) -> None:
         self._con.execute(
             "INSERT OR REPLACE INTO reply_sources (turn_id, user_id, character_id, fact_ids,"
-            " summary_id, window_turn_ids, fragment_turn_ids, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            " summary_id, window_turn_ids, fragment_turn_ids, created_at, journey_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 sources.turn_id,
                 thread.user_id,
@@ -190,6 +190,7 @@ class ConversationsMixin(StoreBase):
                 json.dumps(list(sources.window_turn_ids)),
                 json.dumps(list(sources.fragment_turn_ids)),
                 _ts(sources.created_at),
+                sources.journey_id,
             ),
         )
 

@@ -88,6 +88,7 @@ class PrivacyMixin(StoreBase):
             window_turn_ids=tuple(json.loads(row["window_turn_ids"])),
             fragment_turn_ids=tuple(json.loads(row["fragment_turn_ids"])),
             created_at=datetime.fromisoformat(row["created_at"]),
+            journey_id=row["journey_id"],
         )
 
     @on_db_thread
