@@ -9,7 +9,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     DATABASE_PATH=/data/companion.db \
-    CHARACTERS_DIR=/app/characters
+    CHARACTERS_DIR=/app/characters \
+    HEALTH_HOST=127.0.0.1 \
+    HEALTH_PORT=9100
 
 WORKDIR /app
 
@@ -22,12 +24,20 @@ COPY migrations ./migrations
 RUN pip install .
 COPY characters ./characters
 
-# A user without a login or a home of its own; it owns only the data volume.
+# A user without a login or a home of its own; it owns only the data volume. /app/data (where
+# the relative default ./data/companion.db, and a .env copied from .env.example, put the
+# database, its log and the exports) is the volume too, so whichever way .env names the data
+# folder it is written in the volume, and nothing else in /app is writable.
 RUN useradd --system --uid 10001 --no-create-home --home-dir /nonexistent companion \
     && mkdir /data \
-    && chown companion:companion /data
+    && chown companion:companion /data \
+    && ln -s /data /app/data
 USER companion
 VOLUME ["/data"]
+
+# `companion run` serves /healthz on HEALTH_PORT (9100 unless .env sets another).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import os, urllib.request as u; u.urlopen('http://127.0.0.1:' + (os.environ.get('HEALTH_PORT') or '9100') + '/healthz', timeout=3)"]
 
 ENTRYPOINT ["companion"]
 CMD ["run"]

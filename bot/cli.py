@@ -13,28 +13,15 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
-from bot.app import open_app
-from bot.cli_admin import register as register_admin
-from bot.cli_admin import run_admin
-from bot.cli_characters import book_of_valid_files, characters_command
-from bot.cli_db import register as register_db
-from bot.cli_db import run_db
-from bot.cli_inbox import register as register_inbox
-from bot.cli_inbox import run_inbox
-from bot.cli_memory import register as register_memory
-from bot.cli_memory import run_memory
-from bot.config import Settings, describe_settings_error, unknown_env_keys
-from bot.evaluation import register as register_eval
-from bot.evaluation import run_eval_command
-from bot.logging_setup import FILE_ONLY, configure_logging
-from bot.roles import ROLES, run_role
-from bot.terminal import ChatPlaces, run_chat
-from cards.character import CharacterFileError
 from memory.errors import UserFacingError
-from memory.store import SchemaTooNewError, StoreUnavailable, open_store
+
+if TYPE_CHECKING:
+    from bot.config import Settings
+
+# Nothing else at import: `companion --version` must not load the bot (the SDKs, the gate's
+# model, the platforms' libraries take seconds). Each command imports what it runs.
 
 LOG_FILE_NAME = "companion.log"  # in the data folder, beside the database
 
@@ -47,6 +34,13 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from bot.cli_admin import register as register_admin
+    from bot.cli_db import register as register_db
+    from bot.cli_inbox import register as register_inbox
+    from bot.cli_memory import register as register_memory
+    from bot.evaluation import register as register_eval
+    from bot.roles import ROLES
+
     parser = argparse.ArgumentParser(
         prog="companion",
         description="Companion characters that remember their users, on Discord, Telegram "
@@ -68,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
         "in the PostgreSQL inbox; worker: answer them (several may run)",
     )
     commands.add_parser("migrate", help="apply pending database migrations and exit")
-    characters = commands.add_parser("characters", help="list or lint character files")
+    characters = commands.add_parser(
+        "characters", help="list, lint, import (SillyTavern cards) or export character files"
+    )
     characters_commands = characters.add_subparsers(dest="action", required=True)
     characters_commands.add_parser("list", help="list the characters and their files")
     characters_commands.add_parser("lint", help="warn where a sheet breaks the writing rules")
@@ -80,33 +76,56 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _numbers(applied: Sequence[str]) -> str:
+    """['0013_turn_source.sql', '0014_dead_letters.sql'] -> '2 migrations (0013_turn_source,
+    0014_dead_letters)'; a long run is shown by its ends."""
+    names = [Path(name).stem for name in applied]
+    shown = ", ".join(names) if len(names) <= 3 else f"{names[0]} to {names[-1]}"
+    return f"{len(names)} migration{'s' if len(names) > 1 else ''} ({shown})"
+
+
 async def _migrate(settings: Settings) -> int:
+    from memory.store import open_store
+
     store = await open_store(settings.database_target, migrate=False)
     try:
         applied = await store.migrate()
         version = await store.schema_version()
     finally:
         await store.close()
-    print(
-        f"{settings.database_name}: applied {len(applied)} migration(s) {applied}; "
-        f"schema version {version}"
-    )
+    done = f"applied {_numbers(applied)}" if applied else "already up to date"
+    print(f"{settings.database_name}: {done}; schema version {version}")
     return 0
 
 
 async def _chat(
     settings: Settings, character_id: str, user_name: str, log_file: Path | None
 ) -> int:
+    from functools import partial
+
+    from bot.app import open_app
+    from bot.cli_characters import book_of_valid_files
+    from bot.llm import build_llm
+    from bot.llm.diagnosis import ReplyFailures, advice
+    from bot.terminal import ChatPlaces, run_chat
+
     # The other characters' broken files are warned about, not fatal: `run` is the strict one.
     characters = book_of_valid_files(settings.characters_dir)
-    async with open_app(settings, characters=characters) as app:
+    failures = ReplyFailures(build_llm(settings), partial(advice, settings))
+    async with open_app(settings, llm=failures, characters=characters) as app:
         places = ChatPlaces.beside(settings.database_path, log_file)
-        await run_chat(app.companion, app.commands, character_id, user_name, places=places)
+        await run_chat(
+            app.companion, app.commands, character_id, user_name, places=places, failures=failures
+        )
     return 0
 
 
 def _settings() -> Settings:
     """The settings, after warning about .env keys that are no setting."""
+    from pydantic import ValidationError
+
+    from bot.config import Settings, describe_settings_error, unknown_env_keys
+
     for warning in unknown_env_keys():
         print(f"companion: warning: {warning}", file=sys.stderr)
     try:
@@ -154,6 +173,13 @@ def _file_problem(exc: OSError, settings: Settings | None) -> str:
 
 
 def _dispatch(args: argparse.Namespace, settings: Settings, log_file: Path | None) -> int:
+    from bot.cli_admin import run_admin
+    from bot.cli_db import run_db
+    from bot.cli_inbox import run_inbox
+    from bot.cli_memory import run_memory
+    from bot.evaluation import run_eval_command
+    from bot.roles import run_role
+
     # Card import/export and stats first: `characters` treats other actions as lint.
     code = asyncio.run(run_admin(args, settings))
     if code is not None:
@@ -161,6 +187,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings, log_file: Path | Non
     if args.command == "migrate":
         return asyncio.run(_migrate(settings))
     if args.command == "characters":
+        from bot.cli_characters import characters_command
+
         return characters_command(settings, args.action)
     if args.command == "chat":
         return asyncio.run(_chat(settings, args.character, args.user, log_file))
@@ -177,9 +205,22 @@ def _dispatch(args: argparse.Namespace, settings: Settings, log_file: Path | Non
     return 1
 
 
+def _stderr_level(command: str, log_level: str) -> int:
+    """The bot's progress is its stderr (`docker logs`): all of it. A command's is what it
+    prints: its INFO lines go to the log file only, unless LOG_LEVEL=DEBUG asks for every
+    line."""
+    if command == "run" or log_level.upper() == "DEBUG":
+        return logging.NOTSET
+    return logging.WARNING
+
+
 def _run(args: argparse.Namespace) -> int:
     """Every failure an admin can fix ends here as one line on stderr and exit code 2; its full
     detail goes to the log file."""
+    from bot.logging_setup import FILE_ONLY, configure_logging
+    from cards.character import CharacterFileError
+    from memory.store import SchemaTooNewError, StoreUnavailable
+
     log = logging.getLogger("companion")
     settings: Settings | None = None
     try:
@@ -189,6 +230,7 @@ def _run(args: argparse.Namespace) -> int:
             settings.secrets(),
             log_file=settings.database_path.parent / LOG_FILE_NAME,
             to_stderr=args.command != "chat",  # no log line inside the conversation
+            stderr_level=_stderr_level(args.command, settings.log_level),
             sdk_payloads=settings.log_sdk_payloads,
         )
         return _dispatch(args, settings, log_file)
@@ -223,6 +265,9 @@ def _quiet_broken_pipe() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+        print(f"companion {_version()}")  # without building the parser: see the imports
+        return 0
     try:
         args = build_parser().parse_args(argv)
         code = _run(args)

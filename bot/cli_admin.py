@@ -24,7 +24,9 @@ from memory.models import UsageRecord
 from memory.store import MemoryStore, open_store
 from memory.usage_stats import (
     Prices,
+    PriceTable,
     format_table,
+    parse_model_prices,
     summarize,
     totals,
 )
@@ -189,15 +191,28 @@ async def load_usage(store: MemoryStore, since: datetime | None) -> list[UsageRe
     return await store.usage_records(since=since)
 
 
-def _prices(args: argparse.Namespace, settings: Settings) -> Prices:
+def _prices(args: argparse.Namespace, settings: Settings) -> PriceTable:
     # The price table comes from the settings (PRICE_INPUT_PER_MTOK, PRICE_OUTPUT_PER_MTOK);
     # flags win.
     default_in = settings.price_input_per_mtok
     default_out = settings.price_output_per_mtok
-    return Prices(
+    paid = Prices(
         input_per_mtok=args.price_input if args.price_input is not None else default_in,
         output_per_mtok=args.price_output if args.price_output is not None else default_out,
     )
+    return PriceTable(paid, parse_model_prices(settings.model_prices))
+
+
+def _other_models(records: list[UsageRecord], prices: PriceTable) -> str:
+    """How the models that are not Anthropic's were priced: at MODEL_PRICES, or at 0."""
+    models = sorted({r.model for r in records if prices.of(r.model) is not prices.paid})
+    if not models:
+        return "other models (not claude-...): none used"
+    shown = []
+    for model in models:
+        p = prices.of(model)
+        shown.append(f"{model} ${p.input_per_mtok:g}/${p.output_per_mtok:g}")
+    return f"other models, input/output per million tokens (MODEL_PRICES): {', '.join(shown)}"
 
 
 async def _stats(args: argparse.Namespace, settings: Settings) -> int:
@@ -212,11 +227,13 @@ async def _stats(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         await store.close()
     window = f" since {since.isoformat(timespec='minutes')}" if since else ""
+    paid = prices.paid
     print(
-        f"LLM usage{window}: {len(records)} call(s); prices per million tokens: input "
-        f"${prices.input_per_mtok:g}, output ${prices.output_per_mtok:g}, cache read "
-        f"{prices.cache_read_factor:g}x and cache write {prices.cache_write_factor:g}x input"
+        f"LLM usage{window}: {len(records)} call(s); Anthropic's prices per million tokens: "
+        f"input ${paid.input_per_mtok:g}, output ${paid.output_per_mtok:g}, cache read "
+        f"{paid.cache_read_factor:g}x and cache write {paid.cache_write_factor:g}x input"
     )
+    print(_other_models(records, prices))
     if records:
         print(format_table(summarize(records, prices), totals(records, prices)))
     return 0

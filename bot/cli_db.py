@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TextIO
 
 from memory.errors import UserFacingError
-from memory.store import is_postgres, open_store
+from memory.store import MemoryStore, StoreUnavailable, is_postgres, open_store
 from memory.store.copy import CopyRefused, copy_deployment
 
 BAR_WIDTH = 30
@@ -87,6 +87,15 @@ def _check_paths(source: str, target: str | None) -> None:
         )
 
 
+async def _open(url: str, flag: str, migrate: bool = True) -> MemoryStore:
+    """The store at `url`; when it cannot be reached, the error names the flag that gave the
+    address (the store's own message names DATABASE_URL, which the copy does not read)."""
+    try:
+        return await open_store(url, migrate=migrate)
+    except StoreUnavailable as exc:
+        raise UserFacingError(str(exc).replace("DATABASE_URL", flag)) from exc
+
+
 async def run_db(args: argparse.Namespace, default_target: str) -> int:
     if args.db_action == "check":
         return await _check(args.database or default_target, repair=args.repair)
@@ -126,9 +135,9 @@ async def _check(target: str, *, repair: bool) -> int:
 async def _copy(args: argparse.Namespace) -> int:
     """Copy, verify, and say what moved; a refusal is one line and exit code 2."""
     _check_paths(args.source, args.target)
-    source = await open_store(args.source, migrate=False)
+    source = await _open(args.source, "--from", migrate=False)
     try:
-        target = await open_store(args.target)
+        target = await _open(args.target, "--to")
         try:
             if await source.schema_version() != await target.schema_version():
                 raise UserFacingError(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import difflib
 import json
 import re
 import sys
@@ -17,8 +18,8 @@ from typing import Any
 
 from bot.app import system_clock
 from bot.cli_characters import book_of_valid_files
+from bot.cli_memory_view import format_admin_view
 from bot.config import Settings
-from bot.memoria import format_view
 from bot.private_files import SymlinkRefused, write_private
 from memory.errors import UserFacingError
 from memory.models import User
@@ -28,6 +29,33 @@ from memory.store import MemoryStore, open_store
 
 # How long `memory forget` waits for the purge (index merge, complete WAL checkpoint) to finish.
 PURGE_WAIT_SECONDS = 30.0
+
+
+PLATFORMS = ("telegram", "discord", "terminal")
+
+
+def platform(value: str) -> str:
+    """A platform name, or the error argparse prints, with the closest name."""
+    if value in PLATFORMS:
+        return value
+    close = difflib.get_close_matches(value.lower(), PLATFORMS, n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]}? " if close else ""
+    raise argparse.ArgumentTypeError(
+        f"unknown platform '{value}'; {hint}(one of {', '.join(PLATFORMS)})"
+    )
+
+
+def counted(counts: dict[str, int]) -> str:
+    """{'turns': 3, 'summaries': 1} -> '3 turns, 1 summary': the rows written or deleted."""
+    return ", ".join(f"{number} {_noun(name, number)}" for name, number in counts.items()) or (
+        "nothing"
+    )
+
+
+def _noun(plural: str, number: int) -> str:
+    if number != 1:
+        return plural
+    return plural[:-3] + "y" if plural.endswith("ies") else plural.removesuffix("s")
 
 
 def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -42,7 +70,9 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
         action = actions.add_parser(name, help=help_text)
         if name == "import":
             action.add_argument("file", type=Path, help="an export written by `memory export`")
-        action.add_argument("--platform", required=True, help="telegram, discord or terminal")
+        action.add_argument(
+            "--platform", required=True, type=platform, help="telegram, discord or terminal"
+        )
         action.add_argument("--user", required=True, help="the user's id on that platform")
         action.add_argument(
             "--character", help="character id (default: every character; required for export)"
@@ -88,9 +118,8 @@ async def run_memory(args: argparse.Namespace, settings: Settings) -> int:
             )
         characters = [args.character] if args.character else book.ids()
         if args.memory_action == "show":
-            for character_id in characters:
-                view = await service.view(user, character_id, "dm")
-                print(f"== {character_id}\n{format_view(view, character_id, 'en')}\n")
+            views = [(c, await service.view(user, c, "dm")) for c in characters]
+            print("\n\n".join(format_admin_view(view, c, user) for c, view in views))
             return 0
         if args.memory_action == "export":
             out = args.out or default_export_path(settings, user, args.character)
@@ -173,7 +202,7 @@ async def _import(service: MemoryService, user: User, file: Path, character: str
         raise UserFacingError(f"{file} names no character_id; pass --character")
     await _refuse_repeat(service, user, character_id, data, file)
     counts = await service.import_(user, character_id, data)
-    print(f"imported into {character_id}: {counts}")
+    print(f"imported into {character_id}: {counted(counts)}")
     return 0
 
 
@@ -198,7 +227,7 @@ async def _forget(
             return 1
     for character_id in characters:
         counts = await service.forget(user, character_id)
-        print(f"{character_id}: deleted {counts}")
+        print(f"{character_id}: deleted {counted(counts)}")
     if await store.forget_user_if_unreferenced(user.id):
         print(f"user {user.platform_user_id}: no memory left; their own rows deleted too")
     if not await store.purge_settled(timeout=PURGE_WAIT_SECONDS):

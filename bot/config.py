@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -11,13 +12,40 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from dotenv import dotenv_values
 from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from memory.engine.prompt import Budgets, min_cacheable_tokens
 from memory.engine.settings import EngineSettings
 from memory.models import FACT_KINDS
 from memory.profile.view import Lifetimes
 from memory.store import POSTGRES_SCHEMES, public_name
+from memory.usage_stats import parse_model_prices
+
+# Keys that compose.yaml reads from .env for its own services (the PostgreSQL container's
+# password): known, so the host commands do not call them misspelt, and no setting of the bot.
+COMPOSE_KEYS = ("POSTGRES_PASSWORD",)
+
+
+class _EnvBeforeDotEnv(PydanticBaseSettingsSource):
+    """The `.env` values, less those the environment names, even empty: `LOG_LEVEL= companion
+    ...` means the default, whatever `.env` says (pydantic-settings alone lets `.env` win over
+    an empty variable, since empty ones are ignored)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], dotenv: PydanticBaseSettingsSource):
+        super().__init__(settings_cls)
+        self._dotenv = dotenv
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ reads the whole file at once
+
+    def __call__(self) -> dict[str, Any]:
+        named = {key.upper() for key in os.environ}
+        return {k: v for k, v in self._dotenv().items() if setting_name(k) not in named}
 
 
 class Settings(BaseSettings):
@@ -25,6 +53,18 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_file=".env", env_file_encoding="utf-8", extra="ignore", env_ignore_empty=True
     )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        dotenv = _EnvBeforeDotEnv(settings_cls, dotenv_settings)
+        return init_settings, env_settings, dotenv, file_secret_settings
 
     # LLM provider
     llm_provider: Literal["anthropic", "openai"] = "anthropic"
@@ -117,6 +157,9 @@ class Settings(BaseSettings):
     # cache writes at 1.25x of the input price.
     price_input_per_mtok: float = Field(3.0, ge=0)
     price_output_per_mtok: float = Field(15.0, ge=0)
+    # Other models' prices, model:INPUT:OUTPUT by prefix (llama3:0:0,claude-haiku:1:5); a
+    # model that is not Anthropic's (claude-...) and not named here costs 0.
+    model_prices: str = ""
 
     # Photos: shown to the model when it can see images (Anthropic; the OpenAI-compatible
     # provider never), described by LLM_SUMMARY_MODEL, refused past PHOTO_MAX_BYTES.
@@ -186,6 +229,12 @@ class Settings(BaseSettings):
     def _split_ids(cls, value: object) -> object:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("model_prices")
+    @classmethod
+    def _model_prices_parse(cls, value: str) -> str:
+        parse_model_prices(value)
         return value
 
     @field_validator("fact_lifetimes")
@@ -318,7 +367,7 @@ def unknown_env_keys(env_file: Path = Path(".env")) -> list[str]:
     valid = [setting_name(field) for field in Settings.model_fields]
     warnings = []
     for key in dotenv_values(env_file):
-        if key.upper() in valid:
+        if key.upper() in valid or key.upper() in COMPOSE_KEYS:
             continue
         close = difflib.get_close_matches(key.upper(), valid, n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]}?" if close else "; see .env.example for the settings"

@@ -228,8 +228,9 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"turn {checkpoint['turn']}: {passed}/{checkpoint['asked']} passed")
         for miss in checkpoint["failed"]:
             lines.append(
-                f"  FAIL {miss['question']!r} expected {miss['expected']}; the words "
-                f"were in: {', '.join(miss['found_in'])}"
+                f"  FAIL “{miss['question']}”: the reply should contain "
+                f"{', '.join(miss['expected'])}; those words were in: "
+                f"{', '.join(miss['found_in'])}"
             )
     return "\n".join(lines)
 

@@ -9,13 +9,15 @@ read from the database at each scrape (every process sees the same queue).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from bot.config import Settings
 from bot.llm import ClosableLLM
 from memory.engine.llm import LLMRequest, LLMResponse, StreamingLLM, TextSink
 from memory.store.inbox import InboxStats
@@ -214,3 +216,22 @@ class HealthServer:
                 self._metrics.errors += 1
         body = self._metrics.exposition(stats)
         return web.Response(body=body.encode(), headers={"Content-Type": CONTENT_TYPE})
+
+
+@contextlib.asynccontextmanager
+async def serve_health(
+    settings: Settings,
+    metrics: Metrics,
+    inbox_stats: Callable[[], Awaitable[InboxStats]] | None = None,
+) -> AsyncIterator[HealthServer | None]:
+    """The health endpoint for the life of the block when HEALTH_PORT is set (else None); it
+    answers 503 until the caller marks it `ready`."""
+    server = None
+    if settings.health_port is not None:
+        server = HealthServer(metrics, inbox_stats, settings.health_host, settings.health_port)
+        await server.start()
+    try:
+        yield server
+    finally:
+        if server is not None:
+            await server.stop()

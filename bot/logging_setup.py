@@ -126,11 +126,14 @@ def configure_logging(
     secrets: Iterable[str],
     log_file: Path | None = None,
     to_stderr: bool = True,
+    stderr_level: int = logging.NOTSET,
     sdk_payloads: bool = False,
 ) -> Path | None:
-    """Route the logs; returns the log file in use (None when there is none). The SDKs'
-    payload logging stays off unless `sdk_payloads` (LOG_SDK_PAYLOADS) asks for the model
-    SDKs' (never an off-record call's, never a platform's)."""
+    """Route the logs; returns the log file in use (None when there is none). `stderr_level`:
+    the least a record needs to reach stderr too (the admin commands show warnings there, and
+    keep their INFO lines for the file). The SDKs' payload logging stays off unless
+    `sdk_payloads` (LOG_SDK_PAYLOADS) asks for the model SDKs' (never an off-record call's,
+    never a platform's)."""
     redact = RedactSecrets(secrets)
     _redact_at_creation(redact)
     handlers: list[logging.Handler] = []
@@ -141,6 +144,7 @@ def configure_logging(
         stderr = logging.StreamHandler()
         stderr.addFilter(_not_file_only)
         stderr.setFormatter(ShortNetworkErrors(FORMAT))
+        stderr.setLevel(stderr_level if file_handler is not None else logging.NOTSET)
         handlers.append(stderr)
     if file_handler is not None:
         file_handler.setFormatter(logging.Formatter(FORMAT))

@@ -76,9 +76,7 @@ def _before_line(value: str, until: datetime, lang: str) -> str:
 
 def format_view(view: MemoryView, name: str, lang: str) -> str:
     usage = text(lang, "usage", usage=usage_of(MEMORIA, lang))
-    if not view.facts and view.summary is None:
-        return f"{text(lang, 'mem_none')}\n\n{usage}"
-    lines = [f"{text(lang, 'mem_title', name=name)}:"]
+    lines: list[str] = []
     for kind in KINDS:
         facts = [v for v in view.facts if v.fact.kind == kind and v.fact.status == "active"]
         if facts:
@@ -90,10 +88,12 @@ def format_view(view: MemoryView, name: str, lang: str) -> str:
     if pending:
         lines.append(f"\n{text(lang, 'mem_pending')}:")
         lines += [f"#{f.id} {fact_key_label(lang, f.key)}: {f.value}" for f in pending]
-    if view.summary is not None:
-        lines += ["", f"{text(lang, 'mem_summary')}:", *plain_summary(view.summary.fields, lang)]
-    lines += ["", usage]
-    return "\n".join(lines)
+    summary = plain_summary(view.summary.fields, lang) if view.summary is not None else []
+    if summary:  # a summary with no claim left is no heading
+        lines += ["", f"{text(lang, 'mem_summary')}:", *summary]
+    if not lines:  # nothing shown: no title over an empty screen (superseded facts only, say)
+        return f"{text(lang, 'mem_none')}\n\n{usage}"
+    return "\n".join([f"{text(lang, 'mem_title', name=name)}:", *lines, "", usage])
 
 
 def format_history(item: FactView, lang: str) -> str:

@@ -15,7 +15,6 @@ locks. Each process serves /healthz and /metrics when HEALTH_PORT is set.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import os
@@ -26,7 +25,7 @@ import uuid
 
 from bot.app import App, open_app
 from bot.config import Settings
-from bot.health import HealthServer, Metrics, TimedLLM
+from bot.health import Metrics, TimedLLM, serve_health
 from bot.inbox.claimed_jobs import ClaimedCompactions, claim_extractions, claim_journeys
 from bot.inbox.discord_platform import DiscordIngest
 from bot.inbox.discord_worker import DiscordWorker
@@ -36,6 +35,7 @@ from bot.inbox.telegram_worker import TelegramWorker
 from bot.inbox.worker import ClaimLoop
 from bot.jobs import IDLE_SWEEP_SECONDS
 from bot.llm import ClosableLLM, build_llm
+from bot.llm.diagnosis import check_provider
 from bot.runner import run_bot, settle_garbage_collector
 from memory.store import inbox_over, open_inbox, open_store
 from memory.store.inbox import FOLLOWUP_LOCK, SWEEP_LOCK, Answered, Claim, Inbox
@@ -82,19 +82,6 @@ async def run_role(
     return await _worker(settings, metrics, stop, llm)
 
 
-@contextlib.asynccontextmanager
-async def _health(settings: Settings, metrics: Metrics, inbox: Inbox):  # type: ignore[no-untyped-def]
-    server = None
-    if settings.health_port is not None:
-        server = HealthServer(metrics, inbox.stats, settings.health_host, settings.health_port)
-        await server.start()
-    try:
-        yield server
-    finally:
-        if server is not None:
-            await server.stop()
-
-
 async def _platform(settings: Settings, metrics: Metrics, stop: asyncio.Event) -> int:
     assert settings.database_url is not None
     url = settings.database_url.get_secret_value()
@@ -105,7 +92,7 @@ async def _platform(settings: Settings, metrics: Metrics, stop: asyncio.Event) -
     inbox = await open_inbox(url)
     ingests: list[TelegramIngest | DiscordIngest] = []
     try:
-        async with _health(settings, metrics, inbox) as health:
+        async with serve_health(settings, metrics, inbox.stats) as health:
             if settings.telegram_bot_token is not None:
                 ingests.append(TelegramIngest(settings, inbox, metrics, store))
             if settings.discord_bot_token is not None:
@@ -137,7 +124,10 @@ async def _worker(
     # worker could neither finish nor take back. Workers send each reply whole.
     settings = settings.model_copy(update={"stream_replies": False})
     me = worker_id()
-    timed = TimedLLM(llm or build_llm(settings), metrics)
+    if llm is None:
+        llm = build_llm(settings)
+        await check_provider(settings, llm)
+    timed = TimedLLM(llm, metrics)
     async with open_app(settings, llm=timed, start_scheduler=False) as app:
         url = settings.database_url.get_secret_value()
         # Before the first await: the start-up extraction catch-up is spawned, not yet run.
@@ -151,7 +141,7 @@ async def _worker(
         await inbox.connect()
         platforms = _platform_workers(app, inbox, me, metrics)
         try:
-            async with _health(settings, metrics, inbox) as health:
+            async with serve_health(settings, metrics, inbox.stats) as health:
                 for platform in platforms.values():
                     await platform.start()
                     app.followups.use(platform.adapter)

@@ -18,6 +18,9 @@ from bot.adapters.base import Adapter
 from bot.app import open_app
 from bot.commands import Commands
 from bot.config import Settings
+from bot.health import Metrics, TimedLLM, serve_health
+from bot.llm import build_llm
+from bot.llm.diagnosis import checked_meanwhile
 from bot.logging_setup import FILE_ONLY
 from bot.network_errors import network_cause
 from memory.errors import UserFacingError
@@ -139,7 +142,17 @@ async def run_bot(settings: Settings, stop: asyncio.Event | None = None) -> int:
 
 
 async def _run(settings: Settings, stop: asyncio.Event) -> int:
-    async with open_app(settings) as app:
+    metrics = Metrics("all")
+    llm = build_llm(settings)
+    timed = TimedLLM(llm, metrics)
+    # The key is checked while the app is built (seconds): the check adds no wait of its own,
+    # and no platform is connected before it passed.
+    async with (
+        checked_meanwhile(settings, llm) as checked,
+        open_app(settings, llm=timed) as app,
+        serve_health(settings, metrics) as health,
+    ):
+        await checked()
         adapters = build_adapters(settings, app.commands)
         await start_adapters(settings, adapters)
         for adapter in adapters:
@@ -147,6 +160,8 @@ async def _run(settings: Settings, stop: asyncio.Event) -> int:
         _install_signal_handlers(stop)
         settle_garbage_collector()
         log.info("running: %s", ", ".join(a.name for a in adapters))
+        if health is not None:
+            health.ready()
         await stop.wait()
         await asyncio.gather(*(adapter.stop() for adapter in adapters))
     log.info("stopped cleanly")

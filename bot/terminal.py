@@ -26,6 +26,7 @@ from prompt_toolkit.output import Output
 from bot.answers import Answer, Caller
 from bot.command_line import run_line
 from bot.commands import Commands
+from bot.llm.diagnosis import ReplyFailures
 from bot.private_files import write_private_file
 from bot.texts import text as catalogue
 from cards.character import opening_messages_for
@@ -169,8 +170,12 @@ def _storage_line(exc: BaseException, places: ChatPlaces) -> str:
 
 
 async def _answer(chat: _Chat, text: str) -> tuple[Answer | None, str | None]:
-    """The answer to one line, or a one-line notice instead (cancelled, refused, storage)."""
+    """The answer to one line, or a one-line notice instead (cancelled, refused, storage, or
+    why the model failed: the admin is the one who can fix it, so the cause replaces the
+    character's apology)."""
     companion, commands, caller, places = chat.companion, chat.commands, chat.caller, chat.places
+    if chat.failures is not None:
+        chat.failures.take()  # an earlier line's failure is not this one's
     try:
         # What the thread holds before the line, so that a Ctrl-C can say what it kept.
         incoming = caller.incoming((await commands.character_for(caller)).id, text)
@@ -183,6 +188,10 @@ async def _answer(chat: _Chat, text: str) -> tuple[Answer | None, str | None]:
     except (sqlite3.Error, OSError) as exc:
         log.error("terminal chat: storage failed", exc_info=True)
         return None, _storage_line(exc, places)
+    cause = chat.failures.take() if chat.failures is not None and not answer.ok else None
+    if cause is not None:
+        where = f" (details in {places.log_file})" if places.log_file else ""
+        return None, f"! the model failed: {cause}{where}"
     return answer, None
 
 
@@ -209,9 +218,10 @@ async def run_chat(
     stdout: TextIO = sys.stdout,
     places: ChatPlaces | None = None,
     reader: LineReader | None = None,
+    failures: ReplyFailures | None = None,
 ) -> None:
     """Chat line by line until /quit, Ctrl-D or Ctrl-C at the prompt, then end the
-    conversation."""
+    conversation; `failures` (the LLM the companion calls) tells why a reply failed."""
     places = places or ChatPlaces(Path("companion.db"))
     if reader is None:
         reader = PromptReader(places.history) if stdin.isatty() else StreamReader(stdin)
@@ -229,7 +239,8 @@ async def run_chat(
             if text in ("/quit", "/exit"):
                 break
             if text:
-                await _one_line(_Chat(companion, commands, caller, places, stdout), text)
+                chat = _Chat(companion, commands, caller, places, stdout, failures)
+                await _one_line(chat, text)
     finally:
         await _end(companion, commands, caller)
 
@@ -241,6 +252,7 @@ class _Chat:
     caller: Caller
     places: ChatPlaces
     stdout: TextIO
+    failures: ReplyFailures | None = None
 
 
 async def _one_line(chat: _Chat, text: str) -> None:

@@ -42,6 +42,55 @@ class Prices:
 
 
 @dataclass(frozen=True)
+class PriceTable:
+    """The price of each model's tokens: `paid` for Anthropic's models (claude-...) and rows
+    that name no model, `by_model` for the models named (by prefix, longest first); any other
+    model (a local or OpenAI-compatible one) costs nothing unless named."""
+
+    paid: Prices = Prices()
+    by_model: tuple[tuple[str, Prices], ...] = ()
+
+    def of(self, model: str) -> Prices:
+        for prefix, prices in sorted(self.by_model, key=lambda item: -len(item[0])):
+            if model.startswith(prefix):
+                return prices
+        if not model or model.lower().startswith("claude"):
+            return self.paid
+        return FREE
+
+    def cost(self, record: UsageRecord) -> float:
+        return self.of(record.model).cost(
+            record.input_tokens,
+            record.cache_read_tokens,
+            record.cache_write_tokens,
+            record.output_tokens,
+        )
+
+
+FREE = Prices(input_per_mtok=0.0, output_per_mtok=0.0)
+
+
+def parse_model_prices(text: str) -> tuple[tuple[str, Prices], ...]:
+    """'llama3:0.2:0.2,claude-haiku:1:5' -> (model prefix, prices) pairs; the error names the
+    entry that does not parse."""
+    found = []
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        model, _, rest = entry.rpartition(":")
+        model, _, first = model.rpartition(":")
+        try:
+            prices = Prices(input_per_mtok=float(first), output_per_mtok=float(rest))
+        except ValueError:
+            model = ""
+        if not model or prices.input_per_mtok < 0 or prices.output_per_mtok < 0:
+            raise ValueError(
+                f"MODEL_PRICES entry '{entry}': expected model:INPUT:OUTPUT (USD per million "
+                "tokens), e.g. llama3:0:0"
+            )
+        found.append((model, prices))
+    return tuple(found)
+
+
+@dataclass(frozen=True)
 class UsageStats:
     character_id: str
     kind: str
@@ -72,7 +121,9 @@ def percentile(values: Sequence[float], share: float) -> float:
 _TOKEN_FIELDS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
 
 
-def _stats(character_id: str, kind: str, rows: list[UsageRecord], prices: Prices) -> UsageStats:
+def _stats(
+    character_id: str, kind: str, rows: list[UsageRecord], prices: PriceTable
+) -> UsageStats:
     # Failed calls are counted but kept out of the latencies: they record no provider timing.
     latencies = [r.latency_ms for r in rows if r.ok]
     sums = [sum(getattr(r, f) for r in rows) for f in _TOKEN_FIELDS]
@@ -87,7 +138,7 @@ def _stats(character_id: str, kind: str, rows: list[UsageRecord], prices: Prices
         output_tokens=sums[3],
         p50_ms=percentile(latencies, 0.50),
         p95_ms=percentile(latencies, 0.95),
-        cost=prices.cost(*sums),
+        cost=sum(prices.cost(row) for row in rows),
     )
 
 
@@ -104,21 +155,29 @@ def _kind_rank(kind: str) -> tuple[int, str]:
     return (KIND_ORDER.index(kind) if kind in KIND_ORDER else len(KIND_ORDER), kind)
 
 
-def summarize(records: Iterable[UsageRecord], prices: Prices | None = None) -> list[UsageStats]:
+def _table(prices: Prices | PriceTable | None) -> PriceTable:
+    return prices if isinstance(prices, PriceTable) else PriceTable(prices or Prices())
+
+
+def summarize(
+    records: Iterable[UsageRecord], prices: Prices | PriceTable | None = None
+) -> list[UsageStats]:
     """One row per (character, kind), characters in order, kinds as reply/summary/extraction."""
-    prices = prices or Prices()
+    table = _table(prices)
     groups = _grouped(records, lambda r: (r.character_id or NO_CHARACTER, r.kind))
     ordered = sorted(groups, key=lambda key: (key[0], _kind_rank(key[1])))
-    return [_stats(char, kind, groups[(char, kind)], prices) for char, kind in ordered]
+    return [_stats(char, kind, groups[(char, kind)], table) for char, kind in ordered]
 
 
-def totals(records: Iterable[UsageRecord], prices: Prices | None = None) -> list[UsageStats]:
+def totals(
+    records: Iterable[UsageRecord], prices: Prices | PriceTable | None = None
+) -> list[UsageStats]:
     """One row per kind over every character, then one over everything."""
-    prices = prices or Prices()
+    table = _table(prices)
     rows = list(records)
     groups = _grouped(rows, lambda r: r.kind)
-    by_kind = [_stats("ALL", kind, groups[kind], prices) for kind in sorted(groups, key=_kind_rank)]
-    return [*by_kind, _stats("ALL", "all", rows, prices)] if rows else []
+    by_kind = [_stats("ALL", kind, groups[kind], table) for kind in sorted(groups, key=_kind_rank)]
+    return [*by_kind, _stats("ALL", "all", rows, table)] if rows else []
 
 
 _HEADER = (

@@ -116,7 +116,7 @@ async def test_a_corrupt_or_unreachable_database_is_named(tmp_path: Path) -> Non
     inside_a_file = corrupt / "x.db"
     env = env_for(tmp_path, None, DATABASE_PATH=str(inside_a_file))
     process = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "bot", "memory", "show", "--platform", "t", "--user", "u"),
+        *(sys.executable, "-m", "bot", "memory", "show", "--platform", "telegram", "--user", "u"),
         env=env,
         cwd=tmp_path,
         stderr=asyncio.subprocess.PIPE,

@@ -15,10 +15,12 @@ from tests.conftest import REPO
 
 def test_env_example_lists_exactly_the_settings() -> None:
     lines = (REPO / ".env.example").read_text().splitlines()
-    keys = {line.split("=")[0].lower() for line in lines if re.match(r"^[A-Z_]+=", line)}
+    # A setting is given (KEY=value) or shown commented out with its default (# KEY=value).
+    setting = re.compile(r"^(# )?[A-Z_]+=")
+    keys = {line.removeprefix("# ").split("=")[0].lower() for line in lines if setting.match(line)}
     assert keys == set(Settings.model_fields)
     for index, line in enumerate(lines):  # every setting has a comment above it
-        if re.match(r"^[A-Z_]+=", line):
+        if setting.match(line):
             above = [text for text in lines[:index] if text.strip()][-1]
             assert above.startswith("#") or re.match(r"^[A-Z_]+=", above), line
 
@@ -26,8 +28,8 @@ def test_env_example_lists_exactly_the_settings() -> None:
 def test_env_example_values_parse() -> None:
     values = {}
     for line in (REPO / ".env.example").read_text().splitlines():
-        if re.match(r"^[A-Z_]+=.", line):
-            key, value = line.split("=", 1)
+        if re.match(r"^(# )?[A-Z_]+=.", line):
+            key, value = line.removeprefix("# ").split("=", 1)
             values[key.lower()] = value
     settings = Settings(_env_file=None, **values)  # type: ignore[call-arg]
     assert settings.window_keep_turns < settings.window_trigger_turns

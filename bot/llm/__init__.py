@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from bot.config import Settings
 from bot.llm.openai_compat import OpenAICompatibleLLM
@@ -13,6 +13,21 @@ from memory.integrity.redaction import Redactor
 
 class ClosableLLM(LLM, Protocol):
     async def close(self) -> None: ...
+
+
+# The start-up check waits this long at most: the bot starts anyway when it gets no answer.
+CHECK_SECONDS = 5.0
+
+
+@runtime_checkable
+class CheckableLLM(Protocol):
+    """A provider that can test its key and address with one cheap call."""
+
+    async def check(self, seconds: float) -> None: ...
+
+
+def _redacted(exc: LLMError, redact: Redactor) -> LLMError:
+    return LLMError(redact(str(exc)), status=exc.status, unreachable=exc.unreachable)
 
 
 class RedactingLLM:
@@ -28,7 +43,7 @@ class RedactingLLM:
             return await self._llm.complete(request)
         except LLMError as exc:
             # The cause stays chained for the log, whose filter redacts tracebacks too.
-            raise LLMError(self._redact(str(exc))) from exc.__cause__
+            raise _redacted(exc, self._redact) from exc.__cause__
 
     async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
         """The provider's stream when it has one; else one plain call, and nothing is shown
@@ -38,7 +53,15 @@ class RedactingLLM:
                 return await self._llm.stream(request, on_text)
             return await self._llm.complete(request)
         except LLMError as exc:
-            raise LLMError(self._redact(str(exc))) from exc.__cause__
+            raise _redacted(exc, self._redact) from exc.__cause__
+
+    async def check(self, seconds: float) -> None:
+        if not isinstance(self._llm, CheckableLLM):
+            return
+        try:
+            await self._llm.check(seconds)
+        except LLMError as exc:
+            raise _redacted(exc, self._redact) from exc.__cause__
 
     async def close(self) -> None:
         await self._llm.close()

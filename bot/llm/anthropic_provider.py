@@ -97,6 +97,13 @@ class AnthropicLLM:
     async def close(self) -> None:
         await self._client.close()
 
+    async def check(self, seconds: float) -> None:
+        """One cheap authenticated call (the models list, no tokens spent), once, without
+        retries: a wrong key fails here rather than as every user's first reply."""
+        with _as_llm_error():
+            client = self._client.with_options(max_retries=0, timeout=seconds)
+            await client.models.list(limit=1)
+
     async def complete(self, request: LLMRequest) -> LLMResponse:
         body = request_body(request, self._model)
         started = time.perf_counter()
@@ -123,11 +130,13 @@ def _as_llm_error() -> Iterator[None]:
     try:
         yield
     except anthropic.APIStatusError as exc:
-        raise LLMError(f"Anthropic API answered {exc.status_code}: {exc.message}") from exc
+        raise LLMError(
+            f"Anthropic API answered {exc.status_code}: {exc.message}", status=exc.status_code
+        ) from exc
     except anthropic.APITimeoutError as exc:
-        raise LLMError("Anthropic API timed out") from exc
+        raise LLMError("Anthropic API timed out", unreachable=True) from exc
     except anthropic.APIConnectionError as exc:
-        raise LLMError(f"cannot reach the Anthropic API: {exc}") from exc
+        raise LLMError(f"cannot reach the Anthropic API: {exc}", unreachable=True) from exc
     except anthropic.APIError as exc:
         raise LLMError(f"Anthropic API error: {exc}") from exc
 

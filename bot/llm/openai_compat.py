@@ -135,26 +135,46 @@ class OpenAICompatibleLLM:
     async def complete(self, request: LLMRequest) -> LLMResponse:
         body = request_body(request, self._model)
         started = time.perf_counter()
-        failure = ""
+        failure, status, unreachable = "", None, False
         for attempt in range(self._max_retries + 1):
             if attempt:
                 await asyncio.sleep(min(8.0, 0.5 * 2 ** (attempt - 1)))
             try:
                 answer = await self._client.post("/chat/completions", json=body)
             except httpx.TimeoutException:
-                failure = "the endpoint timed out"
+                failure, status, unreachable = "the endpoint timed out", None, True
                 continue
             except httpx.TransportError as exc:
-                failure = f"cannot reach the endpoint: {exc}"
+                failure, status, unreachable = f"cannot reach the endpoint: {exc}", None, True
                 continue
             if answer.status_code in _RETRY_STATUSES:
-                failure = f"the endpoint answered {answer.status_code}"
+                failure, status = f"the endpoint answered {answer.status_code}", answer.status_code
+                unreachable = False
                 continue
             if answer.status_code >= 400:
-                raise LLMError(f"the endpoint answered {answer.status_code}: {answer.text[:300]}")
+                raise LLMError(
+                    f"the endpoint answered {answer.status_code}: {answer.text[:300]}",
+                    status=answer.status_code,
+                )
             response = _parse(answer.json(), self._model)
             latency_ms = (time.perf_counter() - started) * 1000
             return LLMResponse(
                 response.text, response.model, response.usage, response.tool_calls, latency_ms
             )
-        raise LLMError(f"{failure} (after {self._max_retries + 1} attempts)")
+        attempts = self._max_retries + 1
+        raise LLMError(
+            f"{failure} (after {attempts} attempts)", status=status, unreachable=unreachable
+        )
+
+    async def check(self, seconds: float) -> None:
+        """The models list (GET /models, which Ollama, llama.cpp, vLLM and LM Studio serve),
+        once: a wrong key fails here rather than as every user's first reply."""
+        try:
+            answer = await self._client.get("/models", timeout=seconds)
+        except httpx.TransportError as exc:
+            raise LLMError(f"cannot reach the endpoint: {exc}", unreachable=True) from exc
+        if answer.status_code >= 400:
+            raise LLMError(
+                f"the endpoint answered {answer.status_code}: {answer.text[:300]}",
+                status=answer.status_code,
+            )

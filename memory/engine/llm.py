@@ -118,7 +118,14 @@ class LLMResponse:
 
 
 class LLMError(Exception):
-    """The provider failed after its own retries; the cause is chained."""
+    """The provider failed after its own retries; the cause is chained. `status` is the HTTP
+    status the provider answered, `unreachable` that it could not be reached at all: what an
+    admin needs to tell a wrong key from a server that is down."""
+
+    def __init__(self, message: str, *, status: int | None = None, unreachable: bool = False):
+        super().__init__(message)
+        self.status = status
+        self.unreachable = unreachable
 
 
 class LLM(Protocol):

@@ -94,6 +94,7 @@ class FakeAnthropic:
         self.api_key = api_key
         self.requests: list[Recorded] = []
         self.rejected_keys: list[str] = []
+        self.model_lists = 0  # GET /v1/models answered (the start-up check of the key)
         self._queues: dict[str, deque[Script]] = defaultdict(deque)
         self.default: Callable[[dict[str, Any]], Any] = _default
         self._ids = itertools.count(1)
@@ -106,6 +107,7 @@ class FakeAnthropic:
     async def __aenter__(self) -> FakeAnthropic:
         app = web.Application()
         app.router.add_post("/v1/messages", self._messages)
+        app.router.add_get("/v1/models", self._models)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -128,13 +130,32 @@ class FakeAnthropic:
         """Every request body, whatever its route, in order."""
         return [r.body for r in self.requests]
 
-    async def _messages(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
+    def _refused(self, request: web.Request) -> bool:
         # SDK 2.x sends the key as a bearer token; older ones as x-api-key.
         bearer = request.headers.get("Authorization", "").removeprefix("Bearer ")
         key = request.headers.get("x-api-key") or bearer
         if key != self.api_key:
             self.rejected_keys.append(key)
+            return True
+        return False
+
+    async def _models(self, request: web.Request) -> web.Response:
+        """GET /v1/models, as the API answers it (one page)."""
+        if self._refused(request):
+            return _error(401, "authentication_error", "invalid x-api-key")
+        self.model_lists += 1
+        model = {
+            "type": "model",
+            "id": "claude-sonnet-5-5",
+            "display_name": "Claude Sonnet",
+            "created_at": "2026-01-01T00:00:00Z",
+        }
+        page = {"data": [model], "has_more": False, "first_id": model["id"], "last_id": model["id"]}
+        return web.json_response(page)
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        if self._refused(request):
             return _error(401, "authentication_error")
         route = route_of(body)
         self.requests.append(Recorded(route, body, dict(request.headers)))
