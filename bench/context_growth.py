@@ -97,6 +97,9 @@ def bench_settings(folder: Path) -> Settings:
     return Settings(
         _env_file=None,  # type: ignore[call-arg]
         database_path=folder / "bench.db",
+        # Never a DATABASE_URL of the environment (make test-postgres sets one per test): each
+        # replay needs a database of its own, or a second replay would see the first's profile.
+        database_url=None,
         characters_dir=REPO / "characters",
         llm_model="claude-bench",
     )
@@ -196,7 +199,7 @@ def incoming(user_name: str, turn: ScriptedTurn, character_id: str = CHARACTER) 
         "dm-bench",
         character_id,
         # No platform message id: a replay's turns have none, and the numbers would repeat
-        # across replays sharing one database (make test-postgres), where a message's id
+        # across replays sharing one database, where a message's id
         # marks it as one already run (Incoming.source_key).
         turn.user_text,
     )

@@ -427,6 +427,7 @@ def run(data: Path, budget: int | None = None) -> dict[str, Any]:
         settings = Settings(
             _env_file=None,  # type: ignore[call-arg]
             database_path=Path(folder) / "bench.db",
+            database_url=None,  # the bench's own database, never the environment's
             characters_dir=REPO / "characters",
             **extra,
         )

@@ -14,7 +14,7 @@ from bot.app import App
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import Delay, FakeAnthropic, Text, route_of
 from tests.fakes.anthropic_api import _default as fake_default
-from tests.fault_helpers import newest_user_text, query, request_texts
+from tests.fault_helpers import newest_user_text, query, request_texts, until
 
 SEED = 4242
 
@@ -76,13 +76,22 @@ async def test_arrival_order_holds_when_the_character_lookups_differ(
 async def test_a_burst_is_stored_in_order_and_answered_in_one_call(
     app: App, fake_anthropic: FakeAnthropic
 ) -> None:
-    # The first reply is slow: the nine messages that arrive while it is written are answered
-    # together by the next call, on the newest of them.
-    fake_anthropic.default = echo({"mensaje 0": 0.3})
+    # The first reply is held until the nine other messages are waiting for it: they arrive
+    # while it is written, and are answered together by the next call, on the newest of them.
     texts = [f"mensaje {i}" for i in range(10)]
+    stored = asyncio.Event()
+
+    async def held_until_stored(body: dict[str, Any]) -> Text:
+        await stored.wait()
+        return Text("Re: mensaje 0")
+
+    fake_anthropic.default = echo()
+    fake_anthropic.queue(held_until_stored)
     first = asyncio.ensure_future(app.commands.chat(caller("ana"), texts[0]))
-    await asyncio.sleep(0.1)
+    await until(lambda: len(fake_anthropic.bodies()) == 1, what="the first reply's request")
     rest = [asyncio.ensure_future(app.commands.chat(caller("ana"), t)) for t in texts[1:]]
+    await until(lambda: app.companion.messages_waiting() == 9, what="the nine others waiting")
+    stored.set()
     answers = [a.text for a in await asyncio.gather(first, *rest)]
     assert answers == ["Re: mensaje 0", *[""] * 8, "Re: mensaje 9"]
     assert thread_log(app)["ana"] == [

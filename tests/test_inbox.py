@@ -85,10 +85,11 @@ async def test_a_finished_pair_is_answered_and_free(inbox: PostgresInbox) -> Non
 
 async def test_a_lease_runs_out_and_the_next_worker_answers(inbox: PostgresInbox) -> None:
     await inbox.put([arrival(1, 10)])
-    dead = await inbox.claim("dead", 0.2)
+    # A lease long enough that a busy machine cannot end it between the two claims.
+    dead = await inbox.claim("dead", 2.0)
     assert dead is not None
     assert await inbox.claim("w2", 30) is None  # held
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(2.1)
     taken = await inbox.claim("w2", 30)
     assert taken is not None and taken.moved
     assert taken.messages[0].attempts == 2
@@ -100,12 +101,12 @@ async def test_a_lease_runs_out_and_the_next_worker_answers(inbox: PostgresInbox
 
 async def test_a_recorded_send_is_seen_by_the_next_claim(inbox: PostgresInbox) -> None:
     await inbox.put([arrival(1, 10), arrival(2, 10)])
-    claim = await inbox.claim("w1", 0.1)
+    claim = await inbox.claim("w1", 2.0)
     assert claim is not None
     assert await inbox.record_send(claim.messages[1].id, 0, "555", "w1")
     # Idempotent, and says the send was recorded already (a second worker made it too).
     assert not await inbox.record_send(claim.messages[1].id, 0, "555", "w1")
-    await asyncio.sleep(0.2)  # w1 dies before it marks them
+    await asyncio.sleep(2.1)  # w1 dies before it marks them
     again = await inbox.claim("w2", 30)
     assert again is not None
     assert [m.sent for m in again.messages] == [False, True]

@@ -90,6 +90,10 @@ class Bursts:
     def __len__(self) -> int:
         return len(self._open)
 
+    def waiting(self) -> int:
+        """Messages that joined a burst whose call has not begun yet."""
+        return sum(len(burst.messages) for burst in self._open.values())
+
 
 class BurstTurns(Protocol):
     """What answering a burst needs of the conversation (memory/engine/turns.py)."""
@@ -130,6 +134,9 @@ class BurstAnswerer:
         self._turns = turns
         self._clock = clock
         self._unstored_listeners: list[Callable[[Incoming], None]] = []
+
+    def waiting(self) -> int:
+        return self._bursts.waiting()
 
     def on_unstored(self, listener: Callable[[Incoming], None]) -> None:
         """Called, in the message's own context (its task's context variables), for each
