@@ -33,6 +33,7 @@ from memory.journey.source import ProfileWithJourney
 from memory.privacy import MemoryService
 from memory.profile.extraction import ProfileExtractor, character_names
 from memory.profile.view import ProfileService
+from memory.scene.people import ScenePeople
 from memory.search.retrieval import Retriever
 from memory.store import MemoryStore, open_store
 from memory.summary.rolling import Summariser
@@ -82,7 +83,14 @@ def _engine(
     )
     lifetimes = settings.lifetimes()
     facts = ProfileService(store, lifetimes, settings.budget_profile_tokens, tokens, characters)
-    profile = ProfileWithJourney(facts, store, characters)
+    profile = ScenePeople(
+        ProfileWithJourney(facts, store, characters),
+        store,
+        lifetimes,
+        settings.budget_profile_tokens,
+        tokens,
+        characters,
+    )
     chronicler = Chronicler(
         llm,
         store,

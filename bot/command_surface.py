@@ -19,11 +19,24 @@ class PresenceCommands(Protocol):
     async def followups(self, caller: Caller, on: bool) -> Answer: ...
 
 
+class SceneCommands(Protocol):
+    """/escena (bot/scenes.py)."""
+
+    async def show(self, caller: Caller) -> Answer: ...
+
+    async def add(self, caller: Caller, character_id: str) -> Answer: ...
+
+    async def remove(self, caller: Caller, character_id: str) -> Answer: ...
+
+
 class CommandSurface(Protocol):
     """The methods the registry's handlers call, one per command family."""
 
     @property
     def presence(self) -> PresenceCommands: ...
+
+    @property
+    def scenes(self) -> SceneCommands: ...
 
     async def language(self, caller: Caller) -> str: ...
 

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import math
-import time
-from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -16,9 +12,11 @@ from bot.answers import Answer, Button, Caller, clean_input, is_blank
 from bot.command_line import help_lines
 from bot.greeting import greeting
 from bot.memoria import Memoria, is_heavy
+from bot.pacing import ArrivalOrder, RateLimiter
 from bot.photos import Photos
 from bot.presence import Presence
 from bot.reload import CharacterReloader
+from bot.scenes import SceneRoom
 from bot.texts import fact_key_label, pick_language, text
 from cards.character import Character, CharacterFileError
 from memory.engine.bursts import CallGate
@@ -26,7 +24,7 @@ from memory.engine.companion import Companion
 from memory.engine.llm import TextSink
 from memory.errors import UserFacingError
 from memory.models import Reply
-from memory.store.protocols import Channels, FollowUps, Preferences, Users
+from memory.store.protocols import Channels, FollowUps, Preferences, Scenes, Users
 
 
 @dataclass(frozen=True)
@@ -41,81 +39,8 @@ class Limits:
     followups_per_week: int = 2
 
 
-class CommandStore(Users, Channels, Preferences, FollowUps, Protocol):
-    """Who the user is, which character answers them where, and their time zone."""
-
-
-class RateLimiter:
-    """Caps LLM calls per user in a sliding window. It never refuses a message: a call past the
-    cap waits until the window allows it (the engine stores the messages first, tells the user
-    when the character will answer, and answers everything that arrived meanwhile in one call)."""
-
-    def __init__(
-        self,
-        limit: int,
-        window: float,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    ):
-        self._limit = limit
-        self._window = window
-        self._clock = clock
-        self._sleep = sleep
-        self._hits: dict[str, deque[float]] = {}
-        self._checks = 0
-
-    def __len__(self) -> int:
-        return len(self._hits)
-
-    def _forget_idle(self, now: float) -> None:
-        """Drop users with no hit in the window: otherwise every user ever seen stays in RAM."""
-        for key in [
-            k for k, hits in self._hits.items() if not hits or now - hits[-1] >= self._window
-        ]:
-            del self._hits[key]
-
-    def reserve(self, key: str) -> float:
-        """0 when a call may be made now (it is counted); else the seconds until one may."""
-        now = self._clock()
-        self._checks += 1
-        if self._checks % 1024 == 0:
-            self._forget_idle(now)
-        hits = self._hits.setdefault(key, deque())
-        while hits and now - hits[0] >= self._window:
-            hits.popleft()
-        if len(hits) < self._limit:
-            hits.append(now)
-            return 0.0
-        return self._window - (now - hits[0])
-
-    async def take(self, key: str) -> float:
-        """The engine's gate (memory.engine.bursts.CallGate): `reserve`, counted in RAM."""
-        return self.reserve(key)
-
-    async def wait(self, seconds: float) -> None:
-        await self._sleep(seconds)
-
-
-class ArrivalOrder:
-    """One FIFO gate per caller, taken before any await, so a user's messages keep their order
-    even through the look-ups that come before the engine's own per-session lock."""
-
-    def __init__(self) -> None:
-        self._gates: dict[str, tuple[asyncio.Lock, int]] = {}
-
-    @contextlib.asynccontextmanager
-    async def hold(self, key: str) -> AsyncIterator[None]:
-        lock, users = self._gates.get(key, (asyncio.Lock(), 0))
-        self._gates[key] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._gates[key]
-            if users == 1:
-                del self._gates[key]
-            else:
-                self._gates[key] = (lock, users - 1)
+class CommandStore(Users, Channels, Preferences, FollowUps, Scenes, Protocol):
+    """Who the user is, which character answers them where, their time zone, and scenes."""
 
 
 Notify = Callable[[Answer], Awaitable[None]]
@@ -162,21 +87,29 @@ class Commands:
             companion, store, clock, self.language, self.character_for, limits.followups_per_week
         )
         self._default_setting = default_character
+        self.scenes = SceneRoom(companion, store, self, clock)
 
     def is_admin(self, caller: Caller) -> bool:
         return f"{caller.platform}:{caller.user_id}" in self._admins
 
     async def character_for(self, caller: Caller) -> Character:
-        """The channel's bound character, else the caller's choice here, else the default."""
+        """In a group, the scene's first character (bot/scenes.py); else the caller's choice
+        here, else the default."""
         book = self._companion.characters
         if caller.channel_kind == "group":
-            bound = await self._store.bound_character(caller.platform, caller.channel_id)
-            if bound and book.get(bound):
-                return self._companion.character(bound)
+            return await self.scenes.character_for(caller)
         chosen = await self._store.chosen_character_of(
             caller.platform, caller.user_id, caller.channel_key
         )
         return self._companion.character(chosen if chosen and book.get(chosen) else self.default_id)
+
+    @property
+    def max_message_chars(self) -> int:
+        return self._limits.max_message_chars
+
+    def gate_for(self, caller: Caller) -> CallGate | None:
+        """The rate limit a caller's messages pass (none for the admin's terminal)."""
+        return None if caller.platform in UNLIMITED_PLATFORMS else self._rate
 
     @property
     def default_id(self) -> str:
@@ -247,7 +180,7 @@ class Commands:
             if notify is not None:
                 await notify(Answer(text(language, "rate_limited", seconds=math.ceil(seconds))))
 
-        gate = None if caller.platform in UNLIMITED_PLATFORMS else self._rate
+        gate = self.gate_for(caller)
         pending = self._companion.submit(
             caller.incoming(character.id, message, message_id), gate, held, on_text
         )
@@ -419,4 +352,13 @@ class Commands:
         return Answer(text(await self.language(caller), key), ok=False)
 
 
-__all__ = ["Answer", "Button", "Caller", "Commands", "Limits", "UserFacingError"]
+__all__ = [
+    "Answer",
+    "ArrivalOrder",
+    "Button",
+    "Caller",
+    "Commands",
+    "Limits",
+    "RateLimiter",
+    "UserFacingError",
+]

@@ -98,6 +98,10 @@ class Settings(BaseSettings):
     window_trigger_turns: int = Field(32, ge=2)
     inactivity_timeout_minutes: float = Field(30.0, gt=0)
     max_sessions_in_ram: int = Field(2000, ge=1)
+    # Scenes (groups): character lines per people's message at most, and the seed of the
+    # choice of who answers a message that names nobody (empty: a new choice every run).
+    scene_max_replies: int = Field(2, ge=1, le=5)
+    scene_seed: int | None = None
 
     # Long-term profile: lifetime in days per key, or per kind (semantic, emotional, episodic);
     # "never" keeps a fact true until the user changes it. Past it, a fact is shown as a
@@ -291,6 +295,8 @@ class Settings(BaseSettings):
             max_reply_tokens=self.llm_max_reply_tokens,
             max_sessions_in_ram=self.max_sessions_in_ram,
             lore_page_cap_tokens=self.lore_page_cap_tokens,
+            scene_max_replies=self.scene_max_replies,
+            scene_seed=self.scene_seed,
         )
 
 

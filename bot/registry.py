@@ -364,6 +364,45 @@ AVISOS = Command(
         ),
     ),
 )
+ESCENA = Command(
+    "escena",
+    Words("escena", "scene"),
+    Words("Los personajes de la escena de este grupo", "The characters of this group's scene"),
+    default="escena.lista",
+    subcommands=(
+        _sub(
+            "escena.lista",
+            "lista",
+            "list",
+            "Quién está en la escena",
+            "Who is in the scene",
+            lambda c, who, a: c.scenes.show(who),
+            public=True,
+        ),
+        _sub(
+            "escena.anadir",
+            "añadir",
+            "add",
+            "Admin: un personaje entra en la escena (no sabe lo dicho antes)",
+            "Admin: a character joins the scene (knowing nothing said before)",
+            lambda c, who, a: c.scenes.add(who, a[0]),
+            CHARACTER,
+            admin=True,
+            public=True,
+        ),
+        _sub(
+            "escena.quitar",
+            "quitar",
+            "remove",
+            "Admin: un personaje sale de la escena",
+            "Admin: a character leaves the scene",
+            lambda c, who, a: c.scenes.remove(who, a[0]),
+            CHARACTER,
+            admin=True,
+            public=True,
+        ),
+    ),
+)
 REGISTRY: tuple[Command, ...] = (
-    PERSONAJE, RESET, AYUDA, MEMORIA, ZONA, INCOGNITO, AVISOS, START,
+    PERSONAJE, RESET, AYUDA, MEMORIA, ZONA, INCOGNITO, AVISOS, START, ESCENA,
 )  # fmt: skip

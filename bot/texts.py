@@ -32,6 +32,16 @@ TEXTS: dict[str, dict[str, str]] = {
         "empty": "No veo texto en ese mensaje.",
         "error": "Algo ha fallado por mi parte. Inténtalo de nuevo en un momento.",
         "private_pointer": "Te he contestado por privado.",
+        # /escena (groups as scenes)
+        "scene_cast": "En esta escena: {names}.",
+        "scene_groups_only": "Las escenas son de los grupos: aquí hablas con un solo personaje.",
+        "scene_joined": "{name} entra en la escena. No sabe nada de lo dicho antes de llegar.",
+        "scene_already": "{name} ya está en la escena.",
+        "scene_absent": "{name} no está en esta escena.",
+        "scene_last": "{name} es el único personaje de la escena: añade otro antes de quitarlo.",
+        "scene_left": "{name} sale de la escena; lo que presenció sigue siendo su recuerdo.",
+        "scene_forgotten": "Hecho: he borrado tus mensajes de esta escena ({lines} copias) y lo "
+        "que sabía de ti en este grupo ({facts} datos). Lo de los demás sigue igual.",
         "start_private": "Para verlo en privado, ábreme un chat privado y escribe /start.",
         "reload_refused": "Rechazado: sigo con la versión anterior de estos ficheros; el resto "
         "queda recargado.",
@@ -153,6 +163,16 @@ TEXTS: dict[str, dict[str, str]] = {
         "empty": "I see no text in that message.",
         "error": "Something went wrong on my side. Please try again in a moment.",
         "private_pointer": "I've answered you in private.",
+        # /scene (groups as scenes)
+        "scene_cast": "In this scene: {names}.",
+        "scene_groups_only": "Scenes are for groups: here you talk with one character.",
+        "scene_joined": "{name} joins the scene, knowing nothing said before they came.",
+        "scene_already": "{name} is already in the scene.",
+        "scene_absent": "{name} is not in this scene.",
+        "scene_last": "{name} is the scene's only character: add another before removing them.",
+        "scene_left": "{name} leaves the scene; what they witnessed stays their memory.",
+        "scene_forgotten": "Done: I deleted your messages in this scene ({lines} copies) and what "
+        "I knew about you in this group ({facts} facts). Everyone else's stays as it was.",
         "start_private": "To see it in private, open a private chat with me and send /start.",
         "reload_refused": "Refused: still serving the previous version of these files; the rest "
         "is reloaded.",

@@ -61,6 +61,10 @@ class Character(_Strict):
     # conversation and shown in block 2. Off, say why in `journey_reason` (lint asks for it).
     journey: bool = True
     journey_reason: str = ""
+    # Scenes (memory/scene/): other names people call the character by in a group, and how
+    # likely it is to answer a message that names nobody (0 never ... 1 often).
+    aliases: tuple[str, ...] = Field(default=(), max_length=8)
+    talkativeness: float = Field(default=0.5, ge=0.0, le=1.0)
     # Lore pages: the prompt carries only their index; `read_lore` reads a page. Written here
     # under `lore:` or as Markdown files in a folder `<file stem>.lore/` beside the YAML.
     lore: tuple[LorePage, ...] = ()
@@ -84,6 +88,11 @@ class Character(_Strict):
         nouns = [w for w in re.findall(r"[^\W\d_]{4,}", role) if not _QUALIFIER.search(w)]
         return tuple(dict.fromkeys((self.name, first, *nouns)))
 
+    def names_in_scene(self) -> tuple[str, ...]:
+        """What people in a group call the character: its name, first name and aliases."""
+        first = self.name.split()[0] if self.name.split() else self.name
+        return tuple(dict.fromkeys((self.name, first, *self.aliases)))
+
     def as_written(self) -> Character:
         """The character with its card macros unexpanded, as its file (or card) holds it."""
         return self._as_written or self
@@ -100,7 +109,7 @@ class Character(_Strict):
         # YAML 1.1 reads a bare `off` as false: `retrieval: off` means the mode, not a bool.
         return "off" if value is False else value
 
-    @field_validator("traits", "speech_rules", "does_not_know")
+    @field_validator("traits", "speech_rules", "does_not_know", "aliases")
     @classmethod
     def _no_blank_items(cls, items: tuple[str, ...]) -> tuple[str, ...]:
         if any(not item.strip() for item in items):

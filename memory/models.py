@@ -24,9 +24,14 @@ class User:
     display_name: str
 
 
+SCENE_PREFIX = "scene:"
+
+
 @dataclass(frozen=True, slots=True)
 class Thread:
-    """Everything a user shares with one character in one scope ('dm' or 'group:<channel>')."""
+    """Everything a user shares with one character in one scope ('dm' or 'group:<channel>').
+    A scene's thread (scope 'scene:<platform>:<channel>') is owned by the scene's own row in
+    `users` and holds what one character witnessed of a group's shared conversation."""
 
     user_id: int
     character_id: str
@@ -34,7 +39,26 @@ class Thread:
 
     @property
     def is_group(self) -> bool:
-        return self.scope.startswith("group:")
+        return self.scope.startswith(("group:", SCENE_PREFIX))
+
+    @property
+    def is_scene(self) -> bool:
+        return self.scope.startswith(SCENE_PREFIX)
+
+    @property
+    def fact_scope(self) -> str:
+        """The scope of the facts this thread may show: a scene's are the group's own."""
+        return "group:" + self.scope.removeprefix(SCENE_PREFIX) if self.is_scene else self.scope
+
+
+@dataclass(frozen=True, slots=True)
+class Speaker:
+    """Who said a line of a scene: a person (their `users` row) or another character; `name`
+    is what the witnesses see."""
+
+    name: str
+    person_id: int | None = None
+    character_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +80,24 @@ class Turn:
     text: str
     created_at: datetime
     platform_message_id: str | None = None
+    speaker: Speaker | None = None  # in a scene: who said it, when not this character
+
+    @property
+    def labelled_text(self) -> str:
+        """The text as a witness reads it: a scene's line headed by its speaker's name."""
+        return f"{self.speaker.name}: {self.text}" if self.speaker else self.text
+
+
+@dataclass(frozen=True, slots=True)
+class SceneErasure:
+    """What a participant's forget took out of scenes: their lines (every copy), the summary
+    versions rewritten without the claims citing them, their facts learned in the group, and
+    the characters' threads that held the lines (their sessions must be read again)."""
+
+    lines: int
+    claims: int
+    facts: int
+    threads: tuple[Thread, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from memory.models import (
     DeadLetter,
     Fact,
     ReplySources,
+    Speaker,
     Summary,
     SummaryFields,
     Thread,
@@ -81,6 +82,13 @@ async def populate(store: MemoryStore) -> Thread:
         # Stopped while off the record: the first message after the move is refused.
         await store.set_off_record(Thread(user.id, DETECTIVE, "group:telegram:-100"), NOW)
     await store.bind_channel("telegram", "-100", DETECTIVE, "admin", NOW)
+    # A scene: its members, and a line of bea's in the detective's copy (migration 0022).
+    await store.add_scene_member("telegram", "-100", DETECTIVE, "admin", NOW)
+    owner = await store.upsert_user("telegram", "scene:-100", "", NOW)
+    witness = Thread(owner.id, DETECTIVE, "scene:telegram:-100")
+    scene = await store.start_conversation(witness, NOW)
+    said = Speaker("Bea", person_id=thread.user_id)
+    await store.add_user_turn(scene, "Hola a todos", NOW, "7", "telegram:-100:7", said)
     return thread
 
 

@@ -123,6 +123,8 @@ async def test_start_connects_syncs_commands_and_stop_restores_discord_py(
     assert names == {
         "personaje",
         "personaje-admin",
+        "escena",
+        "escena-admin",
         "memoria",
         "reset",
         "ayuda",

@@ -159,7 +159,9 @@ async def test_telegram_markup_and_mentions_are_sent_as_plain_text(
         # The user's own HTML and links are shown as typed (escaped), never rendered.
         assert await tg_exchange(tg, message) == f"Re: {rendered(message)}"
         group_answer = await tg_exchange(tg, message, chat=GROUP, mention_bot=True)
-        assert group_answer == f"Re: {rendered(message)}"
+        # In a group's scene the line is headed by the character's name, and the model read
+        # the message headed by its speaker's.
+        assert group_answer == f"Koldo Arrieta\nRe: Ana: {rendered(message)}"
     assert_plain_text_only(tg)
     assert no_errors(caplog) == []
 

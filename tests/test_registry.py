@@ -56,6 +56,11 @@ def samples(fact: int) -> dict[str, Sample]:
         "memoria.porque": ([], text("es", "why_none")),
         "memoria.historia": (["ver"], text("es", "story_none", name=KOLDO)),
         "memoria.exportar": ([], text("es", "mem_export", name=KOLDO)),
+        # Scenes are a group's: in a private chat each says so (tests/test_scenes.py runs them
+        # in groups).
+        "escena.lista": ([], text("es", "scene_groups_only")),
+        "escena.anadir": (["lighthouse_keeper"], text("es", "scene_groups_only")),
+        "escena.quitar": (["lighthouse_keeper"], text("es", "scene_groups_only")),
         "memoria.olvidar": ([], text("es", "mem_ask_forget", name=KOLDO)),
         "memoria.borrar": ([str(fact)], text("es", "mem_deleted", id=fact)),
         "zona": (["Europe/Madrid"], "Tu zona horaria es ahora Europe/Madrid"),
@@ -223,7 +228,7 @@ async def test_a_typed_command_that_does_not_exist_lists_the_real_ones(
         fake.send_command(ANA_TG + 1, ANA_TG + 1, "/memory", "nonsense")
         unknown = (await fake.wait_for_messages(ANA_TG, 1))[0]["text"]
         usage = (await fake.wait_for_messages(ANA_TG + 1, 1))[0]["text"]
-    valid = "/personaje, /reset, /ayuda, /memoria, /zona, /incognito, /avisos, /start"
+    valid = "/personaje, /reset, /ayuda, /memoria, /zona, /incognito, /avisos, /start, /escena"
     assert unknown == text("es", "unknown_command", given="memorai", valid=valid)
     assert usage.startswith("Usage: /memory view | fix NUMBER VALUE | delete NUMBER")
     assert not fake_anthropic.bodies()

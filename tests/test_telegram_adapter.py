@@ -78,7 +78,8 @@ async def test_group_mention_reply_and_silence(bot: Bot) -> None:
     bot.fake.send_group_text(GROUP, ANA, "hola a todos")  # not addressed: ignored
     bot.fake.send_group_text(GROUP, ANA, "¿estás ahí?", mention_bot=True)
     first = (await bot.fake.wait_for_messages(GROUP, 1))[0]
-    assert first["text"] == "¿Quién pregunta?"
+    # A group is a scene: each line is headed by its character's name (bot/scenes.py).
+    assert first["text"] == "Koldo Arrieta\n¿Quién pregunta?"
     assert first["reply_to_message_id"] or first["reply_parameters"]  # addresses the writer
     bot.fake.send_group_text(GROUP, BEA, "¿y tú?", reply_to_bot_message_id=first["message_id"])
     await bot.fake.wait_for_messages(GROUP, 2)
@@ -96,14 +97,17 @@ async def test_long_reply_is_split_at_4096(bot: Bot) -> None:
     assert " ".join(chunks).split() == long_reply.split()
 
 
-async def test_two_users_in_one_group_have_their_own_memory(bot: Bot) -> None:
+async def test_a_group_is_one_scene_with_every_speaker_named(bot: Bot) -> None:
     bot.fake.send_group_text(GROUP, ANA, "mi perro se llama Beltza", mention_bot=True)
     await bot.fake.wait_for_messages(GROUP, 1)
     bot.fake.send_group_text(GROUP, BEA, "¿qué tal?", mention_bot=True)
     await bot.fake.wait_for_messages(GROUP, 2)
     bea_request = llm_texts(bot.llm.bodies()[-1])
-    assert "Beltza" not in bea_request
-    assert "Respondes a" in bea_request  # the group note names the person answered
+    # One shared conversation: Bea's turn shows Ana's line, headed by her name.
+    ana = bot.fake.users[ANA]["first_name"]
+    assert f"{ana}: mi perro se llama Beltza" in bea_request
+    assert f"{bot.fake.users[BEA]['first_name']}: ¿qué tal?" in bea_request
+    assert "conversación de grupo" in bot.llm.bodies()[-1]["system"][1]["text"]
 
 
 async def test_reset_and_switching_character(bot: Bot) -> None:

@@ -38,6 +38,7 @@ from bot.adapters.base import InFlight
 from bot.adapters.live import LiveReply
 from bot.adapters.split import split_html
 from bot.adapters.telegram_format import to_telegram_html
+from bot.adapters.telegram_scene import TelegramSceneOutlet, header_name
 from bot.answers import Answer, Caller
 from bot.command_line import menu, run, run_line
 from bot.commands import Commands
@@ -204,7 +205,12 @@ class TelegramAdapter:
         if message is None or message.text is None or user is None or user.is_bot:
             return
         caller = caller_of(update)
-        if not self._in_flight.accepting or not await self._addressed(message, caller):
+        if not self._in_flight.accepting:
+            return
+        if caller.channel_kind == "group":
+            await self._to_scene(message, caller)
+            return
+        if not await self._addressed(message, caller):
             return
 
         async def notify(notice: Answer) -> None:
@@ -221,6 +227,40 @@ class TelegramAdapter:
                 live.update if live is not None else None,
             )
         await self._send(message, caller, answer, live)
+
+    async def _to_scene(self, message: Message, caller: Caller) -> None:
+        """A group message to the group's scene (bot/scenes.py decides whether it is heard);
+        the characters' lines are sent by the outlet as each is written."""
+        assert message.text is not None
+        me = self.application.bot
+        replied = message.reply_to_message
+        to_me = bool(replied and replied.from_user and replied.from_user.id == me.id)
+        mentions = message.parse_entities([MessageEntity.MENTION]).values()
+        mentioned = to_me or any(
+            m.lstrip("@").lower() == (me.username or "").lower() for m in mentions
+        )
+        scenes = self._commands.scenes
+        names = {c.id: c.name for c in await scenes.cast(caller.platform, caller.channel_id)}
+        outlet = TelegramSceneOutlet(me, message, names, self._settings)
+
+        async def notify(notice: Answer) -> None:
+            await self._send(message, caller, notice)
+
+        pending = await scenes.hear(
+            caller,
+            self._strip_mention(message.text),
+            outlet,
+            message_id=str(message.message_id),
+            mentioned=mentioned,
+            replied_name=header_name(replied) if to_me else None,
+            notify=notify,
+        )
+        if pending is None:
+            return
+        async with self._in_flight.track(), self._typing(message.chat_id):
+            result = await pending
+        if result.refusal is not None:
+            await self._send(message, caller, result.refusal)
 
     def _live(self, message: Message, caller: Caller) -> LiveReply[int] | None:
         """The reply's message while the model writes it (STREAM_REPLIES), edited in place."""

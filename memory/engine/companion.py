@@ -8,7 +8,7 @@ tasks, the off-the-record answerer, the follow-up writer and the forgetter."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,7 +27,16 @@ from memory.engine.session_book import ProfileSource, SessionBook
 from memory.engine.settings import APOLOGY, EngineSettings
 from memory.engine.tokens import TokenEstimator
 from memory.engine.turns import TurnTaker
-from memory.models import Conversation, FollowUpCandidate, Incoming, Reply, Thread, Turn
+from memory.models import (
+    Conversation,
+    FollowUpCandidate,
+    Incoming,
+    Reply,
+    Thread,
+    Turn,
+    User,
+)
+from memory.scene.engine import LineSink, SceneEngine, SceneLine, SceneMessage
 from memory.store.protocols import ConversationStore, FollowUps
 from memory.summary.rolling import Summariser
 
@@ -87,6 +96,14 @@ class Companion:
         self._forgetter = Forgetter(
             self._sessions, self._book, self._off_record, self._tasks, forgets
         )
+        self._scenes = SceneEngine(
+            self._book,
+            self._sessions,
+            self._turns,
+            clock,
+            settings.scene_max_replies,
+            settings.scene_seed,
+        )
 
     @property
     def characters(self) -> CharacterBook:
@@ -143,6 +160,17 @@ class Companion:
         (memory/engine/bursts.py)."""
         return self._bursts.submit(incoming, gate, on_held, on_text)
 
+    def scene(
+        self,
+        message: SceneMessage,
+        sink: LineSink,
+        gate: CallGate | None = None,
+        on_held: Callable[[float], Awaitable[None]] | None = None,
+    ) -> Awaitable[tuple[SceneLine, ...]]:
+        """A person's message to a group's scene: stored in every present character's copy,
+        answered by the characters memory/scene/routing.py chooses (memory/scene/engine.py)."""
+        return self._scenes.submit(message, sink, gate, on_held)
+
     # ---- off the record, follow-ups, forgetting ---------------------------------------------
 
     async def start_off_record(self, incoming: Incoming) -> None:
@@ -180,6 +208,21 @@ class Companion:
     ) -> contextlib.AbstractAsyncContextManager[None]:
         """Hold everything of this user with this character still while it is deleted."""
         return self._forgetter.forgetting(user_id, character_id)
+
+    @contextlib.asynccontextmanager
+    async def holding_scene(
+        self, owner: User | None, witnesses: list[str], scope: str
+    ) -> AsyncIterator[None]:
+        """Hold every character's copy of a scene still while a participant's lines are taken
+        out of it (as `forgetting` holds a user's threads): no reply, compaction or extraction
+        computed from those lines lands afterwards, and the copies are read again."""
+        if owner is None:  # the scene never stored a line
+            yield
+            return
+        async with contextlib.AsyncExitStack() as held:
+            for character_id in sorted(witnesses):  # in one order: two holds never cross
+                await held.enter_async_context(self.forgetting(owner.id, character_id))
+            yield
 
     # ---- background work --------------------------------------------------------------------
 

@@ -26,6 +26,13 @@ LABELS: dict[str, dict[str, str]] = {
         "to_ask": "Para preguntar (ya ha pasado: puedes preguntar qué tal fue)",
         "group": "Estás en un canal de grupo: otras personas leen tus respuestas. Respondes a "
         "{user}.",
+        "the_group": "el grupo",
+        "scene": "Estás en una conversación de grupo: varias personas, y quizá otros "
+        "personajes, hablan contigo. Cada línea ajena empieza con el nombre de quien la dice; "
+        "las tuyas no. Escribe solo tu propia intervención, sin tu nombre delante, y dirígete "
+        "por su nombre a quien contestas. No hables por los demás.",
+        "people": "Lo que sabes de quienes hablan aquí (aprendido en este grupo)",
+        "people_empty": "No sabes nada todavía de quienes hablan aquí.",
         "summary": "La conversación hasta ahora",
         "summary_empty": "La conversación acaba de empezar; no hay resumen todavía.",
         "established_facts": "Hechos establecidos",
@@ -66,6 +73,13 @@ LABELS: dict[str, dict[str, str]] = {
         "to_ask": "To ask about (it has already happened: you may ask how it went)",
         "group": "You are in a group channel: other people read your replies. You are "
         "answering {user}.",
+        "the_group": "the group",
+        "scene": "You are in a group conversation: several people, and maybe other "
+        "characters, talk with you. Each line of theirs begins with the speaker's name; yours "
+        "do not. Write only your own line, without your name in front, and address whoever you "
+        "answer by name. Never speak for the others.",
+        "people": "What you know of the people talking here (learned in this group)",
+        "people_empty": "You know nothing yet of the people talking here.",
         "summary": "The conversation so far",
         "summary_empty": "The conversation has just begun; there is no summary yet.",
         "established_facts": "Established facts",

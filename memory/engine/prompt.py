@@ -73,6 +73,9 @@ class PromptState:
     # The journey's paragraphs (memory/journey/), read at session start with the profile and
     # frozen with it: block 2 never changes within a conversation.
     journey: tuple[str, ...] = ()
+    # A group's scene (memory/scene/): the window's lines name their speakers, and block 2
+    # holds the facts of the people present, each line labelled with its person.
+    scene: bool = False
 
 
 @dataclass(frozen=True)
@@ -167,13 +170,18 @@ def render_profile(state: PromptState, budget: int, tokens: TokenEstimator) -> s
 def render_facts(state: PromptState, budget: int, tokens: TokenEstimator) -> str:
     lang = state.character.language
     lines: list[str] = []
-    if state.is_group:
+    if state.scene:
+        lines.append(label(lang, "scene"))
+    elif state.is_group:
         lines.append(label(lang, "group", user=state.user_name))
     if not state.profile_lines:
-        if not state.journey:  # with a journey, this is not their first conversation
+        if state.scene:
+            lines.append(label(lang, "people_empty"))
+        elif not state.journey:  # with a journey, this is not their first conversation
             lines.append(label(lang, "profile_empty", user=state.user_name))
         return "\n".join(lines)
-    lines.append(f"## {label(lang, 'profile', user=state.user_name)}")
+    title = label(lang, "people") if state.scene else label(lang, "profile", user=state.user_name)
+    lines.append(f"## {title}")
     lines += [data_note(lang, "profile", state.user_name), DATA_OPEN]
     # The profile module ranks the lines; past the budget the lowest-ranked go first.
     kept: list[str] = []
@@ -343,7 +351,9 @@ def render(
     history: list[tuple[str, str]] = [(m.role, m.text) for m in greeting]
     # A tool result (a lore page, a recalled turn) stays in the conversation as what the user
     # side of the exchange brought in, so follow-ups on the same topic pay nothing more.
-    history += [("user" if turn.role == "tool" else turn.role, turn.text) for turn in window]
+    history += [
+        ("user" if turn.role == "tool" else turn.role, turn.labelled_text) for turn in window
+    ]
     if history and history[0][0] != "user":
         history.insert(0, ("user", label(character.language, "begin")))
     if state.followup:  # after the window, which stays the cached prefix a reply would have

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Protocol
 
 from cards.character import Character
+from memory.engine.labels import label
 from memory.engine.llm import (
     LLM,
     ChatMessage,
@@ -57,6 +58,16 @@ class Generated:
     fragment_turn_ids: tuple[int, ...] = ()
     # The final round's usage row: the caller stores it with the reply, in one transaction.
     usage: UsageRecord | None = None
+
+
+def own_line(text: str, name: str) -> str:
+    """A scene's line as the character says it: the window heads other people's lines with
+    their names, and a model may head its own the same way ("Koldo: ..."), which the group
+    would read twice (the platform already shows who speaks)."""
+    for prefix in (f"{name}:", f"**{name}**:", f"**{name}:**"):
+        if text.lstrip().startswith(prefix):
+            return text.lstrip()[len(prefix) :].lstrip()
+    return text
 
 
 @dataclass(frozen=True)
@@ -138,7 +149,8 @@ class Responder:
             await self.save_usage(session, usage)
             messages += await self._run_tools(session, toolbox, response)
         fragment_ids = tuple(i for f in fragments for i in f.turn_ids)
-        return Generated(response.text, fragment_ids, usage)
+        text = own_line(response.text, character.name) if session.thread.is_scene else response.text
+        return Generated(text, fragment_ids, usage)
 
     async def follow_up(
         self, session: Session, character: Character, now: datetime, event: str
@@ -210,10 +222,14 @@ class Responder:
     def _state(
         self, session: Session, character: Character, fragments: list[Fragment]
     ) -> PromptState:
+        scene = session.thread.is_scene
         return PromptState(
             character=character,
-            user_name=session.user.display_name or session.user.platform_user_id,
+            user_name=label(character.language, "the_group")
+            if scene
+            else session.user.display_name or session.user.platform_user_id,
             is_group=session.thread.is_group,
+            scene=scene,
             profile_lines=session.profile.lines,
             journey=session.profile.journey,
             summary=session.summary,

@@ -72,18 +72,23 @@ class SessionBook:
     async def open_thread(self, incoming: Incoming) -> tuple[Character, User, Thread]:
         """The character, the user (created on first contact) and their thread."""
         character = self.character(incoming.character_id)
+        user = await self.user(incoming.platform, incoming.platform_user_id, incoming.display_name)
+        return character, user, Thread(user.id, character.id, incoming.scope)
+
+    async def user(self, platform: str, platform_user_id: str, display_name: str) -> User:
+        """The user's row (created on first contact, its name kept current), cached."""
         if self._store.external_changes != self._users_seen_at_changes:
             # Another process wrote (`companion memory forget` may have deleted a user's row):
             # the users cached here are read again, once each.
             self._users = RecentUsers(self._settings.max_sessions_in_ram)
             self._users_seen_at_changes = self._store.external_changes
-        user = self._users.get(incoming.platform, incoming.platform_user_id)
-        if user is None or user.display_name != incoming.display_name:
+        user = self._users.get(platform, platform_user_id)
+        if user is None or user.display_name != display_name:
             user = await self._store.upsert_user(
-                incoming.platform, incoming.platform_user_id, incoming.display_name, self._clock()
+                platform, platform_user_id, display_name, self._clock()
             )
             self._users.put(user)
-        return character, user, Thread(user.id, character.id, incoming.scope)
+        return user
 
     def drop_user(self, user_id: int) -> None:
         """Forget the cached row of a user (its display name may have been cleared)."""
@@ -175,6 +180,12 @@ class SessionBook:
             session.profile_version = version
             if not session.compacting:  # a changed fact may have dated claims of the summary
                 session.summary = await self._store.latest_summary(thread) or session.summary
+
+    async def reread_profile(self, session: Session, now: datetime) -> None:
+        """Block 2 read again now: in a scene, someone new spoke and their facts belong in it
+        (one cache miss, once per newcomer, rather than a character blind to who talks)."""
+        if self._profile is not None:
+            session.profile = await self._profile.lines_for(session.thread, now)
 
     def timezone_changed(self, user_id: int, zone: str | None) -> None:
         """The user set their time zone (/zona): their sessions in RAM use it from now on."""

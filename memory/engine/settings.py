@@ -23,3 +23,5 @@ class EngineSettings:
     max_reply_tokens: int = 600
     max_sessions_in_ram: int = 2000
     lore_page_cap_tokens: int = 1500
+    scene_max_replies: int = 2  # character lines per people's message in a scene
+    scene_seed: int | None = None  # who answers a message naming nobody, repeatably

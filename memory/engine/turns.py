@@ -18,7 +18,16 @@ from memory.engine.responder import Responder
 from memory.engine.session import Session, SessionCache
 from memory.engine.session_book import SessionBook
 from memory.engine.settings import APOLOGY, EngineSettings
-from memory.models import Incoming, Reply, ReplySources, Thread, Turn, User, UserTurn
+from memory.models import (
+    Incoming,
+    Reply,
+    ReplySources,
+    Speaker,
+    Thread,
+    Turn,
+    User,
+    UserTurn,
+)
 from memory.store import ConversationGone
 from memory.store.protocols import ConversationStore
 
@@ -105,18 +114,36 @@ class TurnTaker:
             self._compactor.start(session, character, keep=self._settings.window_keep_turns)
         return Reply(generated.text, turn_id=reply_turn.id)
 
+    def compact_if_due(self, session: Session, character: Character) -> None:
+        """Start the window's compaction when it is due: a scene's silent character grows its
+        copy with what the others say, and folds it as its own replies would."""
+        if self._compactor.due(session):
+            self._compactor.start(session, character, keep=self._settings.window_keep_turns)
+
     async def _add_user_turn(
         self, session: Session, incoming: Incoming, now: datetime
     ) -> tuple[Session, UserTurn]:
-        """Store the user's turn (once: see TurnLog.add_user_turn) and end the window with it.
-        If another process wrote to the database since the session was read (the admin CLI:
-        `companion memory import`, `forget`), the session is read again, so no reply is built
-        from memory that was changed or deleted; a conversation deleted under it is begun
-        anew."""
+        """Store the user's turn and end the window with it (see `add_line`)."""
         text, message_id, key = incoming.text, incoming.platform_message_id, incoming.source_key
+        return await self.add_line(session, text, now, message_id, key)
+
+    async def add_line(
+        self,
+        session: Session,
+        text: str,
+        now: datetime,
+        message_id: str | None = None,
+        key: str | None = None,
+        speaker: Speaker | None = None,
+    ) -> tuple[Session, UserTurn]:
+        """Store a line on the user side of the thread (once: see TurnLog.add_user_turn) and
+        end the window with it; in a scene, `speaker` says who said it. If another process
+        wrote to the database since the session was read (the admin CLI: `companion memory
+        import`, `forget`), the session is read again, so no reply is built from memory that
+        was changed or deleted; a conversation deleted under it is begun anew."""
         try:
             stored = await self._store.add_user_turn(
-                session.conversation, text, now, message_id, key
+                session.conversation, text, now, message_id, key, speaker
             )
         except ConversationGone:
             log.info("conversation %s was deleted by another process", session.conversation.id)
@@ -129,7 +156,7 @@ class TurnTaker:
             thread = replace(session.thread, user_id=user.id)
             session = await self._book.session(user, thread, now)
             stored = await self._store.add_user_turn(
-                session.conversation, text, now, message_id, key
+                session.conversation, text, now, message_id, key, speaker
             )
         turn = stored.turn
         if stored.existed:

@@ -23,18 +23,18 @@ from memory.engine.llm import (
     LLMRequest,
     LLMResponse,
     TextBlock,
-    ToolSpec,
 )
 from memory.integrity.gate import as_data
 from memory.models import Conversation, Fact, Turn, UsageRecord
 from memory.profile.planning import (
-    ExtractionOutput,
+    EXTRACTION_TOOL,
     ExtractionRejected,
     Plan,
     parse_extraction,
     plan_operations,
 )
 from memory.profile.view import Lifetimes
+from memory.scene.facts import SceneFacts
 from memory.store.protocols import Facts, TurnLog, Usage
 from memory.summary.rolling import format_turns
 from memory.summary.supersede import changes_of, retire_in_latest_summary
@@ -50,11 +50,6 @@ MAX_FACTS_SHOWN = 60
 _WORD = re.compile(r"\w+")
 
 
-EXTRACTION_TOOL = ToolSpec(
-    name="record_profile",
-    description="Record operations on the long-term profile of the user.",
-    input_schema=ExtractionOutput.model_json_schema(),
-)
 
 _INSTRUCTIONS = """You keep the long-term profile of a user who talks with {name}. From the \
 session's turns, propose operations on the profile: add new facts about the USER (never about \
@@ -109,6 +104,8 @@ class ProfileExtractor:
         self._characters = characters
         self._attempts = attempts
         self._model = model
+        # A scene's conversation: facts about each person in it (memory/scene/facts.py).
+        self._scene_facts = SceneFacts(llm, store, lifetimes, clock, characters, attempts, model)
         # conversation id -> (user id, character id) and its extraction's task: what a
         # forget must stop before it deletes (cancel_for)
         self._in_flight: dict[int, tuple[tuple[int, str], asyncio.Task[str]]] = {}
@@ -146,6 +143,8 @@ class ProfileExtractor:
 
     async def _extract(self, conversation: Conversation) -> str:
         thread = conversation.thread
+        if thread.is_scene:
+            return await self._scene_facts.extract(conversation)
         turns = [
             t
             for t in await self._store.conversation_turns(conversation.id)

@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from memory.engine.forced_tool import OutputRejected
+from memory.engine.llm import ToolSpec
 from memory.integrity.credentials import credential_values, find_credentials
 from memory.integrity.gate import check_fact
 from memory.integrity.together import check_joined, check_together
@@ -55,6 +56,13 @@ class ProfileOperation(BaseModel):
 class ExtractionOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     operations: list[ProfileOperation] = Field(max_length=40)
+
+
+EXTRACTION_TOOL = ToolSpec(
+    name="record_profile",
+    description="Record operations on the long-term profile of the user.",
+    input_schema=ExtractionOutput.model_json_schema(),
+)
 
 
 class ExtractionRejected(OutputRejected):

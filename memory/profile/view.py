@@ -123,6 +123,8 @@ class ProfileLines:
     # The journey shown beside the facts (memory/journey/source.py), and its row for porque.
     journey: tuple[str, ...] = ()
     journey_id: int | None = None
+    # In a scene: the people whose facts the lines hold (memory/scene/people.py).
+    people: tuple[int, ...] = ()
 
     @property
     def shown(self) -> int:

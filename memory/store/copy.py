@@ -47,7 +47,8 @@ COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
     ),
     "turns": (
         ("id", "conversation_id", "user_id", "character_id", "scope", "role", "text",
-         "created_at", "platform_message_id", "source_key"),
+         "created_at", "platform_message_id", "source_key", "speaker_id", "speaker_character",
+         "speaker_name"),
         "id",
     ),
     "summaries": (
@@ -103,12 +104,17 @@ COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
         ("conversation_id", "user_id", "character_id", "status", "created_at"),
         "conversation_id",
     ),
+    "scene_members": (
+        ("platform", "channel_id", "character_id", "added_by", "added_at"),
+        None,
+    ),
 }  # fmt: skip
 PRIMARY_KEYS = {
     "character_choices": "user_id, channel_key",
     "channel_bindings": "platform, channel_id",
     "followup_settings": "user_id, character_id",
     "off_record_threads": "user_id, character_id, scope",
+    "scene_members": "platform, channel_id, character_id",
 }
 IDENTITY_TABLES = ("users", "conversations", "turns", "summaries", "llm_usage", "facts",
                     "fact_history", "memory_rejections", "followups", "dead_letters",

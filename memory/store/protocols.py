@@ -22,6 +22,8 @@ from memory.models import (
     FollowUpCandidate,
     FollowUpState,
     ReplySources,
+    SceneErasure,
+    Speaker,
     Summary,
     SummarySaved,
     Thread,
@@ -71,9 +73,11 @@ class TurnLog(Protocol):
         now: datetime,
         platform_message_id: str | None,
         source_key: str | None,
+        speaker: Speaker | None = None,
     ) -> UserTurn:
         """A user's turn; with a source key already stored in the thread, nothing is written
-        and the stored turn comes back (`existed`), with the first reply after it, if any."""
+        and the stored turn comes back (`existed`), with the first reply after it, if any. In
+        a scene, `speaker` says who said it (a person, or another character)."""
         ...
 
     async def add_reply(
@@ -382,6 +386,30 @@ class Journeys(Protocol):
     async def delete_journey(self, user_id: int, character_id: str) -> bool: ...
 
 
+class Scenes(Protocol):
+    """Group scenes (migration 0022): the characters an admin added to each, and a
+    participant's lines taken out of every copy the characters keep."""
+
+    async def scene_members(self, platform: str, channel_id: str) -> list[str]: ...
+
+    async def add_scene_member(
+        self, platform: str, channel_id: str, character_id: str, by: str, now: datetime
+    ) -> bool: ...
+
+    async def remove_scene_member(
+        self, platform: str, channel_id: str, character_id: str
+    ) -> bool: ...
+
+    async def forget_scene_lines(
+        self, person_id: int, scene_scope: str | None, character_id: str | None = None
+    ) -> SceneErasure:
+        """Delete the person's lines from scene threads (one scene, or every one when
+        `scene_scope` is None; only one character's copies when `character_id` is given), the
+        summary claims citing them, and with a scene named, their facts learned in its group;
+        the bytes are purged as a forget's."""
+        ...
+
+
 class ConversationStore(
     Users, TurnLog, Summaries, Facts, Preferences, OffRecordFlags, ChangeFeed, Protocol
 ):
@@ -400,6 +428,7 @@ class MemoryStore(
     DeploymentCopy,
     Administration,
     Journeys,
+    Scenes,
     Protocol,
 ):
     """Everything a backend implements; held only by the composition root and the admin CLI."""

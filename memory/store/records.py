@@ -15,6 +15,7 @@ from memory.models import (
     Conversation,
     DeadLetter,
     Fact,
+    Speaker,
     Summary,
     SummaryFields,
     Thread,
@@ -25,6 +26,8 @@ from memory.models import (
 
 class Row(Protocol):
     def __getitem__(self, key: str, /) -> Any: ...
+
+    def keys(self) -> Any: ...
 
 
 def ts(moment: datetime) -> str:
@@ -75,7 +78,23 @@ def turn(row: Row) -> Turn:
         text=row["text"],
         created_at=datetime.fromisoformat(row["created_at"]),
         platform_message_id=row["platform_message_id"],
+        speaker=speaker(row),
     )
+
+
+def speaker_columns(speaker: Speaker | None) -> tuple[int | None, str | None, str | None]:
+    """speaker_id, speaker_character, speaker_name of a turn (all None outside a scene)."""
+    if speaker is None:
+        return (None, None, None)
+    return (speaker.person_id, speaker.character_id, speaker.name)
+
+
+def speaker(row: Row) -> Speaker | None:
+    """A scene line's speaker (migration 0022), None for every other turn."""
+    # keys(): `in` on a sqlite3.Row looks at its values.
+    if "speaker_name" not in row.keys() or row["speaker_name"] is None:  # noqa: SIM118
+        return None
+    return Speaker(row["speaker_name"], row["speaker_id"], row["speaker_character"])
 
 
 def summary(row: Row) -> Summary:

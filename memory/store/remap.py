@@ -32,3 +32,18 @@ def summary_values(row: dict[str, Any], turn_ids: dict[int, int]) -> tuple[str, 
         (new for old, new in turn_ids.items() if old <= row["covers_up_to_turn_id"]), default=0
     )
     return json.dumps(fields, ensure_ascii=False), json.dumps(cited), covered
+
+
+def without_citing(fields_json: str, gone: set[int]) -> tuple[str, str] | None:
+    """A summary's (fields_json, cited_ids_json) with every claim that cites a turn of `gone`
+    left out; None when no claim cites one (the row stays as it is). A scene participant's
+    forget deletes their lines, and a claim resting on them goes with them."""
+    fields = json.loads(fields_json)
+    kept = {
+        name: [c for c in claims if not {int(i) for i in _CITE.findall(c)} & gone]
+        for name, claims in fields.items()
+    }
+    if kept == fields:
+        return None
+    cited = sorted({int(i) for claims in kept.values() for c in claims for i in _CITE.findall(c)})
+    return json.dumps(kept, ensure_ascii=False), json.dumps(cited)

@@ -15,6 +15,7 @@ from memory.store.postgres.journeys import PgJourneysMixin
 from memory.store.postgres.presence import PgPresenceMixin
 from memory.store.postgres.privacy import PgPrivacyMixin
 from memory.store.postgres.profile import PgProfileMixin
+from memory.store.postgres.scenes import PgScenesMixin
 from memory.store.postgres.search import PgSearchMixin
 
 
@@ -27,6 +28,7 @@ class PostgresStore(
     PgPresenceMixin,
     PgDeadLettersMixin,
     PgJourneysMixin,
+    PgScenesMixin,
 ):
     """Everything the engine keeps, on PostgreSQL 15 or later."""
 

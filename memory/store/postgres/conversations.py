@@ -11,6 +11,7 @@ import asyncpg
 from memory.models import (
     Conversation,
     ReplySources,
+    Speaker,
     Summary,
     SummarySaved,
     Thread,
@@ -24,6 +25,7 @@ from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
 from memory.store.postgres.rows import ts
 from memory.store.postgres.terms import search_vector
+from memory.store.records import speaker_columns
 
 _USER = "id, platform, platform_user_id, display_name"
 
@@ -45,14 +47,16 @@ _WITH_SOURCES = (
 _WITH_USER_TURN = (
     "WITH c AS (UPDATE conversations SET last_activity_at = $1 WHERE id = $2 RETURNING id),"
     " t AS (INSERT INTO turns (conversation_id, user_id, character_id, scope, role, text,"
-    " created_at, platform_message_id, search, source_key) SELECT c.id, $3, $4, $5, $6, $7, $1,"
-    " $8, $9::tsvector, $10 FROM c ON CONFLICT DO NOTHING RETURNING id)"
+    " created_at, platform_message_id, search, source_key, speaker_id, speaker_character,"
+    " speaker_name) SELECT c.id, $3, $4, $5, $6, $7, $1, $8, $9::tsvector, $10, $11, $12, $13"
+    " FROM c ON CONFLICT DO NOTHING RETURNING id)"
     " SELECT (SELECT id FROM c) AS conversation, (SELECT id FROM t) AS turn"
 )
 # The turn a source key names in a thread, and the first turn after it that is not a tool's,
 # which is the reply to it when it is the character's.
 _SOURCED = (
     "SELECT t.id, t.conversation_id, t.role, t.text, t.created_at, t.platform_message_id,"
+    " t.speaker_id, t.speaker_character, t.speaker_name,"
     " n.id AS next_id, n.role AS next_role, n.text AS next_text,"
     " n.created_at AS next_created_at FROM turns t"
     " LEFT JOIN LATERAL (SELECT id, role, text, created_at FROM turns WHERE conversation_id ="
@@ -189,19 +193,22 @@ class PgConversationsMixin(PostgresStoreBase):
         now: datetime,
         platform_message_id: str | None,
         source_key: str | None,
+        speaker: Speaker | None = None,
     ) -> UserTurn:
         """See TurnLog.add_user_turn: one round trip unless the message was stored before."""
         row = await self._pool.fetchrow(
             _WITH_USER_TURN,
             *_turn_values(conversation, "user", text, now, platform_message_id),
             source_key,
+            *speaker_columns(speaker),
         )
         assert row is not None
         if row["conversation"] is None:
             raise ConversationGone(conversation.id)
         if row["turn"] is not None:
             turn_id = row["turn"]
-            return UserTurn(Turn(turn_id, conversation.id, "user", text, now, platform_message_id))
+            turn = Turn(turn_id, conversation.id, "user", text, now, platform_message_id, speaker)
+            return UserTurn(turn)
         thread = conversation.thread
         found = await self._pool.fetchrow(
             _SOURCED, thread.user_id, thread.character_id, thread.scope, source_key

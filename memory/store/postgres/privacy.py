@@ -14,6 +14,7 @@ from memory.store.copy import COPY_TABLES, MEMORY_TABLES
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
 from memory.store.postgres.rows import ids_param, ts
+from memory.store.postgres.scenes import delete_scene_lines
 from memory.store.postgres.terms import search_vector
 from memory.store.remap import evidence as remapped
 from memory.store.remap import summary_values
@@ -26,7 +27,7 @@ async def _remembered(con: asyncpg.Connection, user_id: int) -> bool:
     for table in (*MEMORY_TABLES, "fact_history"):
         if await con.fetchval(f"SELECT 1 FROM {table} WHERE user_id = $1 LIMIT 1", user_id):
             return True
-    return False
+    return bool(await con.fetchval("SELECT 1 FROM turns WHERE speaker_id = $1 LIMIT 1", user_id))
 
 
 def _count(status: str) -> int:
@@ -148,6 +149,9 @@ class PgPrivacyMixin(PostgresStoreBase):
                 counts[table] = _count(status)
             # Per sender, not per character: the platform process never knew the character.
             counts["dead_letters"] = _count(await con.execute(DELETE_DEAD_LETTERS, user_id))
+            # What this character witnessed of them in group scenes goes too (issue 31).
+            erased = await delete_scene_lines(con, user_id, None, character_id)
+            counts["scene_lines"] = erased.lines
             if not await _remembered(con, user_id):
                 await con.execute("UPDATE users SET display_name = '' WHERE id = $1", user_id)
             await self._record_pending_purge(con)

@@ -6,7 +6,10 @@ from __future__ import annotations
 from memory.store.records import conversation, dt, fact, summary, ts, turn, usage_record
 
 # The columns of a turn the store reads (never the search vector).
-TURN_COLUMNS = "id, conversation_id, role, text, created_at, platform_message_id"
+TURN_COLUMNS = (
+    "id, conversation_id, role, text, created_at, platform_message_id, speaker_id,"
+    " speaker_character, speaker_name"
+)
 
 
 _BIGINT = range(-(2**63), 2**63)

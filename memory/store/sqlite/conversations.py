@@ -10,6 +10,7 @@ from datetime import datetime
 from memory.models import (
     Conversation,
     ReplySources,
+    Speaker,
     Summary,
     SummarySaved,
     Thread,
@@ -20,6 +21,7 @@ from memory.models import (
 )
 from memory.store import records
 from memory.store.errors import ConversationGone
+from memory.store.records import speaker_columns
 from memory.store.records import ts as _ts
 from memory.store.sqlite.base import StoreBase, on_db_thread
 
@@ -119,6 +121,7 @@ class ConversationsMixin(StoreBase):
         now: datetime,
         platform_message_id: str | None,
         source_key: str | None,
+        speaker: Speaker | None = None,
     ) -> UserTurn:
         """See TurnLog.add_user_turn (one method on the store's thread: atomic)."""
         try:
@@ -127,7 +130,7 @@ class ConversationsMixin(StoreBase):
                 if found is not None:
                     return found
                 turn = self._insert_turn(
-                    conversation, "user", text, now, platform_message_id, source_key
+                    conversation, "user", text, now, platform_message_id, source_key, speaker
                 )
                 return UserTurn(turn)
         except sqlite3.IntegrityError as error:
@@ -202,12 +205,13 @@ class ConversationsMixin(StoreBase):
         now: datetime,
         platform_message_id: str | None,
         source_key: str | None = None,
+        speaker: Speaker | None = None,
     ) -> Turn:
         thread = conversation.thread
         row = self._one(
             "INSERT INTO turns (conversation_id, user_id, character_id, scope, role, text,"
-            " created_at, platform_message_id, source_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            " RETURNING id",
+            " created_at, platform_message_id, source_key, speaker_id, speaker_character,"
+            " speaker_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (
                 conversation.id,
                 thread.user_id,
@@ -218,6 +222,7 @@ class ConversationsMixin(StoreBase):
                 _ts(now),
                 platform_message_id,
                 source_key,
+                *speaker_columns(speaker),
             ),
         )
         self._con.execute(
@@ -225,7 +230,7 @@ class ConversationsMixin(StoreBase):
             (_ts(now), conversation.id),
         )
         assert row is not None
-        return Turn(row[0], conversation.id, role, text, now, platform_message_id)
+        return Turn(row[0], conversation.id, role, text, now, platform_message_id, speaker)
 
     @on_db_thread
     def turns_after(self, thread: Thread, after_turn_id: int) -> list[Turn]:

@@ -19,7 +19,8 @@ from memory.store.records import fact as _fact
 from memory.store.records import ts as _ts
 from memory.store.remap import evidence as remapped
 from memory.store.remap import summary_values
-from memory.store.sqlite.base import StoreBase, on_db_thread
+from memory.store.sqlite.base import on_db_thread
+from memory.store.sqlite.scenes import ScenesMixin
 
 # A forget's statement for the sender's dead letters (migrations 0014): they name the user by
 # platform id, as the platform process knew them, not by users.id.
@@ -29,7 +30,7 @@ DELETE_DEAD_LETTERS = (
 )
 
 
-class PrivacyMixin(StoreBase):
+class PrivacyMixin(ScenesMixin):
     # ---- the user's own memory controls (/memoria) -----------------------------------------
 
     @on_db_thread
@@ -137,6 +138,8 @@ class PrivacyMixin(StoreBase):
                 counts[table] = cursor.rowcount
             # Per sender, not per character: the platform process never knew the character.
             counts["dead_letters"] = db.execute(DELETE_DEAD_LETTERS, (user_id,)).rowcount
+            # What this character witnessed of them in group scenes goes too (issue 31).
+            counts["scene_lines"] = self._delete_scene_lines(user_id, None, character_id).lines
             if not self._remembered(user_id):
                 db.execute("UPDATE users SET display_name = '' WHERE id = ?", (user_id,))
             self._record_pending_purge()
@@ -147,7 +150,7 @@ class PrivacyMixin(StoreBase):
         return any(
             self._all(f"SELECT 1 FROM {table} WHERE user_id = ? LIMIT 1", (user_id,))
             for table in (*MEMORY_TABLES, "fact_history")
-        )
+        ) or bool(self._all("SELECT 1 FROM turns WHERE speaker_id = ? LIMIT 1", (user_id,)))
 
     @on_db_thread
     def characters_of(self, user_id: int) -> list[str]:

@@ -1,0 +1,236 @@
+"""Groups as scenes (issue 31): who is present, which messages the scene hears, /escena, and
+a participant's forget. The engine's half is memory/scene/; adapters call `hear` for every
+group message they see and send the lines it writes through their own outlet.
+
+Who is present: the characters an admin added with /escena añadir, in the order they joined;
+a group nobody added any to has one, the channel's bound character (/personaje vincular),
+else the default character. What is heard: a message that mentions the bot, replies to one
+of its (or a character's) messages, names a present character, or any message of a bound
+channel. Nothing else is stored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from bot.answers import Answer, Caller, clean_input, is_blank
+from bot.texts import pick_language, text
+from cards.character import Character
+from memory.engine.bursts import CallGate
+from memory.engine.companion import Companion
+from memory.models import SceneErasure
+from memory.scene.engine import LineSink, SceneLine, SceneMessage, scene_owner_id, scene_scope
+from memory.scene.routing import Castmember, Heard, addressed
+from memory.store.protocols import Channels, Scenes, Users
+
+Notify = Callable[[Answer], Awaitable[None]]
+
+
+class SceneStore(Channels, Scenes, Users, Protocol):
+    """Bindings and scene members, and the rows of the people and of each scene."""
+
+
+class SceneHost(Protocol):
+    """What the scenes ask of the commands (bot/commands.py): admins, the default character,
+    the limits and the rate gate in use."""
+
+    def is_admin(self, caller: Caller) -> bool: ...
+
+    @property
+    def default_id(self) -> str: ...
+
+    @property
+    def max_message_chars(self) -> int: ...
+
+    def gate_for(self, caller: Caller) -> CallGate | None: ...
+
+
+@dataclass(frozen=True)
+class SceneResult:
+    """What a heard message got: the lines of its turn (none for all but a turn's newest
+    message), or a refusal to send instead."""
+
+    lines: tuple[SceneLine, ...] = ()
+    refusal: Answer | None = None
+
+
+async def _ready(result: SceneResult) -> SceneResult:
+    return result
+
+
+async def _lines_of(pending: Awaitable[tuple[SceneLine, ...]]) -> SceneResult:
+    return SceneResult(await pending)
+
+
+class SceneRoom:
+    def __init__(
+        self,
+        companion: Companion,
+        store: SceneStore,
+        host: SceneHost,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._companion = companion
+        self._store = store
+        self._host = host
+        self._clock = clock
+
+    async def cast(self, platform: str, channel_id: str) -> tuple[Character, ...]:
+        """The characters present, in the order they joined (see the module's docstring)."""
+        book = self._companion.characters
+        added = [book.get(i) for i in await self._store.scene_members(platform, channel_id)]
+        present = tuple(c for c in added if c is not None)
+        if present:
+            return present
+        bound = await self._store.bound_character(platform, channel_id)
+        return (
+            self._companion.character(
+                bound if bound and book.get(bound) else self._host.default_id
+            ),
+        )
+
+    async def character_for(self, caller: Caller) -> Character:
+        """The scene's character a command speaks of: the first present."""
+        return (await self.cast(caller.platform, caller.channel_id))[0]
+
+    async def hear(
+        self,
+        caller: Caller,
+        message: str,
+        outlet: LineSink,
+        *,
+        message_id: str | None = None,
+        mentioned: bool = False,
+        replied_name: str | None = None,
+        notify: Notify | None = None,
+    ) -> Awaitable[SceneResult] | None:
+        """Hand a group message to its scene; None when the scene does not hear it (nothing
+        is stored). The wait is for the turn's lines, which `outlet` has sent by then."""
+        cast = await self.cast(caller.platform, caller.channel_id)
+        replied = _character_named(replied_name, cast)
+        bound = await self._store.bound_character(caller.platform, caller.channel_id)
+        members = [Castmember(c.id, c.names_in_scene()) for c in cast]
+        if not (mentioned or bound or replied or addressed([Heard(message)], members)):
+            return None
+        message = clean_input(message)
+        language = pick_language(caller.locale, cast[0].language)
+        if refusal := self._refusal(message, language):
+            return _ready(SceneResult(refusal=refusal))
+
+        async def held(seconds: float) -> None:
+            if notify is not None:
+                await notify(Answer(text(language, "rate_limited", seconds=math.ceil(seconds))))
+
+        scene_message = SceneMessage(
+            caller.platform,
+            caller.channel_id,
+            caller.user_id,
+            caller.display_name,
+            message,
+            tuple(c.id for c in cast),
+            message_id,
+            replied,
+        )
+        pending = self._companion.scene(scene_message, outlet, self._host.gate_for(caller), held)
+        return _lines_of(pending)
+
+    def _refusal(self, message: str, language: str) -> Answer | None:
+        if is_blank(message):
+            return Answer(text(language, "empty"), ok=False)
+        limit = self._host.max_message_chars
+        if len(message) > limit:
+            over = len(message) - limit
+            words = text(language, "too_long", length=len(message), limit=limit, over=over)
+            return Answer(words, ok=False)
+        return None
+
+    # ---- /escena ----------------------------------------------------------------------------
+
+    async def show(self, caller: Caller) -> Answer:
+        """/escena: who is present."""
+        cast = await self.cast(caller.platform, caller.channel_id)
+        language = pick_language(caller.locale, cast[0].language)
+        if caller.channel_kind != "group":
+            return Answer(text(language, "scene_groups_only"), ok=False)
+        names = ", ".join(f"{c.name} ({c.id})" for c in cast)
+        return Answer(text(language, "scene_cast", names=names))
+
+    async def add(self, caller: Caller, character_id: str) -> Answer:
+        """Admin: a character joins the scene; it knows nothing said before it came."""
+        refused = await self._admin_refusal(caller, character_id)
+        if refused is not None:
+            return refused
+        cast = await self.cast(caller.platform, caller.channel_id)
+        language = pick_language(caller.locale, cast[0].language)
+        added = await self._store.scene_members(caller.platform, caller.channel_id)
+        by, now = f"{caller.platform}:{caller.user_id}", self._clock()
+        if not added:  # the implicit character stays, with everything it witnessed
+            for present in cast:
+                await self._store.add_scene_member(
+                    caller.platform, caller.channel_id, present.id, by, now
+                )
+        joined = await self._store.add_scene_member(
+            caller.platform, caller.channel_id, character_id, by, now
+        )
+        name = self._companion.character(character_id).name
+        return Answer(text(language, "scene_joined" if joined else "scene_already", name=name))
+
+    async def remove(self, caller: Caller, character_id: str) -> Answer:
+        """Admin: a character leaves the scene (what it witnessed stays its own memory)."""
+        refused = await self._admin_refusal(caller, character_id)
+        if refused is not None:
+            return refused
+        cast = await self.cast(caller.platform, caller.channel_id)
+        language = pick_language(caller.locale, cast[0].language)
+        name = self._companion.character(character_id).name
+        if character_id not in {c.id for c in cast}:
+            return Answer(text(language, "scene_absent", name=name), ok=False)
+        if len(cast) == 1:
+            return Answer(text(language, "scene_last", name=name), ok=False)
+        added = await self._store.scene_members(caller.platform, caller.channel_id)
+        if not added:
+            return Answer(text(language, "scene_last", name=name), ok=False)
+        await self._store.remove_scene_member(caller.platform, caller.channel_id, character_id)
+        return Answer(text(language, "scene_left", name=name))
+
+    async def _admin_refusal(self, caller: Caller, character_id: str) -> Answer | None:
+        cast = await self.cast(caller.platform, caller.channel_id)
+        language = pick_language(caller.locale, cast[0].language)
+        if not self._host.is_admin(caller):
+            return Answer(text(language, "admins_only"), ok=False, private=True)
+        if caller.channel_kind != "group":
+            return Answer(text(language, "scene_groups_only"), ok=False)
+        book = self._companion.characters
+        if book.get(character_id) is None:
+            valid = ", ".join(book.ids())
+            words = text(language, "unknown_character", given=character_id, valid=valid)
+            return Answer(words, ok=False)
+        return None
+
+    # ---- a participant's forget -------------------------------------------------------------
+
+    async def forget(self, caller: Caller) -> SceneErasure:
+        """Everything of the caller in this group's scene: their lines in every character's
+        copy, the summary claims citing them, their facts learned here (with every character).
+        The other participants' memory is untouched."""
+        person = await self._store.find_user(caller.platform, caller.user_id)
+        if person is None:
+            return SceneErasure(0, 0, 0)
+        owner = await self._store.find_user(caller.platform, scene_owner_id(caller.channel_id))
+        scope = scene_scope(caller.platform, caller.channel_id)
+        present = [c.id for c in await self.cast(caller.platform, caller.channel_id)]
+        witnesses = sorted(set(present) | set(self._companion.characters.ids()))
+        async with self._companion.holding_scene(owner, witnesses, scope):
+            return await self._store.forget_scene_lines(person.id, scope)
+
+
+def _character_named(name: str | None, cast: tuple[Character, ...]) -> str | None:
+    """The character whose message was replied to, by the name it was shown under."""
+    if not name:
+        return None
+    folded = name.strip().casefold()
+    return next((c.id for c in cast if c.name.casefold() == folded), None)

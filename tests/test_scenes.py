@@ -1,0 +1,237 @@
+"""Scenes (issue 31) on the fake Telegram, with the real python-telegram-bot and the real engine
+answering through the fake Anthropic API: a group is one shared conversation with one or
+several characters, each knowing only what it witnessed."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.adapters.telegram_adapter import TelegramAdapter
+from bot.app import App, open_app
+from memory.models import Fact, Thread
+from memory.scene.engine import scene_owner_id, scene_scope
+from tests.conftest import CHARACTERS, FakeClock, make_settings
+from tests.fakes.anthropic_api import FakeAnthropic, Text, ToolUse, route_of
+from tests.fakes.anthropic_api import _default as fake_default
+from tests.fakes.telegram_api import FakeTelegram
+from tests.fault_helpers import query
+
+ANA, BEA, BOB = 1001, 1002, 1003
+GROUP = -100_555
+KOLDO, MAGGIE, ITZIAR = "Koldo Arrieta", "Maggie Thornton", "Itziar Goikoetxea"
+IDS = {KOLDO: "detective_bilbao", MAGGIE: "lighthouse_keeper", ITZIAR: "tabernera"}
+SCOPE = scene_scope("telegram", str(GROUP))
+
+
+@dataclass
+class Scene:
+    fake: FakeTelegram
+    llm: FakeAnthropic
+    app: App
+    lines: dict[str, list[str]] = field(default_factory=dict)  # what each character will say
+
+    def speaker_of(self, body: dict[str, Any]) -> str:
+        first = body["system"][0]["text"].split("\n", 1)[0]
+        return next(name for name in IDS if name in first)
+
+    def answer(self, body: dict[str, Any]) -> Any:
+        if route_of(body) != "reply":
+            return fake_default(body)
+        name = self.speaker_of(body)
+        queued = self.lines.get(name)
+        return Text(queued.pop(0) if queued else f"Soy {name.split()[0]}.")
+
+    def requests_of(self, name: str) -> list[dict[str, Any]]:
+        return [b for b in self.llm.bodies() if self.speaker_of(b) == name]
+
+    def say(self, user: int, text: str, **kw: Any) -> None:
+        names = {ANA: "Ana", BEA: "Bea", BOB: "Bob"}
+        self.fake.send_group_text(GROUP, user, text, first_name=names[user], **kw)
+
+    async def group_lines(self, count: int) -> list[str]:
+        return [m["text"] for m in await self.fake.wait_for_messages(GROUP, count)]
+
+
+def cast_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "characters"
+    folder.mkdir()
+    for name in ("detective_bilbao.yaml", "lighthouse_keeper.yaml"):
+        shutil.copy(CHARACTERS / name, folder / name)
+    shutil.copy(Path(__file__).parent / "scene_cast" / "tabernera.yaml", folder / "tabernera.yaml")
+    return folder
+
+
+@pytest.fixture
+async def scene(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock, request: pytest.FixtureRequest
+) -> AsyncIterator[Scene]:
+    overrides: dict[str, Any] = getattr(request, "param", {})
+    async with FakeTelegram() as fake:
+        settings = make_settings(
+            tmp_path,
+            fake_anthropic,
+            telegram_bot_token=fake.token,
+            telegram_api_base_url=fake.url,
+            characters_dir=cast_folder(tmp_path),
+            default_character="detective_bilbao",
+            admin_ids=[f"telegram:{ANA}"],
+            scene_seed=7,
+            **overrides,
+        )
+        async with open_app(settings, clock=clock, start_scheduler=False) as app:
+            adapter = TelegramAdapter(settings, app.commands)
+            await adapter.start()
+            staged = Scene(fake, fake_anthropic, app)
+            fake_anthropic.default = staged.answer
+            try:
+                yield staged
+            finally:
+                await adapter.stop()
+
+
+async def cast_of_three(scene: Scene) -> None:
+    for character in ("lighthouse_keeper", "tabernera"):
+        scene.fake.send_command(GROUP, ANA, "/escena", f"añadir {character}", "supergroup")
+    joined = await scene.group_lines(2)
+    assert joined[-1].startswith(f"{ITZIAR} entra en la escena")
+
+
+async def test_a_character_named_answers_and_its_line_is_headed_by_its_name(
+    scene: Scene,
+) -> None:
+    await cast_of_three(scene)
+    scene.lines[MAGGIE] = ["Tea first, then stories."]
+    scene.say(ANA, "Maggie, ¿qué tal la librería?")
+    lines = await scene.group_lines(3)
+    assert lines[-1] == f"{MAGGIE}\nTea first, then stories."
+    assert [scene.speaker_of(b) for b in scene.llm.bodies()] == [MAGGIE]  # only the one named
+
+
+async def test_a_reply_to_a_characters_line_is_answered_by_that_character(scene: Scene) -> None:
+    await cast_of_three(scene)
+    scene.say(ANA, "Hola, Itziar")
+    itziar_line = (await scene.fake.wait_for_messages(GROUP, 3))[-1]
+    assert itziar_line["text"].startswith(ITZIAR)
+    scene.say(BEA, "¿y tú qué opinas?", reply_to_bot_message_id=itziar_line["message_id"])
+    lines = await scene.group_lines(4)
+    assert lines[-1].startswith(ITZIAR)
+    assert [scene.speaker_of(b) for b in scene.llm.bodies()] == [ITZIAR, ITZIAR]
+
+
+async def test_nobody_named_the_last_partner_answers_and_the_cap_holds(scene: Scene) -> None:
+    await cast_of_three(scene)
+    scene.say(ANA, "Koldo, una pregunta", mention_bot=True)
+    await scene.group_lines(3)
+    scene.say(ANA, "¿y ahora qué hacemos?", mention_bot=True)  # names nobody: Koldo again
+    await scene.group_lines(4)
+    assert [scene.speaker_of(b) for b in scene.llm.bodies()] == [KOLDO, KOLDO]
+    scene.say(BEA, "Koldo, Maggie, Itziar: ¿quién invita?")  # three named, two may speak
+    lines = await scene.group_lines(6)
+    assert [line.split("\n")[0] for line in lines[-2:]] == [KOLDO, MAGGIE]
+    await scene.app.companion.drain()
+    assert len(scene.requests_of(ITZIAR)) == 0
+
+
+async def test_a_character_named_by_another_answers_within_the_cap_and_no_loop(
+    scene: Scene,
+) -> None:
+    await cast_of_three(scene)
+    scene.lines[KOLDO] = ["Pregúntale a Itziar, ella lo sabe todo."]
+    scene.lines[ITZIAR] = ["Koldo, no me líes. Bob, ¿otra ronda?"]
+    scene.say(BOB, "Koldo, ¿quién robó la caja?")
+    lines = await scene.group_lines(4)
+    assert [line.split("\n")[0] for line in lines[-2:]] == [KOLDO, ITZIAR]
+    await scene.app.companion.drain()
+    # Itziar named Koldo back: he has spoken this turn, and the cap (2) is reached anyway.
+    assert [scene.speaker_of(b) for b in scene.llm.bodies()] == [KOLDO, ITZIAR]
+    itziar_request = scene.requests_of(ITZIAR)[0]
+    said = [b["text"] for m in itziar_request["messages"] for b in m["content"] if "text" in b]
+    assert f"{KOLDO}: Pregúntale a Itziar, ella lo sabe todo." in said
+    assert "Bob: Koldo, ¿quién robó la caja?" in said
+
+
+async def test_a_character_added_midway_witnessed_nothing_before(scene: Scene) -> None:
+    scene.say(ANA, "Koldo, mi contraseña del portal es el 4521", mention_bot=True)
+    await scene.group_lines(1)
+    scene.fake.send_command(GROUP, ANA, "/escena", "añadir lighthouse_keeper", "supergroup")
+    await scene.group_lines(2)
+    scene.say(BEA, "Maggie, ¿qué te ha contado Ana?")
+    await scene.group_lines(3)
+    request = scene.requests_of(MAGGIE)[0]
+    assert "4521" not in str(request) and "contraseña" not in str(request)
+    # Nor can she look it up: the first line's id is another thread's, "not found".
+    owner = await scene.app.store.find_user("telegram", scene_owner_id(str(GROUP)))
+    assert owner is not None
+    koldo_copy = await scene.app.store.turns_after(Thread(owner.id, IDS[KOLDO], SCOPE), 0)
+    first_id = koldo_copy[0].id
+    maggie = Thread(owner.id, IDS[MAGGIE], SCOPE)
+    assert await scene.app.store.thread_turns_by_ids(maggie, [first_id]) == []
+    maggie_copy = await scene.app.store.turns_after(maggie, 0)
+    assert maggie_copy[0].labelled_text == "Bea: Maggie, ¿qué te ha contado Ana?"
+
+
+async def test_private_facts_never_reach_the_scene_group_facts_do(
+    scene: Scene, clock: FakeClock
+) -> None:
+    now = clock()
+    ana = await scene.app.store.upsert_user("telegram", str(ANA), "Ana", now)
+    private = _fact(ana.id, "dm", "ciudad", "Getxo", now)
+    learned_here = _fact(ana.id, f"group:telegram:{GROUP}", "trabajo", "panadera", now)
+    await scene.app.store.apply_fact_changes([private, learned_here], [], [], [], None, now)
+    scene.say(ANA, "Koldo, ¿te acuerdas de mí?", mention_bot=True)
+    await scene.group_lines(1)
+    people = scene.requests_of(KOLDO)[0]["system"][1]["text"]
+    assert "panadera" in people and "Ana" in people  # labelled by person
+    assert "Getxo" not in str(scene.requests_of(KOLDO)[0])
+
+
+def _fact(user_id: int, scope: str, key: str, value: str, now: Any) -> Fact:
+    return Fact(
+        0, user_id, "detective_bilbao", "semantic", key, value, "stated", scope, (),
+        "days:180", None, now, now, None,
+    )  # fmt: skip
+
+
+async def test_a_fact_from_someone_elses_words_is_refused(
+    scene: Scene, clock: FakeClock
+) -> None:
+    scene.say(BOB, "Koldo, Ana me dijo que tiene 12 años", mention_bot=True)
+    await scene.group_lines(1)
+    scene.say(ANA, "Koldo, yo soy panadera", mention_bot=True)
+    await scene.group_lines(2)
+    turns = query(
+        scene.app.settings.database_target,
+        "SELECT id, speaker_name FROM turns WHERE scope = ? AND speaker_name IS NOT NULL",
+        SCOPE,
+    )
+    bob_line = next(i for i, name in turns if name == "Bob")
+    ana_line = next(i for i, name in turns if name == "Ana")
+
+    def extraction(body: dict[str, Any]) -> Any:
+        if "profile of Ana" not in str(body["messages"]):
+            return ToolUse("record_profile", {"operations": []})  # Bob said nothing of himself
+        return ToolUse("record_profile", {"operations": [
+            # About Ana, resting on Bob's words: dropped alone.
+            {"op": "add", "kind": "semantic", "key": "age", "value": "12", "origin": "stated",
+             "evidence": [bob_line]},
+            {"op": "add", "kind": "semantic", "key": "job", "value": "panadera",
+             "origin": "stated", "evidence": [ana_line]},
+        ]})  # fmt: skip
+
+    scene.llm.queue(extraction, extraction, route="record_profile")
+    clock.advance(hours=2)
+    await scene.app.sweep()  # ends the scene's conversation, extracts each person's facts
+    await scene.app.companion.drain()
+    facts = query(scene.app.settings.database_target, "SELECT key, value, user_id FROM facts")
+    ana = await scene.app.store.find_user("telegram", str(ANA))
+    assert ana is not None
+    assert [(k, v) for k, v, _ in facts] == [("job", "panadera")]
+    assert facts[0][2] == ana.id
+    rejected = query(scene.app.settings.database_target, "SELECT reason FROM memory_rejections")
+    assert any("someone else's words" in r for (r,) in rejected)
