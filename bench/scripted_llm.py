@@ -27,7 +27,8 @@ from memory.summary.rolling import SUMMARY_TOOL
 BENCH_MODEL = "claude-bench"
 CLAIM_WORDS = 12
 TURN_LINE = re.compile(
-    r"^\[(\d+)\] \d{4}-\d{2}-\d{2} \d{2}:\d{2} (user|assistant|tool)(?: \(recollection\))?: (.*)$"
+    # a role, then maybe a scene's speaker "(Ana)" and the recollection marker
+    r"^\[(\d+)\] \d{4}-\d{2}-\d{2} \d{2}:\d{2} (user|assistant|tool)(?: \([^()\n]*\))*: (.*)$"
 )
 COMMITMENT = re.compile(r"\b(will|going to|gonna|plan(?:ning)? to)\b", re.IGNORECASE)
 

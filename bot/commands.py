@@ -11,7 +11,7 @@ from typing import Protocol
 from bot.answers import Answer, Button, Caller, clean_input, is_blank
 from bot.command_line import help_lines
 from bot.greeting import greeting
-from bot.memoria import Memoria, is_heavy
+from bot.memoria import Memoria, is_forget, is_heavy
 from bot.pacing import ArrivalOrder, RateLimiter
 from bot.photos import Photos
 from bot.presence import Presence
@@ -285,11 +285,14 @@ class Commands:
         return greeting(await self.character_for(caller), caller) or await self.help(caller)
 
     async def memoria(self, caller: Caller, action: str, args: str) -> Answer:
-        """/memoria: the caller's own memory with their current character, answered privately."""
+        """/memoria: the caller's own memory with their current character, answered privately;
+        in a group, `olvidar` takes the caller out of the group's scene (bot/scenes.py)."""
         character = await self.character_for(caller)
         language = pick_language(caller.locale, character.language)
         if is_heavy(action, args) and (refused := self._memoria_refusal(caller, language)):
             return refused
+        if caller.channel_kind == "group" and is_forget(action):
+            return await self._scene_forget(caller, language, confirmed=is_heavy(action, args))
         user = await self._store.upsert_user(
             caller.platform, caller.user_id, caller.display_name, self._clock()
         )
@@ -302,6 +305,17 @@ class Commands:
             action,
             args.split(),
         )
+
+    async def _scene_forget(self, caller: Caller, language: str, confirmed: bool) -> Answer:
+        """A participant's forget of a group's scene: asked first, then done (bot/scenes.py)."""
+        if not confirmed:
+            ask = Button(text(language, "mem_yes"), f"mem:forget:@{caller.channel_id}")
+            cancel = Button(text(language, "mem_no"), "mem:cancel")
+            words = text(language, "scene_ask_forget")
+            return Answer(words, private=True, buttons=(ask, cancel))
+        erased = await self.scenes.forget(caller)
+        words = text(language, "scene_forgotten", lines=erased.lines, facts=erased.facts)
+        return Answer(words, private=True)
 
     def _memoria_refusal(self, caller: Caller, language: str) -> Answer | None:
         """None while the caller is within /memoria's limit; else a refusal saying when."""
@@ -322,6 +336,12 @@ class Commands:
             caller.platform, caller.user_id, caller.display_name, self._clock()
         )
         action, _, target = value.partition(":")
+        if action == "forget" and target.startswith("@"):  # a group's scene (its channel id)
+            if refused := self._memoria_refusal(caller, language):
+                return refused
+            group = Caller(caller.platform, caller.user_id, caller.display_name, "group",
+                           target[1:], caller.locale)  # fmt: skip
+            return await self._scene_forget(group, language, confirmed=True)
         if action == "forget" and target == character.id:
             if refused := self._memoria_refusal(caller, language):
                 return refused

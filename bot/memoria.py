@@ -38,6 +38,12 @@ def is_heavy(action: str, args: str) -> bool:
     return key == "memoria.exportar" or (key == "memoria.olvidar" and confirmed)
 
 
+def is_forget(action: str) -> bool:
+    """/memoria olvidar (in either language)."""
+    sub = MEMORIA.named(action) if action else None
+    return sub is not None and sub.key == "memoria.olvidar"
+
+
 def _number(args: list[str], lang: str) -> int:
     digits = args[0].lstrip("#") if args else ""
     # isdecimal: "²" is a digit int() refuses; past 18 digits no id exists (ids are bigints).

@@ -61,20 +61,30 @@ class Photos:
         on_text: TextSink | None = None,
     ) -> Awaitable[Answer]:
         """The wait for the character's answer to a photo, or a clear refusal at once."""
+        turn = await self.describe(caller, size, fetch, caption)
+        if isinstance(turn, Answer):
+            return _ready(turn)
+        return await self._submit(caller, turn, message_id, notify, on_text)
+
+    async def describe(
+        self, caller: Caller, size: int, fetch: Fetch, caption: str
+    ) -> str | Answer:
+        """The photo as the user's turn (its description and caption), or a refusal: what a
+        private chat hands to the engine, and a group to its scene (bot/scenes.py)."""
         caption = clean_input(caption)  # it goes to the vision call before any store
         character = await self._character_for(caller)
         language = pick_language(caller.locale, character.language)
         limit_mb = f"{self._max_bytes / 1_000_000:g}"
         if self._describer is None:
-            return _ready(Answer(text(language, "photo_no_vision"), ok=False))
+            return Answer(text(language, "photo_no_vision"), ok=False)
         if size > self._max_bytes:
-            return _ready(Answer(text(language, "photo_too_big", limit=limit_mb), ok=False))
+            return Answer(text(language, "photo_too_big", limit=limit_mb), ok=False)
         data = await fetch(self._max_bytes)
         media_type = sniff_image(data)
         if len(data) > self._max_bytes:
-            return _ready(Answer(text(language, "photo_too_big", limit=limit_mb), ok=False))
+            return Answer(text(language, "photo_too_big", limit=limit_mb), ok=False)
         if media_type is None:
-            return _ready(Answer(text(language, "photo_bad_type"), ok=False))
+            return Answer(text(language, "photo_bad_type"), ok=False)
         user = await self._store.upsert_user(
             caller.platform, caller.user_id, caller.display_name, self._clock()
         )
@@ -87,6 +97,5 @@ class Photos:
         )
         del data  # the bytes go no further than the vision call
         if description is None:
-            return _ready(Answer(text(language, "photo_failed"), ok=False))
-        turn = photo_turn(character.language, caller.display_name, description, caption)
-        return await self._submit(caller, turn, message_id, notify, on_text)
+            return Answer(text(language, "photo_failed"), ok=False)
+        return photo_turn(character.language, caller.display_name, description, caption)

@@ -40,6 +40,9 @@ TEXTS: dict[str, dict[str, str]] = {
         "scene_absent": "{name} no está en esta escena.",
         "scene_last": "{name} es el único personaje de la escena: añade otro antes de quitarlo.",
         "scene_left": "{name} sale de la escena; lo que presenció sigue siendo su recuerdo.",
+        "scene_ask_forget": "¿Borro todo lo tuyo de la escena de este grupo (tus mensajes, en la "
+        "memoria de cada personaje, y lo que saben de ti por este grupo)? Lo de los demás no se "
+        "toca. Tu memoria por privado tampoco.",
         "scene_forgotten": "Hecho: he borrado tus mensajes de esta escena ({lines} copias) y lo "
         "que sabía de ti en este grupo ({facts} datos). Lo de los demás sigue igual.",
         "start_private": "Para verlo en privado, ábreme un chat privado y escribe /start.",
@@ -171,6 +174,9 @@ TEXTS: dict[str, dict[str, str]] = {
         "scene_absent": "{name} is not in this scene.",
         "scene_last": "{name} is the scene's only character: add another before removing them.",
         "scene_left": "{name} leaves the scene; what they witnessed stays their memory.",
+        "scene_ask_forget": "Delete everything of yours in this group's scene (your messages, in "
+        "every character's memory, and what they know of you from this group)? Everyone else's "
+        "stays. Your private memory too.",
         "scene_forgotten": "Done: I deleted your messages in this scene ({lines} copies) and what "
         "I knew about you in this group ({facts} facts). Everyone else's stays as it was.",
         "start_private": "To see it in private, open a private chat with me and send /start.",

@@ -178,7 +178,8 @@ async def test_in_a_group_only_a_photo_addressed_to_the_bot_is_seen(launch: Any)
         chat_type="supergroup",
     )
     [reply] = await bot.fake.wait_for_messages(GROUP, 1)
-    assert reply["text"] == "Bonito faro." and len(bot.llm.bodies()) == 2
+    # A line of the group's scene, headed by the character's name.
+    assert reply["text"] == "Koldo Arrieta\nBonito faro." and len(bot.llm.bodies()) == 2
 
 
 async def test_a_discord_photo_is_seen_with_its_caption(

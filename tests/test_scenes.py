@@ -14,8 +14,10 @@ import pytest
 
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.app import App, open_app
-from memory.models import Fact, Thread
+from bot.texts import text
+from memory.models import Fact, Summary, SummaryFields, Thread
 from memory.scene.engine import scene_owner_id, scene_scope
+from memory.search.terms import query_terms as terms_of
 from tests.conftest import CHARACTERS, FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, Text, ToolUse, route_of
 from tests.fakes.anthropic_api import _default as fake_default
@@ -198,9 +200,7 @@ def _fact(user_id: int, scope: str, key: str, value: str, now: Any) -> Fact:
     )  # fmt: skip
 
 
-async def test_a_fact_from_someone_elses_words_is_refused(
-    scene: Scene, clock: FakeClock
-) -> None:
+async def test_a_fact_from_someone_elses_words_is_refused(scene: Scene, clock: FakeClock) -> None:
     scene.say(BOB, "Koldo, Ana me dijo que tiene 12 años", mention_bot=True)
     await scene.group_lines(1)
     scene.say(ANA, "Koldo, yo soy panadera", mention_bot=True)
@@ -235,3 +235,59 @@ async def test_a_fact_from_someone_elses_words_is_refused(
     assert facts[0][2] == ana.id
     rejected = query(scene.app.settings.database_target, "SELECT reason FROM memory_rejections")
     assert any("someone else's words" in r for (r,) in rejected)
+
+
+async def test_one_participants_forget_removes_their_lines_everywhere_and_nothing_else(
+    scene: Scene, clock: FakeClock
+) -> None:
+    scene.fake.send_command(GROUP, ANA, "/escena", "añadir lighthouse_keeper", "supergroup")
+    await scene.group_lines(1)
+    scene.say(ANA, "Koldo, soy panadera en Deusto")
+    await scene.group_lines(2)
+    scene.say(BEA, "Maggie, yo vivo en Algorta")
+    await scene.group_lines(3)
+    store, now = scene.app.store, clock()
+    owner = await store.find_user("telegram", scene_owner_id(str(GROUP)))
+    ana = await store.find_user("telegram", str(ANA))
+    bea = await store.find_user("telegram", str(BEA))
+    assert owner is not None and ana is not None and bea is not None
+    koldo = Thread(owner.id, IDS[KOLDO], SCOPE)
+    copy = await store.turns_after(koldo, 0)
+    ana_line = next(t.id for t in copy if t.speaker and t.speaker.name == "Ana")
+    bea_line = next(t.id for t in copy if t.speaker and t.speaker.name == "Bea")
+    claims = SummaryFields(
+        established_facts=(
+            f"Ana es panadera {{cite:{ana_line}}}",
+            f"Bea vive en Algorta {{cite:{bea_line}}}",
+        )
+    )
+    await store.save_summary(koldo, Summary(claims, frozenset({ana_line, bea_line}), bea_line, now))
+    group = f"group:telegram:{GROUP}"
+    planted = [_fact(ana.id, group, "trabajo", "panadera", now)]
+    planted.append(_fact(bea.id, group, "ciudad", "Algorta", now))
+    await store.apply_fact_changes(planted, [], [], [], None, now)
+    scene.fake.send_command(GROUP, ANA, "/memoria", "olvidar", "supergroup")
+    pointer = (await scene.group_lines(4))[-1]
+    assert pointer == text("es", "start_private")  # she never opened a private chat
+    scene.fake.send_command(ANA, ANA, "/start")
+    await scene.fake.wait_for_messages(ANA, 1)
+    scene.fake.send_command(GROUP, ANA, "/memoria", "olvidar", "supergroup")
+    asked = (await scene.fake.wait_for_messages(ANA, 2))[-1]  # in the private chat
+    assert asked["text"] == text("es", "scene_ask_forget")
+    scene.fake.press_button(ANA, ANA, asked["message_id"], f"mem:forget:@{GROUP}")
+    await scene.fake.wait_until(lambda: bool(scene.fake.edited_messages))
+    assert scene.fake.edited_messages[-1]["text"].startswith("Hecho: he borrado tus mensajes")
+    database = scene.app.settings.database_target
+    speakers = query(
+        database, "SELECT DISTINCT speaker_name FROM turns WHERE speaker_id IS NOT NULL"
+    )
+    assert [name for (name,) in speakers] == ["Bea"]  # Ana's lines gone from both copies
+    summary = await store.latest_summary(koldo)
+    assert summary is not None
+    assert summary.fields.established_facts == (f"Bea vive en Algorta {{cite:{bea_line}}}",)
+    assert [f.value for f in await store.facts(ana.id, IDS[KOLDO])] == []
+    assert [f.value for f in await store.facts(bea.id, IDS[KOLDO])] == ["Algorta"]
+    # Nor can search find her words in either copy.
+    for character in (IDS[KOLDO], IDS[MAGGIE]):
+        found = await store.search_exchanges(owner.id, character, SCOPE, terms_of("panadera"), 5)
+        assert found[1] == []

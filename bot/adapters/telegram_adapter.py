@@ -22,7 +22,7 @@ from telegram import (
     Update,
 )
 from telegram.constants import ChatAction, ChatType, ParseMode
-from telegram.error import Forbidden, TelegramError
+from telegram.error import BadRequest, Forbidden, TelegramError
 from telegram.ext import (
     Application,
     ApplicationBuilder,
@@ -38,7 +38,7 @@ from bot.adapters.base import InFlight
 from bot.adapters.live import LiveReply
 from bot.adapters.split import split_html
 from bot.adapters.telegram_format import to_telegram_html
-from bot.adapters.telegram_scene import TelegramSceneOutlet, header_name
+from bot.adapters.telegram_scene import TelegramScenes
 from bot.answers import Answer, Caller
 from bot.command_line import menu, run, run_line
 from bot.commands import Commands
@@ -91,6 +91,7 @@ class TelegramAdapter:
         # Different chats run concurrently; one user's messages keep their order through the
         # commands' per-caller gate and the engine's per-session lock.
         self.application: Application = builder.concurrent_updates(True).build()  # type: ignore[type-arg]
+        self._scenes = TelegramScenes(commands, settings, self.application)
         self._register()
 
     def _register(self) -> None:
@@ -208,7 +209,7 @@ class TelegramAdapter:
         if not self._in_flight.accepting:
             return
         if caller.channel_kind == "group":
-            await self._to_scene(message, caller)
+            await self._to_scene(message, caller, message.text)
             return
         if not await self._addressed(message, caller):
             return
@@ -228,39 +229,18 @@ class TelegramAdapter:
             )
         await self._send(message, caller, answer, live)
 
-    async def _to_scene(self, message: Message, caller: Caller) -> None:
-        """A group message to the group's scene (bot/scenes.py decides whether it is heard);
-        the characters' lines are sent by the outlet as each is written."""
-        assert message.text is not None
-        me = self.application.bot
-        replied = message.reply_to_message
-        to_me = bool(replied and replied.from_user and replied.from_user.id == me.id)
-        mentions = message.parse_entities([MessageEntity.MENTION]).values()
-        mentioned = to_me or any(
-            m.lstrip("@").lower() == (me.username or "").lower() for m in mentions
-        )
-        scenes = self._commands.scenes
-        names = {c.id: c.name for c in await scenes.cast(caller.platform, caller.channel_id)}
-        outlet = TelegramSceneOutlet(me, message, names, self._settings)
+    async def _to_scene(self, message: Message, caller: Caller, words: str) -> None:
+        """A group message to the group's scene (bot/adapters/telegram_scene.py)."""
 
-        async def notify(notice: Answer) -> None:
-            await self._send(message, caller, notice)
+        @contextlib.asynccontextmanager
+        async def busy() -> AsyncIterator[None]:
+            async with self._in_flight.track(), self._typing(message.chat_id):
+                yield
 
-        pending = await scenes.hear(
-            caller,
-            self._strip_mention(message.text),
-            outlet,
-            message_id=str(message.message_id),
-            mentioned=mentioned,
-            replied_name=header_name(replied) if to_me else None,
-            notify=notify,
-        )
-        if pending is None:
-            return
-        async with self._in_flight.track(), self._typing(message.chat_id):
-            result = await pending
-        if result.refusal is not None:
-            await self._send(message, caller, result.refusal)
+        async def send(answer: Answer) -> None:
+            await self._send(message, caller, answer)
+
+        await self._scenes.hear(message, caller, self._strip_mention(words), busy, send)
 
     def _live(self, message: Message, caller: Caller) -> LiveReply[int] | None:
         """The reply's message while the model writes it (STREAM_REPLIES), edited in place."""
@@ -307,6 +287,14 @@ class TelegramAdapter:
                 raise DownloadFailed("Telegram gave no path for the file")
             return await read_capped(found.file_path, limit)
 
+        if caller.channel_kind == "group":  # described, then a line of the group's scene
+            async with self._in_flight.track(), self._typing(message.chat_id):
+                turn = await photos.describe(caller, item.file_size or 0, fetch, caption)
+            if isinstance(turn, Answer):
+                await self._send(message, caller, turn)
+            else:
+                await self._to_scene(message, caller, turn)
+            return
         async with self._in_flight.track(), self._typing(message.chat_id):
             caption = self._strip_mention(caption)
             pending = await photos.submit(
@@ -391,7 +379,7 @@ class TelegramAdapter:
         if answer.private and caller.channel_kind == "group":
             try:
                 await self._deliver(int(caller.user_id), answer, reply_to=None)
-            except Forbidden:
+            except (Forbidden, BadRequest):  # never started, or a chat Telegram does not know
                 answer = Answer(text(await self._commands.language(caller), "start_private"))
                 await self._deliver(chat_id, answer, reply_to=message.message_id)
                 return

@@ -7,14 +7,19 @@ from the replied message (its first line, when it is the bold entity the header 
 from __future__ import annotations
 
 import html
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
 
 from telegram import Message, MessageEntity
 from telegram.constants import ParseMode
-from telegram.ext import ExtBot
+from telegram.ext import Application, ExtBot
 
 from bot.adapters.live import LiveReply
 from bot.adapters.split import split_html
 from bot.adapters.telegram_format import to_telegram_html
+from bot.answers import Answer, Caller
+from bot.commands import Commands
 from bot.config import Settings
 from memory.engine.llm import TextSink
 from memory.models import Reply
@@ -92,3 +97,62 @@ class TelegramSceneOutlet:
                 parse_mode=ParseMode.HTML,
                 reply_to_message_id=reply_to if index == 0 else None,
             )
+
+
+class TelegramScenes:
+    """The Telegram adapter's way into a group's scene: what addresses the bot, the outlet."""
+
+    def __init__(
+        self,
+        commands: Commands,
+        settings: Settings,
+        application: Application[Any, Any, Any, Any, Any, Any],
+    ) -> None:
+        self._commands = commands
+        self._settings = settings
+        self._application = application
+
+    def mentioned(self, message: Message) -> tuple[bool, bool]:
+        """(the bot is addressed, the message replies to one of the bot's own)."""
+        me = self._application.bot
+        replied = message.reply_to_message
+        to_me = bool(replied and replied.from_user and replied.from_user.id == me.id)
+        handle = (me.username or "").lower()
+        # PTB refuses to parse the entities of a text the message does not have.
+        texts = [*message.parse_entities([MessageEntity.MENTION]).values()] if message.text else []
+        if message.caption:
+            texts += message.parse_caption_entities([MessageEntity.MENTION]).values()
+        # A caption's mention may come without its entity (a forwarded or edited caption).
+        in_caption = bool(handle) and f"@{handle}" in (message.caption or "").lower()
+        named = any(m.lstrip("@").lower() == handle for m in texts)
+        return to_me or named or in_caption, to_me
+
+    async def hear(
+        self,
+        message: Message,
+        caller: Caller,
+        words: str,
+        busy: Callable[[], AbstractAsyncContextManager[None]],
+        send: Callable[[Answer], Awaitable[None]],
+    ) -> None:
+        """Hand the words to the scene (bot/scenes.py decides whether it hears them); the
+        characters' lines are sent by the outlet as each is written, a refusal by `send`."""
+        scenes = self._commands.scenes
+        mentioned, to_me = self.mentioned(message)
+        names = {c.id: c.name for c in await scenes.cast(caller.platform, caller.channel_id)}
+        outlet = TelegramSceneOutlet(self._application.bot, message, names, self._settings)
+        pending = await scenes.hear(
+            caller,
+            words,
+            outlet,
+            message_id=str(message.message_id),
+            mentioned=mentioned,
+            replied_name=header_name(message.reply_to_message) if to_me else None,
+            notify=send,
+        )
+        if pending is None:
+            return
+        async with busy():
+            result = await pending
+        if result.refusal is not None:
+            await send(result.refusal)

@@ -26,7 +26,7 @@ LABELS: dict[str, dict[str, str]] = {
         "to_ask": "Para preguntar (ya ha pasado: puedes preguntar qué tal fue)",
         "group": "Estás en un canal de grupo: otras personas leen tus respuestas. Respondes a "
         "{user}.",
-        "the_group": "el grupo",
+        "the_group": "este grupo",
         "scene": "Estás en una conversación de grupo: varias personas, y quizá otros "
         "personajes, hablan contigo. Cada línea ajena empieza con el nombre de quien la dice; "
         "las tuyas no. Escribe solo tu propia intervención, sin tu nombre delante, y dirígete "
@@ -73,7 +73,7 @@ LABELS: dict[str, dict[str, str]] = {
         "to_ask": "To ask about (it has already happened: you may ask how it went)",
         "group": "You are in a group channel: other people read your replies. You are "
         "answering {user}.",
-        "the_group": "the group",
+        "the_group": "this group",
         "scene": "You are in a group conversation: several people, and maybe other "
         "characters, talk with you. Each line of theirs begins with the speaker's name; yours "
         "do not. Write only your own line, without your name in front, and address whoever you "

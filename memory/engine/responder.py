@@ -250,6 +250,11 @@ class Responder:
         """
         if self._retriever is None or character.retrieval != "auto":
             return []
+        if session.thread.is_scene:
+            # A scene recalls by the tool only: its window is already the shared scene, and
+            # fragments re-sent uncached on every call cost the cache more than they bring
+            # (bench/scene.py: steady cache-read share 0.84 with them, 0.89 without).
+            return []
         if not session.has_turns_outside_window():  # what the window holds needs no recall
             return []
         window_ids = {t.id for t in session.window}

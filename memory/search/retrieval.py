@@ -293,7 +293,11 @@ class Retriever:
     def _exchange(candidate: _Candidate, names: tuple[str, str] | None) -> Exchange:
         user, character = names or ("User", "Character")
         shown = [t for t in candidate.turns if t.role != "tool"]
-        text = "\n".join(f"{user if t.role == 'user' else character}: {t.text}" for t in shown)
+        # In a scene each line says who said it; elsewhere the two are the user and character.
+        text = "\n".join(
+            f"{t.speaker.name if t.speaker else user if t.role == 'user' else character}: {t.text}"
+            for t in shown
+        )
         return Exchange(
             turn_ids=tuple(t.id for t in shown),
             when=shown[0].created_at,

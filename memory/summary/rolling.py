@@ -168,9 +168,9 @@ def format_turns(turns: Sequence[Turn], recollected: frozenset[int] = frozenset(
     lines = []
     for turn in turns:
         marker = " (recollection)" if turn.id in recollected else ""
-        lines.append(
-            f"[{turn.id}] {turn.created_at:%Y-%m-%d %H:%M} {turn.role}{marker}: {turn.text}"
-        )
+        # In a scene, a line of someone else's says who: the summary must not mix people up.
+        who = f"{turn.role} ({turn.speaker.name})" if turn.speaker else turn.role
+        lines.append(f"[{turn.id}] {turn.created_at:%Y-%m-%d %H:%M} {who}{marker}: {turn.text}")
     return "\n".join(lines)
 
 

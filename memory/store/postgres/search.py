@@ -58,7 +58,8 @@ _EXCHANGES = (
     + _IN_THREAD.format(t="t")
     + ") SELECT span.lo, span.hi, (SELECT max(p.id) FROM turns p"
     "  WHERE p.conversation_id = span.cid AND p.id < span.lo) AS previous,"
-    " m.id, m.conversation_id, m.role, m.text, m.created_at, m.platform_message_id"
+    " m.id, m.conversation_id, m.role, m.text, m.created_at, m.platform_message_id,"
+    " m.speaker_id, m.speaker_character, m.speaker_name"
     " FROM span JOIN turns m ON m.conversation_id = span.cid"
     " AND m.id >= span.lo AND m.id < coalesce(span.hi, 9223372036854775807)"
     " WHERE m.user_id = $1 AND m.character_id = $2 ORDER BY m.id"
