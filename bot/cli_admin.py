@@ -224,6 +224,7 @@ async def _stats(args: argparse.Namespace, settings: Settings) -> int:
     store = await open_store(settings.database_target, migrate=False)
     try:
         records = await load_usage(store, since)
+        given_up = await store.given_up_jobs()
     finally:
         await store.close()
     window = f" since {since.isoformat(timespec='minutes')}" if since else ""
@@ -236,4 +237,11 @@ async def _stats(args: argparse.Namespace, settings: Settings) -> int:
     print(_other_models(records, prices))
     if records:
         print(format_table(summarize(records, prices), totals(records, prices)))
+    if any(given_up.values()):
+        # Never asked again once given up (memory/engine/retries.py): the admin must know.
+        counts = ", ".join(f"{job} {count}" for job, count in given_up.items() if count)
+        print(
+            f"conversations given up after their provider failed every retry: {counts} "
+            "(companion.log says why)"
+        )
     return 0
