@@ -66,7 +66,9 @@ def register(
     )
     exp.add_argument("--force", action="store_true", help="overwrite an existing file")
     stats = commands.add_parser(
-        "stats", help="LLM calls, tokens, cache share, latency and cost per character and kind"
+        "stats",
+        help="LLM calls, tokens, cache share, latency and cost per character and kind, and the "
+        "conversations given up while the provider failed",
     )
     stats.add_argument("--since", help="only calls newer than this: 30m, 24h, 7d, 2w or a date")
     stats.add_argument("--price-input", type=float, help="USD per million input tokens")

@@ -6,13 +6,21 @@ The real engine and SDK against the fake Messages API, on the fake clock."""
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import pytest
 
 from bot.app import App
 from tests.conftest import FakeClock
-from tests.fakes.anthropic_api import Error, FakeAnthropic, Text, empty_tool_answer, route_of
+from tests.fakes.anthropic_api import (
+    Error,
+    FakeAnthropic,
+    Text,
+    ToolUse,
+    empty_tool_answer,
+    route_of,
+)
 from tests.helpers import dm
 from tests.raw_db import raw_database
 from tests.test_cli import companion, env_for
@@ -95,3 +103,24 @@ async def test_a_provider_back_within_the_schedule_writes_the_profile_and_the_jo
     assert statuses(app) == ("done", "nothing")
     await sweep_after(app, clock, hours=1)
     assert calls(fake_anthropic) == (2, 2)
+
+
+def chronicle_of_the_user_turn(body: dict[str, Any]) -> ToolUse:
+    """A sound first chronicle, citing the user's turn it is shown."""
+    shown = body["messages"][0]["content"][0]["text"]
+    [turn] = re.findall(r"^\[(\d+)\] user:", shown, re.MULTILINE)
+    return ToolUse(JOURNEY, {"journey": f"Ane contó que le daba miedo volar {{cite:{turn}}}."})
+
+
+async def test_a_rejected_answer_is_not_counted_as_a_provider_failure(
+    app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    await app.companion.handle(dm("Me da miedo volar"))
+    invented = ToolUse(JOURNEY, {"journey": "Ane habló de un viaje {cite:987654}."})
+    fake_anthropic.queue(invented, Error(500, "api_error"), route=JOURNEY)
+    await sweep_after(app, clock, hours=1)  # rejected once, then the provider failed
+    assert len(fake_anthropic.bodies(JOURNEY)) == 2
+    fake_anthropic.queue(chronicle_of_the_user_turn, route=JOURNEY)
+    await sweep_after(app, clock, minutes=1)  # one provider failure: one minute's wait
+    assert len(fake_anthropic.bodies(JOURNEY)) == 3
+    assert statuses(app)[1] == "done"

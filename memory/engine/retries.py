@@ -62,11 +62,5 @@ class Backoff:
         return now >= self.last + wait
 
 
-async def backoff_of(
-    store: ProviderFailures,
-    kind: str,
-    conversation_id: int,
-    schedule: tuple[timedelta, ...] = RETRY_AFTER,
-) -> Backoff:
-    failures, last, cause = await store.provider_failures(kind, conversation_id)
-    return Backoff(failures, last, cause, schedule)
+async def backoff_of(store: ProviderFailures, kind: str, conversation_id: int) -> Backoff:
+    return Backoff(*await store.provider_failures(kind, conversation_id))

@@ -15,13 +15,13 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Protocol
 
 from cards.character import Character, CharacterBook
 from memory.engine.forced_tool import OutputRejected, call_until_valid
 from memory.engine.llm import LLM, ChatMessage, LLMRequest, LLMResponse, TextBlock, ToolSpec
-from memory.engine.retries import RETRY_AFTER, Backoff, backoff_of
+from memory.engine.retries import Backoff, backoff_of
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.credentials import credential_values
 from memory.journey import checks
@@ -128,11 +128,9 @@ class Chronicler:
         cap_tokens: int = JOURNEY_MAX_TOKENS,
         attempts: int = 3,
         model: str | None = None,
-        retry_after: tuple[timedelta, ...] = RETRY_AFTER,
     ) -> None:
         self._llm = llm
         self._store = store
-        self._retry_after = retry_after
         self._characters = characters
         self._clock = clock
         self._tokens = tokens
@@ -201,7 +199,7 @@ class Chronicler:
         character = self._characters.get(thread.character_id)
         if thread.scope != JOURNEY_SCOPE or character is None or not character.journey:
             return await self._skip(conversation, "off")
-        backoff = await backoff_of(self._store, "journey", conversation.id, self._retry_after)
+        backoff = await backoff_of(self._store, "journey", conversation.id)
         if backoff.exhausted:
             return await self._give_up(conversation, backoff)
         if not backoff.due(self._clock()):

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Protocol
 
 from cards.character import CharacterBook
@@ -26,7 +26,7 @@ from memory.engine.llm import (
     TextBlock,
     ToolSpec,
 )
-from memory.engine.retries import RETRY_AFTER, Backoff, backoff_of
+from memory.engine.retries import Backoff, backoff_of
 from memory.integrity.gate import as_data
 from memory.models import Conversation, Fact, Turn, UsageRecord
 from memory.profile.planning import (
@@ -103,11 +103,9 @@ class ProfileExtractor:
         characters: CharacterBook,
         attempts: int = 3,
         model: str | None = None,
-        retry_after: tuple[timedelta, ...] = RETRY_AFTER,
     ) -> None:
         self._llm = llm
         self._store = store
-        self._retry_after = retry_after
         self._lifetimes = lifetimes
         self._clock = clock
         self._characters = characters
@@ -150,7 +148,7 @@ class ProfileExtractor:
 
     async def _extract(self, conversation: Conversation) -> str:
         """Extract now, unless the provider failed lately and the schedule says to wait."""
-        backoff = await backoff_of(self._store, "extraction", conversation.id, self._retry_after)
+        backoff = await backoff_of(self._store, "extraction", conversation.id)
         if backoff.exhausted:
             return await self._give_up(conversation, backoff)
         if not backoff.due(self._clock()):
