@@ -69,8 +69,10 @@ class RankConfig:
     # the FIT split with the bench's memory (bench/locomo_memory.py): R@10 0.826 at 0.25 and
     # 0.5, 0.819 at 1.0, 0.814 at 2.5, where the foreign-fragment rate also climbs (0.48).
     citation: float = 0.5
-    # Lend the journey's sentences as claims too (bench/locomo_retrieval.py --journey measures
-    # the lever; docs/memory.md says why the product's default is what it is).
+    # Lend the journey's sentences as claims too. Off: on the report split of
+    # bench/locomo_retrieval.py --journey, R@10 0.7813 -> 0.7837 but R@5 0.7142 -> 0.7116 and
+    # fragment recall 0.5375 -> 0.5350, FIT unchanged: under the +0.01 a lever must bring, and
+    # the top the product shows gets worse (docs/memory.md, "Details from long ago").
     journey_citations: bool = False
     coverage_power: float = 0.5  # bm25 x (share of the query matched) ** this
     # Fragments, in two steps (fitted together by `--fit`, at most 3% of foreign questions
