@@ -117,7 +117,9 @@ class Figures:
     example: list[str] = field(default_factory=list)
 
 
-def _observations(sample: dict[str, Any], n: int, ids: dict[str, int]) -> list[str]:
+def chapter_of(sample: dict[str, Any], n: int, ids: dict[str, int]) -> list[str]:
+    """The oracle's chapter of session `n`: up to three observations per speaker, each with the
+    citation of its dialogue turn (stored turn ids by LoCoMo dia id)."""
     found = sample.get("observation", {}).get(f"session_{n}_observation", {})
     out = []
     for items in found.values():
@@ -160,7 +162,7 @@ async def _conversation(
         [ended] = [
             c for c in await store.conversations_pending_journey() if c.id == conversation.id
         ]
-        await _session(store, chronicler, oracle, figures, ended, _observations(sample, n, ids))
+        await _session(store, chronicler, oracle, figures, ended, chapter_of(sample, n, ids))
     final = await store.journey(thread.user_id, CHARACTER)
     cited = final.cited_ids if final else frozenset()
     wanted = {ids[e] for qa in sample["qa"] for e in qa.get("evidence", []) if e in ids}

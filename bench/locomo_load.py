@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.locomo import parse_locomo_date, sessions_of
 from bench.locomo_memory import MemoryTally, SessionMemory, session_memory
 from memory.models import Thread
 from memory.store import MemoryStore
+
+if TYPE_CHECKING:
+    from bench.locomo_journey import JourneyTally
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 CHARACTER = "locomo"
@@ -31,10 +34,16 @@ def _line_text(line: dict[str, Any]) -> str:
 
 
 async def load(
-    store: MemoryStore, item: dict[str, Any], tally: MemoryTally | None = None
+    store: MemoryStore,
+    item: dict[str, Any],
+    tally: MemoryTally | None = None,
+    journey: JourneyTally | None = None,
 ) -> Loaded:
     """One conversation into the store; with a `tally`, each session is followed by what
-    extraction and compaction would have stored (bench/locomo_memory.py)."""
+    extraction and compaction would have stored (bench/locomo_memory.py); with `journey`, by
+    its chronicle (bench/locomo_journey.py)."""
+    from bench.locomo_journey import SessionJourney  # the journey's imports, only when asked
+
     body = item["conversation"]
     user_name, character_name = body["speaker_a"], body["speaker_b"]
     sample_id = str(item.get("sample_id", "?"))
@@ -44,6 +53,7 @@ async def load(
     thread = Thread(user.id, CHARACTER, "dm")
     turn_of: dict[str, int] = {}
     memory = SessionMemory(store, (user_name, character_name), tally) if tally else None
+    chronicle = SessionJourney(store, CHARACTER, journey) if journey is not None else None
     for number, start, lines in sessions:
         conversation = await store.start_conversation(thread, start)
         at, turns = start, []
@@ -56,5 +66,7 @@ async def load(
         if memory is not None:
             observations, summary = session_memory(item, number)
             await memory.after_session(conversation, turns, turn_of, observations, summary, at)
+        if chronicle is not None:
+            await chronicle.after_session(conversation, item, number, turn_of, at)
     questions = [q for q in item.get("qa", []) if q.get("category") in CATEGORIES]
     return Loaded(sample_id, thread, (user_name, character_name), turn_of, questions)

@@ -36,6 +36,7 @@ from typing import Any
 
 from memory.engine.llm import LLMRequest, LLMResponse, ToolCall
 from memory.engine.tokens import TokenEstimator
+from memory.journey.model import Journey
 from memory.models import Conversation, Fact, Summary, SummaryFields, Thread, Turn, UsageRecord
 from memory.profile.planning import (
     ExtractionOutput,
@@ -67,6 +68,7 @@ class MemoryMode:
 
     memory: bool = True  # facts and the rolling summary after each session (--no-memory: off)
     versions: bool = False  # recall through every summary version (--summary-versions)
+    journey: bool = False  # chronicle each session; recall with and without it lent (--journey)
 
 
 @dataclass
@@ -283,6 +285,9 @@ class EverySummary:
 
     async def facts(self, user_id: int, character_id: str, scope: str | None = None) -> list[Fact]:
         return await self.store.facts(user_id, character_id, scope)
+
+    async def journey(self, user_id: int, character_id: str) -> Journey | None:
+        return await self.store.journey(user_id, character_id)
 
     async def search_term_counts(
         self, user_id: int, character_id: str, scope: str | None, terms: list[Term]

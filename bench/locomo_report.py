@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+LEVER_KEYS = ("recall_at_5", "recall_at_10", "fragment_recall", "foreign_fragment_rate")
 
 
 def table(report: dict[str, Any]) -> str:
@@ -45,3 +48,20 @@ def side_by_side(reports: dict[str, Any]) -> str:
         if isinstance(a, int | float) and isinstance(b, int | float):
             lines.append(f"{key:24}{a:>10.3f}{b:>10.3f}{b - a:>+10.3f}")
     return "\n".join(lines)
+
+
+def journey_lever(
+    figures: Mapping[tuple[str, bool], dict[str, Any]],
+    chronicles: Mapping[str, int],
+    calls: int,
+) -> dict[str, Any]:
+    """The recall lever (--journey): per split, the figures without and with the journey's
+    citations lent to search, from `summarise`'s reports keyed by (split, lent)."""
+    lever: dict[str, Any] = {"chronicles": dict(chronicles), "calls": calls}
+    for (split, lent), report in sorted(figures.items()):
+        shown = {key: report.get(key) for key in LEVER_KEYS}
+        shown["recall_at_10_by_category"] = {
+            name: part["recall_at_10"] for name, part in report.get("by_category", {}).items()
+        }
+        lever.setdefault(split, {})["with" if lent else "without"] = shown
+    return lever

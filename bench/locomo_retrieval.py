@@ -1,7 +1,7 @@
 """Evidence recall of `Retriever.search` on LoCoMo: does recall bring back the turns that answer?
 
     python bench/locomo_retrieval.py DATA_PATH [--json] [--fit-share 0.3] [--loo | --fit]
-        [--no-memory] [--summary-versions] [--backend postgres]
+        [--no-memory] [--summary-versions] [--journey] [--backend postgres]
 
 Each conversation is written into its own user's turn log through the real `Store`, on a
 temporary SQLite file: speaker_a is the user, speaker_b the character, one stored conversation
@@ -46,9 +46,10 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from bench.backends import add_backend_arguments, databases
 from bench.locomo import load_conversations
+from bench.locomo_journey import JourneyTally
 from bench.locomo_load import CATEGORIES, Loaded, load
 from bench.locomo_memory import EverySummary, MemoryMode, MemoryTally
-from bench.locomo_report import side_by_side, table
+from bench.locomo_report import journey_lever, side_by_side, table
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.credentials import mask_credentials
 from memory.search.cited import RecallStore
@@ -191,21 +192,37 @@ async def collect(
 ) -> list[tuple[str, list[Outcome]]]:
     """Load every conversation into one empty database (a temporary SQLite file unless
     `database` names one), with its memory when given a `tally`, and search every question."""
+    return (await collect_each(path, [config or RankConfig()], database, tally, versions))[0]
+
+
+async def collect_each(
+    path: Path,
+    configs: Sequence[RankConfig],
+    database: str | Path | None = None,
+    tally: MemoryTally | None = None,
+    versions: bool = False,
+    journey: JourneyTally | None = None,
+) -> list[list[tuple[str, list[Outcome]]]]:
+    """`collect` once per config over one load; with `journey`, each session is chronicled
+    too (bench/locomo_journey.py), so the configs can differ in lending it to search."""
     data = load_conversations(path)
     with tempfile.TemporaryDirectory() as folder:
         store = await open_store(database or Path(folder) / "locomo.db")
         try:
-            loaded = [await load(store, item, tally) for item in data]
+            loaded = [await load(store, item, tally, journey) for item in data]
             recall: RecallStore = EverySummary(store) if versions else store
-            retriever = Retriever(recall, TokenEstimator(), config)
-            results = []
-            for index, conversation in enumerate(loaded):
-                foreign = loaded[(index + 1) % len(loaded)] if len(loaded) > 1 else None
-                outcomes = await evaluate(retriever, conversation, foreign)
-                results.append((conversation.sample_id, outcomes))
+            runs = []
+            for config in configs:
+                retriever = Retriever(recall, TokenEstimator(), config)
+                results = []
+                for index, conversation in enumerate(loaded):
+                    foreign = loaded[(index + 1) % len(loaded)] if len(loaded) > 1 else None
+                    outcomes = await evaluate(retriever, conversation, foreign)
+                    results.append((conversation.sample_id, outcomes))
+                runs.append(results)
         finally:
             await store.close()
-    return results
+    return runs
 
 
 async def run(
@@ -217,7 +234,13 @@ async def run(
 ) -> dict[str, Any]:
     config, mode = config or RankConfig(), mode or MemoryMode()
     tally = MemoryTally() if mode.memory else None
-    results = await collect(path, config, database, tally, mode.versions)
+    journey = JourneyTally() if mode.journey else None
+    # With the journey: recall as configured, then with the journey's lending flipped.
+    configs = [config, replace(config, journey_citations=not config.journey_citations)]
+    runs = await collect_each(
+        path, configs[: 2 if journey else 1], database, tally, mode.versions, journey
+    )
+    results = runs[0]
     cut = fit_count(len(results), fit_share)
     fit, held = results[:cut], results[cut:]
     report = summarise([o for _, outcomes in held for o in outcomes], config)
@@ -227,6 +250,15 @@ async def run(
     report["config"] = asdict(config)
     report["memory"] = asdict(tally) if tally else None
     report["summary_versions"] = mode.versions
+    if journey is not None:  # the recall lever: the same questions without and with it lent
+        figures = {
+            (split, lent.journey_citations): summarise(
+                [o for _, outcomes in run_[part] for o in outcomes], lent
+            )
+            for lent, run_ in zip(configs, runs, strict=True)
+            for split, part in (("held_out", slice(cut, None)), ("fit", slice(0, cut)))
+        }
+        report["journey"] = journey_lever(figures, journey.statuses, journey.calls)
     return report
 
 
@@ -307,12 +339,18 @@ def main(argv: list[str] | None = None) -> int:
         help="the turns only: no facts nor summary (bench/locomo_memory.py)",
     )
     parser.add_argument(
+        "--journey",
+        action="store_true",
+        help="chronicle each session (bench/locomo_journey.py) and report recall without and "
+        "with the journey's citations lent to search",
+    )
+    parser.add_argument(
         "--summary-versions",
         action="store_true",
         help="recall through every stored summary version, not the latest only (a probe)",
     )
     args = parser.parse_args(argv)
-    mode = MemoryMode(not args.no_memory, args.summary_versions)
+    mode = MemoryMode(not args.no_memory, args.summary_versions, args.journey)
     if args.loo:
         tally = MemoryTally() if mode.memory else None
         results = asyncio.run(collect(args.data, RankConfig(), None, tally, mode.versions))
@@ -337,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     report = asyncio.run(run(args.data, args.fit_share, mode=mode))
     print(json.dumps(report) if args.json else table(report))
+    if "journey" in report and not args.json:
+        print(f"journey: {json.dumps(report['journey'])}")
     return 0
 
 

@@ -66,7 +66,9 @@ def register(
     )
     exp.add_argument("--force", action="store_true", help="overwrite an existing file")
     stats = commands.add_parser(
-        "stats", help="LLM calls, tokens, cache share, latency and cost per character and kind"
+        "stats",
+        help="LLM calls, tokens, cache share, latency and cost per character and kind, and the "
+        "conversations given up while the provider failed",
     )
     stats.add_argument("--since", help="only calls newer than this: 30m, 24h, 7d, 2w or a date")
     stats.add_argument("--price-input", type=float, help="USD per million input tokens")
@@ -224,6 +226,7 @@ async def _stats(args: argparse.Namespace, settings: Settings) -> int:
     store = await open_store(settings.database_target, migrate=False)
     try:
         records = await load_usage(store, since)
+        given_up = await store.given_up_jobs()
     finally:
         await store.close()
     window = f" since {since.isoformat(timespec='minutes')}" if since else ""
@@ -236,4 +239,11 @@ async def _stats(args: argparse.Namespace, settings: Settings) -> int:
     print(_other_models(records, prices))
     if records:
         print(format_table(summarize(records, prices), totals(records, prices)))
+    if any(given_up.values()):
+        # Never asked again once given up (memory/engine/retries.py): the admin must know.
+        counts = ", ".join(f"{job} {count}" for job, count in given_up.items() if count)
+        print(
+            f"conversations given up after their provider failed every retry: {counts} "
+            "(companion.log says why)"
+        )
     return 0

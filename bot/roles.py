@@ -132,10 +132,7 @@ async def _worker(
         url = settings.database_url.get_secret_value()
         # Before the first await: the start-up extraction catch-up is spawned, not yet run.
         inbox = inbox_over(url)
-        claim_extractions(app.extractor, inbox)
-        if app.chronicler is not None:
-            claim_journeys(app.chronicler, inbox)
-        app.companion.claim_compactions(ClaimedCompactions(inbox, app.store))
+        claim_background_jobs(app, inbox)
         limit, window = settings.rate_limit_messages, settings.rate_limit_window_seconds
         app.commands.use_rate_limiter(SharedRateLimiter(inbox, limit, window))
         await inbox.connect()
@@ -172,6 +169,15 @@ async def _worker(
             await inbox.close()
     log.info("stopped cleanly")
     return 0
+
+
+def claim_background_jobs(app: App, inbox: Inbox) -> None:
+    """Route the worker's extractions, chronicles and compactions through the database's job
+    claims (bot/inbox/claimed_jobs.py), so that each is done once whichever worker reaches it."""
+    claim_extractions(app.extractor, inbox)
+    if app.chronicler is not None:
+        claim_journeys(app.chronicler, inbox)
+    app.companion.claim_compactions(ClaimedCompactions(inbox, app.store))
 
 
 PlatformWorker = TelegramWorker | DiscordWorker

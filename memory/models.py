@@ -154,6 +154,12 @@ class SummarySaved:
     stale: bool = False
 
 
+# How a usage row's error begins when the provider failed the call after its own retries (not
+# an answer the checks rejected): the retry schedule of background jobs counts these rows
+# (memory/engine/retries.py).
+PROVIDER_FAILURE = "LLM failed: "
+
+
 @dataclass(frozen=True, slots=True)
 class UsageRecord:
     kind: str

@@ -1,11 +1,12 @@
 """What several workers share on one PostgreSQL besides the inbox (issue 16): a thread's
-compaction is claimed by one worker and done once, and the per-user rate limit is counted in
-the database, so two workers together hold a user to one limit and the notice that says when
-the character will answer stays true."""
+compaction and a conversation's journey are claimed by one worker and done once, and the
+per-user rate limit is counted in the database, so two workers together hold a user to one
+limit and the notice that says when the character will answer stays true."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
@@ -21,7 +22,7 @@ from bot.answers import Answer, Caller
 from bot.app import App, open_app
 from bot.inbox.claimed_jobs import ClaimedCompactions
 from bot.inbox.shared_limits import SharedRateLimiter
-from bot.roles import followups_once
+from bot.roles import claim_background_jobs, followups_once
 from memory.models import Fact, Summary, SummaryFields, Thread
 from memory.store.postgres import PostgresStore
 from memory.store.postgres.inbox import PostgresInbox
@@ -31,6 +32,7 @@ from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import Delay, FakeAnthropic, Text, ToolUse
 from tests.fakes.telegram_api import FakeTelegram
 from tests.helpers import dm
+from tests.patience import PATIENCE
 
 pytestmark = pg_fixtures.needs_postgres
 
@@ -216,3 +218,56 @@ async def test_two_workers_send_a_follow_up_due_once(tmp_path: Path, pg_url: str
         assert sorted(await both(), key=str) == [1, None]
         assert [m["text"] for m in telegram.sent_messages(1001)] == ["¿Qué tal la entrevista?"]
         assert await both() in ([0, 0], [0, None], [None, 0])  # sent once, never again
+
+
+async def test_two_workers_sweeping_write_a_conversations_journey_once(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, pg_url: str
+) -> None:
+    """The journey of a conversation is claimed like its extraction: while one worker's
+    chronicle waits on the model, the other worker's sweep and start-up catch-up find the pair
+    claimed, and once it is written nobody writes it again."""
+    asked, release = asyncio.Event(), asyncio.Event()
+
+    async def held_chronicle(body: dict[str, Any]) -> ToolUse:
+        asked.set()
+        await release.wait()
+        shown = body["messages"][0]["content"][0]["text"]
+        [turn] = re.findall(r"^\[(\d+)\] user:", shown, re.MULTILINE)
+        return ToolUse("write_journey", {"journey": f"Ane contó que se mudaba {{cite:{turn}}}."})
+
+    fake_anthropic.queue(held_chronicle, route="write_journey")
+    clock = FakeClock()
+    async with AsyncExitStack() as stack:
+        one, two = await claiming_workers(stack, tmp_path, fake_anthropic, pg_url, clock)
+        await one.companion.handle(dm("Hola, soy Ane y me mudo a Getxo"))
+        clock.advance(hours=2)
+        sweeps = [asyncio.create_task(worker.sweep()) for worker in (one, two)]
+        await asyncio.wait_for(asked.wait(), PATIENCE)
+        # Every other way to the same chronicle, while the first waits on the model.
+        for worker in (two, one):
+            await worker.chronicler.write_pending()  # type: ignore[union-attr]
+        release.set()
+        await asyncio.gather(*sweeps)
+        await asyncio.gather(one.companion.drain(), two.companion.drain())
+        await asyncio.gather(one.sweep(), two.sweep())  # nothing is owed any more
+    assert len(fake_anthropic.bodies("write_journey")) == 1
+    assert await count(pg_url, "SELECT count(*) FROM journeys") == 1
+    assert await count(pg_url, "SELECT count(*) FROM journey_runs WHERE status = 'done'") == 1
+
+
+async def claiming_workers(
+    stack: AsyncExitStack, tmp_path: Path, fake: FakeAnthropic, url: str, clock: FakeClock
+) -> list[App]:
+    """Two workers' engines on one database and one clock, their background jobs claimed as
+    `companion run --role worker` claims them."""
+    apps = []
+    for n in range(2):
+        settings = make_settings(tmp_path / f"w{n}", fake, database_url=url)
+        app = await stack.enter_async_context(
+            open_app(settings, clock=clock, start_scheduler=False)
+        )
+        inbox = await PostgresInbox.open(url)
+        stack.push_async_callback(inbox.close)
+        claim_background_jobs(app, inbox)
+        apps.append(app)
+    return apps

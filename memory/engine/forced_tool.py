@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from memory.engine.llm import LLM, LLMError, LLMRequest, LLMResponse
+from memory.models import PROVIDER_FAILURE
 
 T = TypeVar("T")
 
@@ -56,7 +57,7 @@ async def call_until_valid(
         try:
             response = await llm.complete(request)
         except LLMError as exc:
-            failure = f"LLM failed: {exc}"
+            failure = f"{PROVIDER_FAILURE}{exc}"
             await record(request.model or "", failure, None)
             return Outcome(None, failure, provider_failed=True)
         try:

@@ -4,7 +4,9 @@ from the previous one and the conversation's turns, by one forced tool call, che
 Never on the reply path: it runs beside the profile's extraction, once per conversation (the
 journey_runs table says which were written). Each check is a named rule of
 memory/journey/checks.py; a rejected chronicle is asked for again with the reason; after the
-retries the previous journey stays, and the failure is logged and counted in llm_usage.
+retries the previous journey stays, and the failure is logged and counted in llm_usage. While
+the provider fails, the conversation is asked for again on a bounded schedule, then given up
+(memory/engine/retries.py).
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from cards.character import CharacterBook
+from cards.character import Character, CharacterBook
 from memory.engine.forced_tool import OutputRejected, call_until_valid
 from memory.engine.llm import LLM, ChatMessage, LLMRequest, LLMResponse, TextBlock, ToolSpec
+from memory.engine.retries import Backoff, backoff_of
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.credentials import credential_values
 from memory.journey import checks
@@ -188,12 +191,30 @@ class Chronicler:
         return status
 
     async def _write(self, conversation: Conversation) -> str:
+        """Chronicle now, unless it is done, off, or the provider failed lately and the
+        schedule says to wait (memory/engine/retries.py)."""
         thread = conversation.thread
         if await self._store.journey_run_status(conversation.id) is not None:
             return "done before"
         character = self._characters.get(thread.character_id)
         if thread.scope != JOURNEY_SCOPE or character is None or not character.journey:
             return await self._skip(conversation, "off")
+        backoff = await backoff_of(self._store, "journey", conversation.id)
+        if backoff.exhausted:
+            return await self._give_up(conversation, backoff)
+        if not backoff.due(self._clock()):
+            return "waiting"
+        return await self._chronicle(conversation, character)
+
+    async def _give_up(self, conversation: Conversation, backoff: Backoff) -> str:
+        """The provider failed every attempt of the schedule: the previous journey stays, the
+        conversation is not owed again, and the admin is told (the log, `companion stats`)."""
+        log.error("journey of conversation %s given up after %s provider failures; the last: %s",
+                  conversation.id, backoff.failures, backoff.cause)  # fmt: skip
+        return await self._skip(conversation, "failed")
+
+    async def _chronicle(self, conversation: Conversation, character: Character) -> str:
+        thread = conversation.thread
         turns = await self._store.conversation_turns(conversation.id)
         if not any(t.role == "user" for t in turns):
             return await self._skip(conversation, "empty")
@@ -254,7 +275,7 @@ class Chronicler:
             self._llm, request_for, validate, record, attempts=self._attempts, on_rejected=rejected
         )
         if outcome.provider_failed:
-            return "pending"
+            return "pending"  # still owed: a sweep tries again when the schedule says
         if outcome.value is None and over:
             # every attempt over the budget, the last one otherwise sound: code cuts the oldest
             outcome_value = Checked(checks.cut_oldest(over[0], self._cap, self._tokens), ())

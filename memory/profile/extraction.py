@@ -3,7 +3,8 @@
 The output must validate against a pydantic schema, cite only the session's turn ids, back every
 "stated" fact with a user turn, and hold no instruction to the assistant (memory/profile/planning.py
 checks it). Anything else is rejected whole and retried with the reason; after the retries the
-profile stays as it was.
+profile stays as it was. While the provider fails, the conversation is asked for again on a
+bounded schedule, then given up (memory/engine/retries.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from datetime import datetime
 from typing import Protocol
 
 from cards.character import CharacterBook
-from memory.engine.forced_tool import OutputRejected, call_until_valid
+from memory.engine.forced_tool import Outcome, OutputRejected, call_until_valid
 from memory.engine.llm import (
     LLM,
     ChatMessage,
@@ -24,6 +25,7 @@ from memory.engine.llm import (
     LLMResponse,
     TextBlock,
 )
+from memory.engine.retries import Backoff, backoff_of
 from memory.integrity.gate import as_data
 from memory.models import Conversation, Fact, Turn, UsageRecord
 from memory.profile.planning import (
@@ -142,6 +144,15 @@ class ProfileExtractor:
         await asyncio.gather(*works, return_exceptions=True)
 
     async def _extract(self, conversation: Conversation) -> str:
+        """Extract now, unless the provider failed lately and the schedule says to wait."""
+        backoff = await backoff_of(self._store, "extraction", conversation.id)
+        if backoff.exhausted:
+            return await self._give_up(conversation, backoff)
+        if not backoff.due(self._clock()):
+            return "waiting"
+        return await self._extract_now(conversation)
+
+    async def _extract_now(self, conversation: Conversation) -> str:
         thread = conversation.thread
         if thread.is_scene:
             return await self._scene_facts.extract(conversation)
@@ -195,8 +206,13 @@ class ProfileExtractor:
             attempts=self._attempts,
             on_rejected=rejected,
         )
+        return await self._settle(conversation, outcome, turns)
+
+    async def _settle(
+        self, conversation: Conversation, outcome: Outcome[Plan], turns: Sequence[Turn]
+    ) -> str:
         if outcome.provider_failed:
-            return "pending"  # stays pending: the next start or sweep tries again
+            return "pending"  # stays pending: a sweep tries again when the schedule says
         if outcome.value is None:
             log.error(
                 "extraction of conversation %s rejected after %s attempts; profile kept",
@@ -206,6 +222,18 @@ class ProfileExtractor:
             await self._store.mark_extracted(conversation.id, "rejected", self._clock())
             return "rejected"
         return await self._apply(conversation, outcome.value, turns)
+
+    async def _give_up(self, conversation: Conversation, backoff: Backoff) -> str:
+        """The provider failed every attempt of the schedule: not owed again; the admin is told
+        (the log, and `companion stats`)."""
+        log.error(
+            "extraction of conversation %s given up after %s provider failures; the last: %s",
+            conversation.id,
+            backoff.failures,
+            backoff.cause,
+        )
+        await self._store.mark_extracted(conversation.id, "failed", self._clock())
+        return "failed"
 
     async def _apply(self, conversation: Conversation, plan: Plan, turns: Sequence[Turn]) -> str:
         """Write the plan; a replaced value leaves the summary's facts and canon too."""

@@ -69,6 +69,11 @@ class RankConfig:
     # the FIT split with the bench's memory (bench/locomo_memory.py): R@10 0.826 at 0.25 and
     # 0.5, 0.819 at 1.0, 0.814 at 2.5, where the foreign-fragment rate also climbs (0.48).
     citation: float = 0.5
+    # Lend the journey's sentences as claims too. Off: on the report split of
+    # bench/locomo_retrieval.py --journey, R@10 0.7813 -> 0.7837 but R@5 0.7142 -> 0.7116 and
+    # fragment recall 0.5375 -> 0.5350, FIT unchanged: under the +0.01 a lever must bring, and
+    # the top the product shows gets worse (docs/memory.md, "Details from long ago").
+    journey_citations: bool = False
     coverage_power: float = 0.5  # bm25 x (share of the query matched) ** this
     # Fragments, in two steps (fitted together by `--fit`, at most 3% of foreign questions
     # getting any): does the query concern this thread at all (one of the best hits matches at
@@ -258,7 +263,7 @@ class Retriever:
         """Exchanges cited by a fact or summary claim that matches the query gain a share of
         the claim's score: memory's own words about them are found too (memory/search/cited.py)."""
         best: dict[int, tuple[float, float]] = {}
-        for claim in await known_claims(self.store, *where):
+        for claim in await known_claims(self.store, *where, self.config.journey_citations):
             text = fold(claim.text)
             bm25, score = self._match(text, len(text), query)
             for turn_id in claim.turn_ids if bm25 > 0 else ():

@@ -247,6 +247,19 @@ class Usage(Protocol):
         self, user_id: int | None = None, since: datetime | None = None
     ) -> list[UsageRecord]: ...
 
+    async def provider_failures(
+        self, kind: str, conversation_id: int
+    ) -> tuple[int, datetime | None, str]:
+        """How many calls of `kind` for the conversation the provider failed (usage rows whose
+        error starts with PROVIDER_FAILURE), the latest one's time and error: the state of the
+        background jobs' retry schedule (memory/engine/retries.py)."""
+        ...
+
+    async def given_up_jobs(self) -> dict[str, int]:
+        """How many conversations each background job gave up on after its retries
+        ('extraction', 'journey'): for the admin (`companion stats`)."""
+        ...
+
 
 class SearchIndex(Protocol):
     """Candidates and statistics for the BM25 of memory/search/retrieval.py, always scoped to

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import asyncpg
 
-from memory.models import Conversation, Fact, FactVersion, Thread
+from memory.models import PROVIDER_FAILURE, Conversation, Fact, FactVersion, Thread
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
 from memory.store.postgres.rows import ts
@@ -158,6 +158,29 @@ class PgProfileMixin(PostgresStoreBase):
             " ORDER BY id"
         )
         return [rows.conversation(row) for row in found]
+
+    async def provider_failures(
+        self, kind: str, conversation_id: int
+    ) -> tuple[int, datetime | None, str]:
+        """The retry schedule's state of a background job (memory/engine/retries.py)."""
+        found = await self._pool.fetch(
+            "SELECT created_at, error FROM llm_usage WHERE conversation_id = $1 AND kind = $2"
+            " AND ok = 0 AND left(error, $3) = $4",
+            conversation_id,
+            kind,
+            len(PROVIDER_FAILURE),
+            PROVIDER_FAILURE,
+        )
+        # Parsed, not max()ed as text: created_at carries the clock's TIMEZONE offset.
+        failed = sorted((datetime.fromisoformat(row[0]), str(row[1])) for row in found)
+        return (len(failed), *failed[-1]) if failed else (0, None, "")
+
+    async def given_up_jobs(self) -> dict[str, int]:
+        row = await self._pool.fetchrow(
+            "SELECT (SELECT count(*) FROM conversations WHERE extraction_status = 'failed'),"
+            " (SELECT count(*) FROM journey_runs WHERE status = 'failed')"
+        )
+        return {"extraction": int(row[0]), "journey": int(row[1])}
 
     async def record_rejection(
         self, thread: Thread, conversation_id: int | None, reason: str, now: datetime

@@ -6,6 +6,7 @@ import json
 from datetime import datetime
 
 from memory.models import (
+    PROVIDER_FAILURE,
     Conversation,
     Fact,
     FactVersion,
@@ -162,6 +163,28 @@ class ProfileMixin(StoreBase):
                 " ORDER BY id"
             )
         ]
+
+    @on_db_thread
+    def provider_failures(
+        self, kind: str, conversation_id: int
+    ) -> tuple[int, datetime | None, str]:
+        """The retry schedule's state of a background job (memory/engine/retries.py)."""
+        cursor = self._con.execute(
+            "SELECT created_at, error FROM llm_usage WHERE conversation_id = ? AND kind = ?"
+            " AND ok = 0 AND substr(error, 1, ?) = ?",
+            (conversation_id, kind, len(PROVIDER_FAILURE), PROVIDER_FAILURE),
+        )
+        # Parsed, not max()ed as text: created_at carries the clock's TIMEZONE offset.
+        failed = sorted((datetime.fromisoformat(row[0]), str(row[1])) for row in cursor)
+        return (len(failed), *failed[-1]) if failed else (0, None, "")
+
+    @on_db_thread
+    def given_up_jobs(self) -> dict[str, int]:
+        row = self._one(
+            "SELECT (SELECT count(*) FROM conversations WHERE extraction_status = 'failed'),"
+            " (SELECT count(*) FROM journey_runs WHERE status = 'failed')"
+        )
+        return {"extraction": int(row[0]), "journey": int(row[1])} if row else {}
 
     @on_db_thread
     def record_rejection(
