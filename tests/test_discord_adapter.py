@@ -451,12 +451,14 @@ async def test_memoria_olvidar_confirms_with_a_button(h: Harness) -> None:
     asked = await h.slash("memoria", user_id=ALICE, subcommand="olvidar")
     assert asked.ephemeral
     ids = [c["custom_id"] for row in asked.data["components"] for c in row["components"]]
-    assert ids == [f"mem:forget:{KOLDO}", "mem:cancel"]
+    # In a guild channel the forget is the caller's part of the channel's scene.
+    assert ids == [f"mem:forget:@{h.fake.channel_id}", "mem:cancel"]
     message = response_message(h.fake, asked.interaction_id)
-    pressed = await press_button(h.fake, ALICE, message, f"mem:forget:{KOLDO}", guild=True)
+    forget = f"mem:forget:@{h.fake.channel_id}"
+    pressed = await press_button(h.fake, ALICE, message, forget, guild=True)
     update = await h.fake.wait_for_interaction_response(pressed)
     assert update.type == 7  # the ephemeral panel is replaced by the outcome
-    assert update.content == text("es", "mem_forgotten", name="Koldo Arrieta")
+    assert update.content.startswith("Hecho: he borrado tus mensajes de esta escena")
     with raw_database(h.app.settings) as raw:
         assert raw.execute("SELECT COUNT(*) FROM turns").fetchone() == (0,)
 
