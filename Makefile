@@ -49,6 +49,7 @@ LOCOMO ?= ../shared/data/locomo_dev.json
 
 bench: install
 	$(VENV)/bin/python bench/context_growth.py $(LOCOMO)
+	$(VENV)/bin/python bench/scene.py
 	$(VENV)/bin/python bench/profile.py $(LOCOMO)
 	$(VENV)/bin/python bench/locomo_retrieval.py $(LOCOMO)
 	$(VENV)/bin/python bench/throughput.py --sweep 1,2,4,6
