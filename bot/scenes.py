@@ -12,14 +12,16 @@ channel. Nothing else is stored.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
 from bot.answers import Answer, Caller, clean_input, is_blank
+from bot.pacing import ArrivalOrder
 from bot.texts import pick_language, text
-from cards.character import Character
+from cards.character import Character, CharacterBook
 from memory.engine.bursts import CallGate
 from memory.engine.companion import Companion
 from memory.models import SceneErasure
@@ -78,20 +80,20 @@ class SceneRoom:
         self._store = store
         self._host = host
         self._clock = clock
+        self._order = ArrivalOrder()
+
+    def arrival(self, caller: Caller) -> AbstractAsyncContextManager[None]:
+        """The scene's FIFO gate: an adapter takes it before its first await, and holds it
+        until `hear` returns, so the scene's messages join it in the order they arrived
+        (the look-ups before the engine would otherwise let a later one overtake)."""
+        return self._order.hold(f"{caller.platform}:scene:{caller.channel_id}")
 
     async def cast(self, platform: str, channel_id: str) -> tuple[Character, ...]:
         """The characters present, in the order they joined (see the module's docstring)."""
-        book = self._companion.characters
-        added = [book.get(i) for i in await self._store.scene_members(platform, channel_id)]
-        present = tuple(c for c in added if c is not None)
-        if present:
-            return present
+        members = await self._store.scene_members(platform, channel_id)
         bound = await self._store.bound_character(platform, channel_id)
-        return (
-            self._companion.character(
-                bound if bound and book.get(bound) else self._host.default_id
-            ),
-        )
+        book = self._companion.characters
+        return tuple(cast_of(members, bound, book, self._host.default_id))
 
     async def character_for(self, caller: Caller) -> Character:
         """The scene's character a command speaks of: the first present."""
@@ -113,8 +115,7 @@ class SceneRoom:
         cast = await self.cast(caller.platform, caller.channel_id)
         replied = _character_named(replied_name, cast)
         bound = await self._store.bound_character(caller.platform, caller.channel_id)
-        members = [Castmember(c.id, c.names_in_scene()) for c in cast]
-        if not (mentioned or bound or replied or addressed([Heard(message)], members)):
+        if not (mentioned or bound or replied or names_a_character(message, cast)):
             return None
         message = clean_input(message)
         language = pick_language(caller.locale, cast[0].language)
@@ -226,6 +227,23 @@ class SceneRoom:
         witnesses = sorted(set(present) | set(self._companion.characters.ids()))
         async with self._companion.holding_scene(owner, witnesses, scope):
             return await self._store.forget_scene_lines(person.id, scope)
+
+
+def names_a_character(text: str, cast: Sequence[Character]) -> bool:
+    """Whether the text names one of these characters (its name, first name or an alias)."""
+    return bool(addressed([Heard(text)], [Castmember(c.id, c.names_in_scene()) for c in cast]))
+
+
+def cast_of(
+    members: Sequence[str], bound: str | None, book: CharacterBook, default: str
+) -> list[Character]:
+    """The characters present (see the module's docstring): the members still in the book,
+    else the bound character, else the default."""
+    present = [c for c in (book.get(i) for i in members) if c is not None]
+    if present:
+        return present
+    chosen = book.get(bound) if bound else None
+    return [chosen or book.get(default) or book.get(book.default_id)]  # type: ignore[list-item]
 
 
 def _character_named(name: str | None, cast: tuple[Character, ...]) -> str | None:

@@ -267,6 +267,9 @@ def test_what_the_platform_stores_and_under_which_pair() -> None:
     assert addressed({**guild, "mention_roles": ["4"]}, bot, 4) is True
     assert addressed({**guild, "referenced_message": {"author": {"id": "99"}}}, bot, None)
     assert discord_arrival("MESSAGE_CREATE", dm).pair_key == "discord:5:7"
+    # A guild channel is a scene: one queue for everyone in it, the sender kept apart.
+    in_guild = discord_arrival("MESSAGE_CREATE", guild)
+    assert (in_guild.pair_key, in_guild.sender) == ("discord:scene:7", "5")
     command = {"id": "11", "type": 2, "channel_id": "7", "member": {"user": {"id": "5"}}}
     stored = discord_arrival("INTERACTION_CREATE", command)
     assert (stored.update_key, stored.pair_key) == ("i11", "discord:5:7")

@@ -167,6 +167,21 @@ def test_a_callback_query_has_the_pair_of_its_presser() -> None:
     assert (pressed.update_key, pressed.pair_key) == ("9", "telegram:42:-100")
 
 
+def test_a_groups_messages_share_their_scenes_pair_and_keep_their_sender() -> None:
+    """A group is one scene, one queue: its people's messages are claimed together and answered
+    one turn at a time, in arrival order; a private chat stays its user's own pair."""
+
+    def message(update_id: int, user: int, chat: int, kind: str) -> Arrival:
+        body = {"message_id": update_id, "from": {"id": user}, "text": "hola",
+                "chat": {"id": chat, "type": kind}}  # fmt: skip
+        return telegram_arrival({"update_id": update_id, "message": body})
+
+    ana, bea = message(1, 42, -100, "supergroup"), message(2, 43, -100, "group")
+    assert ana.pair_key == bea.pair_key == "telegram:scene:-100"
+    assert (ana.sender, bea.sender) == ("42", "43")  # a forget still finds their dead letters
+    assert message(3, 42, 42, "private").pair_key == "telegram:42:42"
+
+
 async def test_a_conversation_is_extracted_by_one_worker_and_once(pg_url: str) -> None:
     store = await PostgresStore.open(pg_url)
     one, two = await PostgresInbox.open(pg_url), await PostgresInbox.open(pg_url)

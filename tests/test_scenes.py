@@ -4,6 +4,7 @@ several characters, each knowing only what it witnessed."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from tests.conftest import CHARACTERS, FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, Text, ToolUse, route_of
 from tests.fakes.anthropic_api import _default as fake_default
 from tests.fakes.telegram_api import FakeTelegram
-from tests.fault_helpers import query
+from tests.fault_helpers import query, until
 
 ANA, BEA, BOB = 1001, 1002, 1003
 GROUP = -100_555
@@ -291,3 +292,30 @@ async def test_one_participants_forget_removes_their_lines_everywhere_and_nothin
     for character in (IDS[KOLDO], IDS[MAGGIE]):
         found = await store.search_exchanges(owner.id, character, SCOPE, terms_of("panadera"), 5)
         assert found[1] == []
+
+
+async def test_a_burst_from_several_people_is_one_turn_of_the_scene_in_arrival_order(
+    scene: Scene,
+) -> None:
+    released = asyncio.Event()
+
+    async def held(body: dict[str, Any]) -> Any:
+        await released.wait()
+        return Text("Uno por uno, por favor.")
+
+    scene.llm.queue(held)
+    scene.say(ANA, "Koldo, ¿estás?", mention_bot=True)
+    await until(lambda: len(scene.llm.bodies()) == 1, what="the first turn's request")
+    for user, words in ((BEA, "yo primero"), (BOB, "no, yo"), (ANA, "¡silencio!")):
+        scene.say(user, words, mention_bot=True)
+    await until(lambda: scene.app.companion.messages_waiting() == 3, what="three waiting")
+    released.set()
+    lines = await scene.group_lines(2)
+    assert len(scene.llm.bodies()) == 2  # the three are answered by one turn
+    said = [b["text"] for m in scene.llm.bodies()[1]["messages"] for b in m["content"]]
+    assert [s for s in said if s.split(": ", 1)[-1] in ("yo primero", "no, yo", "¡silencio!")] == [
+        "Bea: yo primero",
+        "Bob: no, yo",
+        "Ana: ¡silencio!",
+    ]
+    assert lines[-1].startswith(KOLDO)

@@ -139,17 +139,18 @@ class TelegramScenes:
         characters' lines are sent by the outlet as each is written, a refusal by `send`."""
         scenes = self._commands.scenes
         mentioned, to_me = self.mentioned(message)
-        names = {c.id: c.name for c in await scenes.cast(caller.platform, caller.channel_id)}
-        outlet = TelegramSceneOutlet(self._application.bot, message, names, self._settings)
-        pending = await scenes.hear(
-            caller,
-            words,
-            outlet,
-            message_id=str(message.message_id),
-            mentioned=mentioned,
-            replied_name=header_name(message.reply_to_message) if to_me else None,
-            notify=send,
-        )
+        async with scenes.arrival(caller):  # before any await: the scene keeps arrival order
+            names = {c.id: c.name for c in await scenes.cast(caller.platform, caller.channel_id)}
+            outlet = TelegramSceneOutlet(self._application.bot, message, names, self._settings)
+            pending = await scenes.hear(
+                caller,
+                words,
+                outlet,
+                message_id=str(message.message_id),
+                mentioned=mentioned,
+                replied_name=header_name(message.reply_to_message) if to_me else None,
+                notify=send,
+            )
         if pending is None:
             return
         async with busy():

@@ -33,13 +33,15 @@ from typing import Any, Protocol
 import discord
 
 from bot.adapters.discord_adapter import DiscordRedirect, intents, wait_until_ready
+from bot.cli_characters import book_of_valid_files
 from bot.config import Settings
 from bot.health import Metrics
 from bot.inbox.dead_letters import DeadLetterSink, InboxKeeper
 from bot.registry import REGISTRY
+from bot.scenes import cast_of, names_a_character
 from memory.errors import UserFacingError
 from memory.platform_text import storable_json
-from memory.store.inbox import Arrival, Inbox
+from memory.store.inbox import SCENE_PAIR, Arrival, Inbox
 
 log = logging.getLogger(__name__)
 PLATFORM = "discord"
@@ -56,10 +58,12 @@ Event = tuple[str, dict[str, Any]]
 
 
 class Bindings(DeadLetterSink, Protocol):
-    """The store as this process uses it: whether a channel is bound to a character (its one
-    read), and where an event the inbox will not take is kept."""
+    """The store as this process uses it: whether a channel is bound to a character and who
+    is in its scene (its reads), and where an event the inbox will not take is kept."""
 
     async def bound_character(self, platform: str, channel_id: str) -> str | None: ...
+
+    async def scene_members(self, platform: str, channel_id: str) -> list[str]: ...
 
 
 def arrival_of(raw: dict[str, Any]) -> Arrival:
@@ -77,10 +81,14 @@ def discord_arrival(event: str, data: dict[str, Any]) -> Arrival:
     else:
         user = data.get("author") or {}
         key = f"m{data['id']}"
-    pair = f"{PLATFORM}:{user.get('id', '-')}:{data.get('channel_id', '-')}"
+    sender = str(user.get("id", "-"))
+    pair = f"{PLATFORM}:{sender}:{data.get('channel_id', '-')}"
     if event == INTERACTION_CREATE and data.get("type") == AUTOCOMPLETE:
         pair = f"{pair}:autocomplete"  # waits behind no conversation
-    return Arrival(PLATFORM, key, pair, {"t": event, "d": data})
+    elif event != INTERACTION_CREATE and data.get("guild_id") is not None:
+        # A guild channel is a scene: one queue for everyone in it (bot/scenes.py).
+        pair = f"{PLATFORM}:{SCENE_PAIR}:{data.get('channel_id', '-')}"
+    return Arrival(PLATFORM, key, pair, {"t": event, "d": data}, None if sender == "-" else sender)
 
 
 def addressed(data: dict[str, Any], bot_id: int, own_role: int | None) -> bool | None:
@@ -139,6 +147,9 @@ class DiscordIngest:
         self._settings = settings
         self._metrics = metrics
         self._bindings = bindings
+        # The characters' names, to keep a guild message that names one of a scene's.
+        self._characters = book_of_valid_files(settings.characters_dir)
+        self._default = settings.default_character or self._characters.default_id
         token = settings.discord_bot_token
         secrets = [token.get_secret_value()] if token is not None else []
         self._keeper = InboxKeeper(inbox, bindings, metrics, secrets)
@@ -227,9 +238,14 @@ class DiscordIngest:
         if verdict is not None:
             return verdict
         try:
-            return (
-                await self._bindings.bound_character(PLATFORM, str(data["channel_id"])) is not None
-            )
+            channel = str(data["channel_id"])
+            bound = await self._bindings.bound_character(PLATFORM, channel)
+            if bound is not None:
+                return True
+            # A message that names a character of the channel's scene is heard by it.
+            members = await self._bindings.scene_members(PLATFORM, channel)
+            cast = cast_of(members, bound, self._characters, self._default)
+            return names_a_character(str(data.get("content") or ""), cast)
         except Exception:
             # Stored rather than lost: the worker asks again and drops it if it is not bound.
             log.warning("discord: could not read the channel's binding", exc_info=True)

@@ -24,7 +24,8 @@ from typing import Any
 from bot.app import App
 from bot.health import Metrics
 from memory.models import Incoming
-from memory.store.inbox import DONE_SEQ, Answered, Claim, Inbox, Pending
+from memory.scene.engine import scene_owner_id
+from memory.store.inbox import DONE_SEQ, SCENE_PAIR, Answered, Claim, Inbox, Pending
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +207,9 @@ async def answer_claim(
 async def drop_stale_sessions(app: App, pair_key: str) -> None:
     """Another worker answered this user since this one did: the sessions this worker keeps in
     RAM lack those turns, so they are read again from the store."""
-    platform, user_id, _ = pair_key.split(":", 2)
+    platform, user_id, rest = pair_key.split(":", 2)
+    if user_id == SCENE_PAIR:  # a group's scene: the copies its characters keep
+        user_id = scene_owner_id(rest)
     user = await app.store.find_user(platform, user_id)
     if user is None:
         return

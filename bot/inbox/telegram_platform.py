@@ -23,7 +23,7 @@ from bot.health import Metrics
 from bot.inbox.dead_letters import DeadLetterSink, InboxKeeper
 from bot.texts import LANGUAGES
 from memory.platform_text import storable_json
-from memory.store.inbox import Arrival, Inbox
+from memory.store.inbox import SCENE_PAIR, Arrival, Inbox
 
 log = logging.getLogger(__name__)
 POLL_TIMEOUT_SECONDS = 20
@@ -31,15 +31,24 @@ RETRY_SECONDS = 1.0
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 
 
+GROUP_CHATS = ("group", "supergroup")
+
+
 def telegram_arrival(update: dict[str, Any]) -> Arrival:
-    """The inbox row of an update: its pair is the sender in the chat it came from; its
-    text made storable on the way in (memory/platform_text.py)."""
+    """The inbox row of an update: its pair is the sender in the chat it came from, or for a
+    group's message the group's scene, which is one queue for everyone in it (a worker answers
+    its turns one at a time, in order); its text made storable on the way in
+    (memory/platform_text.py)."""
     update = storable_json(update)
     body = next((v for k, v in update.items() if k != "update_id" and isinstance(v, dict)), {})
     sender = body.get("from") or {}
     chat = body.get("chat") or (body.get("message") or {}).get("chat") or {}
-    pair = f"telegram:{sender.get('id', '-')}:{chat.get('id', '-')}"
-    return Arrival("telegram", str(update["update_id"]), pair, update)
+    sender_id = str(sender.get("id", "-"))
+    pair = f"telegram:{sender_id}:{chat.get('id', '-')}"
+    if "chat" in body and chat.get("type") in GROUP_CHATS:  # a message, not a button's press
+        pair = f"telegram:{SCENE_PAIR}:{chat.get('id', '-')}"
+    known = sender_id if sender_id != "-" else None
+    return Arrival("telegram", str(update["update_id"]), pair, update, known)
 
 
 class TelegramIngest:

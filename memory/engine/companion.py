@@ -120,7 +120,7 @@ class Companion:
     def messages_waiting(self) -> int:
         """Messages received whose burst's LLM call has not begun (they wait for a reply in
         flight, or for the rate limit): what a test or an operator can wait on."""
-        return self._bursts.waiting()
+        return self._bursts.waiting() + self._scenes.waiting()
 
     def character(self, character_id: str) -> Character:
         return self._book.character(character_id)

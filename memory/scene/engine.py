@@ -151,6 +151,10 @@ class SceneEngine:
         burst, leads = self._join(state, message, sink)
         return asyncio.ensure_future(self._answer(state, burst, message, leads, gate, on_held))
 
+    def waiting(self) -> int:
+        """People's messages whose scene turn has not begun."""
+        return sum(len(s.open.messages) for s in self._scenes.values() if s.open is not None)
+
     def _state(self, key: SceneKey) -> _SceneState:
         state = self._scenes.get(key)
         if state is None:

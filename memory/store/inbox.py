@@ -25,7 +25,14 @@ class Arrival:
     update_key: str
     pair_key: str
     payload: dict[str, Any]
+    # The sender's platform user id, when the update names one and the pair key does not
+    # (a group's messages share their scene's pair: bot/inbox/*_platform.py).
+    sender: str | None = None
 
+
+# The middle of a group scene's pair key ("<platform>:scene:<channel id>"): where a private
+# pair names its user, a scene's names none, as every person in it shares one queue.
+SCENE_PAIR = "scene"
 
 # The outbox row that says a message's handler ran to its end: every send it made is recorded.
 # Not a send (no send has a negative number), so it never collides with one.
