@@ -319,3 +319,25 @@ async def test_a_burst_from_several_people_is_one_turn_of_the_scene_in_arrival_o
         "Ana: ¡silencio!",
     ]
     assert lines[-1].startswith(KOLDO)
+
+
+async def test_an_export_carries_the_persons_own_scene_lines_and_an_import_puts_none_back(
+    scene: Scene, clock: FakeClock
+) -> None:
+    scene.say(ANA, "Koldo, apunta: trabajo en el puerto", mention_bot=True)
+    scene.say(BEA, "Koldo, y yo en la ría", mention_bot=True)
+    await scene.group_lines(1)
+    await until(lambda: len(scene.llm.bodies()) >= 1, what="the turn")
+    await scene.app.companion.drain()
+    ana = await scene.app.store.find_user("telegram", str(ANA))
+    assert ana is not None
+    exported = await scene.app.memory.export(ana, IDS[KOLDO])
+    # Hers alone, never Bea's.
+    texts = [line["text"] for line in exported["scene_lines"]]
+    assert texts == ["Koldo, apunta: trabajo en el puerto"]
+    other = await scene.app.store.upsert_user("telegram", "2002", "Otra", clock())
+    counts = await scene.app.memory.import_(other, IDS[KOLDO], exported)
+    assert counts.get("turns", 0) == 0
+    database = scene.app.settings.database_target
+    placed = query(database, "SELECT count(*) FROM turns WHERE speaker_id = ?", other.id)
+    assert placed == [(0,)]

@@ -36,6 +36,12 @@ MEMORY_TABLES = (
     "conversations",
 )
 
+# A user's own lines in group scenes, as one character witnessed them: an export's
+# "scene_lines" (to read; an import puts no words back into a group). $1 user, $2 character.
+SCENE_LINES = (
+    "SELECT id, scope, text, created_at FROM turns WHERE speaker_id = $1 AND character_id = $2"
+)
+
 # Every data table in foreign-key order, with its columns (those of the SQLite schema, in
 # its order) and the integer key rows are paged by (None: read in one page).
 COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {

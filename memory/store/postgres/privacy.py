@@ -10,7 +10,7 @@ import asyncpg
 
 from memory.models import Fact, ReplySources, Summary, Thread, Turn
 from memory.profile.fact_keys import registry_key, storage_key
-from memory.store.copy import COPY_TABLES, MEMORY_TABLES
+from memory.store.copy import COPY_TABLES, MEMORY_TABLES, SCENE_LINES
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
 from memory.store.postgres.rows import ids_param, ts
@@ -130,6 +130,8 @@ class PgPrivacyMixin(PostgresStoreBase):
                 character_id,
             )
             exported["fact_history"] = [dict(row) for row in found]
+            found = await con.fetch(SCENE_LINES + " ORDER BY 1", user_id, character_id)
+            exported["scene_lines"] = [dict(row) for row in found]
         return exported
 
     async def forget(self, user_id: int, character_id: str) -> dict[str, int]:

@@ -14,7 +14,7 @@ from memory.models import (
     Turn,
 )
 from memory.profile.fact_keys import registry_key, storage_key
-from memory.store.copy import MEMORY_TABLES
+from memory.store.copy import MEMORY_TABLES, SCENE_LINES
 from memory.store.records import fact as _fact
 from memory.store.records import ts as _ts
 from memory.store.remap import evidence as remapped
@@ -110,6 +110,9 @@ class PrivacyMixin(ScenesMixin):
             "fact_history": "SELECT h.* FROM fact_history h JOIN facts f ON f.id = h.fact_id"
             " WHERE f.user_id = ? AND f.character_id = ?",
             "journeys": "SELECT * FROM journeys WHERE user_id = ? AND character_id = ?",
+            # Their own lines in group scenes, as this character witnessed them (to read;
+            # an import puts no words back into a group).
+            "scene_lines": SCENE_LINES.replace("$1", "?").replace("$2", "?"),
         }
         rows: dict[str, list[dict[str, object]]] = {}
         for table, query in queries.items():
