@@ -341,3 +341,18 @@ async def test_an_export_carries_the_persons_own_scene_lines_and_an_import_puts_
     database = scene.app.settings.database_target
     placed = query(database, "SELECT count(*) FROM turns WHERE speaker_id = ?", other.id)
     assert placed == [(0,)]
+
+
+async def test_forgetting_one_character_takes_what_it_witnessed_and_no_other_copy(
+    scene: Scene,
+) -> None:
+    scene.fake.send_command(GROUP, ANA, "/escena", "añadir lighthouse_keeper", "supergroup")
+    await scene.group_lines(1)
+    scene.say(ANA, "Koldo, Maggie: me mudo a Getxo")
+    await scene.group_lines(3)
+    ana = await scene.app.store.find_user("telegram", str(ANA))
+    assert ana is not None
+    await scene.app.memory.forget(ana, IDS[KOLDO])  # her /memoria olvidar with Koldo, privately
+    database = scene.app.settings.database_target
+    left = query(database, "SELECT character_id FROM turns WHERE speaker_id = ?", ana.id)
+    assert left == [(IDS[MAGGIE],)]  # Maggie's memory of the scene is hers to forget
