@@ -207,6 +207,8 @@ class Commands:
 
     async def switch(self, caller: Caller, character_id: str) -> Answer:
         """Choose the caller's character in this DM/channel (its memory stays separate)."""
+        if caller.channel_kind == "group":  # a group's characters are its scene's
+            return Answer(text(await self.language(caller), "scene_switch"), ok=False)
         book = self._companion.characters
         if book.get(character_id) is None:
             return Answer(
@@ -270,6 +272,8 @@ class Commands:
         return Answer(reloaded, private=True)
 
     async def reset(self, caller: Caller) -> Answer:
+        if caller.channel_kind == "group":
+            return await self.scenes.reset(caller)
         character = await self.character_for(caller)
         ended = await self._companion.reset(caller.incoming(character.id, ""))
         language = pick_language(caller.locale, character.language)

@@ -53,6 +53,8 @@ class Presence:
     async def incognito(self, caller: Caller, on: bool) -> Answer:
         """Start or end a conversation off the record with the caller's current character."""
         language = await self._language(caller)
+        if caller.channel_kind == "group":  # a scene is heard by everyone in it
+            return Answer(text(language, "incognito_group"), ok=False)
         incoming = caller.incoming((await self._character_for(caller)).id, "")
         if not on:
             stopped = await self._companion.stop_off_record(incoming)

@@ -212,6 +212,21 @@ class SceneRoom:
             return Answer(words, ok=False)
         return None
 
+    async def reset(self, caller: Caller) -> Answer:
+        """Admin: end the scene's conversation now, for every character present (each folds
+        its window into its summary, and the people's facts are extracted)."""
+        cast = await self.cast(caller.platform, caller.channel_id)
+        language = pick_language(caller.locale, cast[0].language)
+        if not self._host.is_admin(caller):
+            return Answer(text(language, "admins_only"), ok=False, private=True)
+        owner = await self._store.find_user(caller.platform, scene_owner_id(caller.channel_id))
+        ended = False
+        if owner is not None:
+            scope = scene_scope(caller.platform, caller.channel_id)
+            for character in cast:
+                ended = await self._companion.end_thread(owner, character.id, scope) or ended
+        return Answer(text(language, "reset" if ended else "reset_none"))
+
     # ---- a participant's forget -------------------------------------------------------------
 
     async def forget(self, caller: Caller) -> SceneErasure:

@@ -40,6 +40,9 @@ TEXTS: dict[str, dict[str, str]] = {
         "scene_absent": "{name} no está en esta escena.",
         "scene_last": "{name} es el único personaje de la escena: añade otro antes de quitarlo.",
         "scene_left": "{name} sale de la escena; lo que presenció sigue siendo su recuerdo.",
+        "scene_switch": "En un grupo hablan los personajes de su escena: /escena los lista.",
+        "incognito_group": "En un grupo no hay conversación fuera de registro: lo que se dice "
+        "aquí lo oyen todos. Escríbeme por privado y usa /incognito allí.",
         "scene_ask_forget": "¿Borro todo lo tuyo de la escena de este grupo (tus mensajes, en la "
         "memoria de cada personaje, y lo que saben de ti por este grupo)? Lo de los demás no se "
         "toca. Tu memoria por privado tampoco.",
@@ -174,6 +177,9 @@ TEXTS: dict[str, dict[str, str]] = {
         "scene_absent": "{name} is not in this scene.",
         "scene_last": "{name} is the scene's only character: add another before removing them.",
         "scene_left": "{name} leaves the scene; what they witnessed stays their memory.",
+        "scene_switch": "In a group, the scene's characters speak: /scene lists them.",
+        "incognito_group": "A group has no off-the-record conversation: what is said here, "
+        "everyone hears. Write to me in private and use /incognito there.",
         "scene_ask_forget": "Delete everything of yours in this group's scene (your messages, in "
         "every character's memory, and what they know of you from this group)? Everyone else's "
         "stays. Your private memory too.",

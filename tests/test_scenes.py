@@ -356,3 +356,22 @@ async def test_forgetting_one_character_takes_what_it_witnessed_and_no_other_cop
     database = scene.app.settings.database_target
     left = query(database, "SELECT character_id FROM turns WHERE speaker_id = ?", ana.id)
     assert left == [(IDS[MAGGIE],)]  # Maggie's memory of the scene is hers to forget
+
+
+async def test_in_a_group_reset_is_the_scenes_and_incognito_and_switching_are_refused(
+    scene: Scene,
+) -> None:
+    scene.say(BEA, "Koldo, hola", mention_bot=True)
+    await scene.group_lines(1)
+    scene.fake.send_command(GROUP, BEA, "/incognito", "", "supergroup")
+    assert (await scene.group_lines(2))[-1] == text("es", "incognito_group")
+    scene.fake.send_command(GROUP, BEA, "/personaje", "cambiar lighthouse_keeper", "supergroup")
+    assert (await scene.group_lines(3))[-1] == text("es", "scene_switch")
+    scene.fake.send_command(GROUP, ANA, "/reset", "", "supergroup")  # an admin
+    assert (await scene.group_lines(4))[-1] == text("es", "reset")
+    open_scenes = query(
+        scene.app.settings.database_target,
+        "SELECT count(*) FROM conversations WHERE scope = ? AND ended_at IS NULL",
+        SCOPE,
+    )
+    assert open_scenes == [(0,)]

@@ -283,6 +283,14 @@ class Companion:
         if known is None:
             return False
         user, thread = known
+        return await self._end_thread(user, thread, reason, fold_window)
+
+    async def end_thread(self, owner: User, character_id: str, scope: str) -> bool:
+        """/reset of a scene's copy kept by one character (bot/scenes.py): as a private
+        thread's, its window folded into its summary."""
+        return await self._end_thread(owner, Thread(owner.id, character_id, scope), "reset", True)
+
+    async def _end_thread(self, user: User, thread: Thread, reason: str, fold_window: bool) -> bool:
         async with self._sessions.lock(thread):
             await self._off_record_answers.end(thread)
             conversation = await self._store.open_conversation(thread)
