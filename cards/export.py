@@ -26,9 +26,12 @@ if TYPE_CHECKING:  # cards/sillytavern.py re-exports this module's functions
 _KEY_ORDER = (
     "id", "name", "language", "identity", "traits", "speech_rules", "does_not_know",
     "opening_messages", "reminder", "model", "temperature", "retrieval", "journey",
-    "journey_reason", "card_passthrough",
+    "journey_reason", "aliases", "talkativeness", "card_passthrough",
 )  # fmt: skip
-_DEFAULTS: dict[str, object] = {"retrieval": "auto", "journey": True, "journey_reason": ""}
+_DEFAULTS: dict[str, object] = {
+    "retrieval": "auto", "journey": True, "journey_reason": "", "aliases": [],
+    "talkativeness": 0.5,
+}  # fmt: skip
 _COMMENTS = {
     "does_not_know": "Cards have no such list: add what the character does not know (it is the "
     "field that\n# prevents most contradictions).",
@@ -39,7 +42,7 @@ _COMMENTS = {
 # What a card has no field for: carried under extensions.companion.
 _OURS = (
     "id", "language", "speech_rules", "does_not_know", "reminder", "model", "temperature",
-    "journey", "journey_reason",
+    "journey", "journey_reason", "aliases", "talkativeness",
 )  # fmt: skip
 
 

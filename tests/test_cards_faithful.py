@@ -199,3 +199,23 @@ def test_a_journey_turned_off_with_its_reason_survives_export_import_and_the_yam
     for again in (imported.character, loaded):  # the card, then the YAML written from it
         assert again.journey is False
         assert again.journey_reason == "Each talk starts afresh, by design."
+
+
+def test_a_characters_scene_names_and_talkativeness_survive_export_import_and_the_yaml(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "src" / "talker.yaml"
+    path.parent.mkdir()
+    path.write_text(
+        "id: talker\nname: Itziar Goikoetxea\nlanguage: es\nidentity: {description: Tabernera.}\n"
+        "speech_rules: [Habla claro.]\nreminder: {tone: cercano, main_rule: Corto.}\n"
+        "aliases: [la tabernera, Itzi]\ntalkativeness: 0.9\n"
+    )
+    character = load_character(path)
+    card = card_from_character(character, lore_pages=[])
+    assert card["data"]["extensions"]["companion"]["aliases"] == ["la tabernera", "Itzi"]
+    imported, loaded = _imported_and_loaded(tmp_path, json.loads(json.dumps(card)))
+    for again in (imported.character, loaded):  # the card, then the YAML written from it
+        assert again.aliases == ("la tabernera", "Itzi")
+        assert again.talkativeness == 0.9
+        assert again.names_in_scene() == ("Itziar Goikoetxea", "Itziar", "la tabernera", "Itzi")

@@ -470,7 +470,8 @@ async def test_press_under_a_public_message_answers_privately(h: Harness) -> Non
     pressed = await press_button(h.fake, BOB, message, f"char:{MAGGIE}", guild=True)
     response = await h.fake.wait_for_interaction_response(pressed)
     assert response.type == 4 and response.ephemeral
-    assert response.content == text("es", "switched", name="Maggie Thornton")
+    # In a guild channel the characters are the scene's: the press is answered, privately.
+    assert response.content == text("es", "scene_switch")
 
 
 # -- shutdown -------------------------------------------------------------------------------------

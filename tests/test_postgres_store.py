@@ -305,7 +305,8 @@ async def test_export_then_import_gives_fresh_ids_and_rewritten_references(
     assert await store.save_journey(story, conversation_id, None, NOW)
     exported = await store.export_rows(ana.user_id, DETECTIVE)
     assert set(exported) == {"conversations", "turns", "summaries", "facts", "fact_history",
-                             "journeys"}  # fmt: skip
+                             "journeys", "scene_lines"}  # fmt: skip
+    assert exported["scene_lines"] == []  # no group scene in this one
     assert [r["text"] for r in exported["turns"]] == [t.text for t in turns]
     assert exported["turns"][0]["created_at"] == NOW.isoformat()
     data = _parsed(exported)
