@@ -8,20 +8,17 @@ see the README for the BotFather settings. Handlers only parse, call `Commands`,
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from telegram import (
     BotCommand,
-    InlineKeyboardButton,
-    InlineKeyboardMarkup,
     Message,
     MessageEntity,
     Update,
 )
-from telegram.constants import ChatAction, ChatType, ParseMode
+from telegram.constants import ParseMode
 from telegram.error import BadRequest, Forbidden, TelegramError
 from telegram.ext import (
     Application,
@@ -38,6 +35,7 @@ from bot.adapters.base import InFlight
 from bot.adapters.live import LiveReply
 from bot.adapters.split import split_html
 from bot.adapters.telegram_format import to_telegram_html
+from bot.adapters.telegram_parts import caller_of, keyboard, typing_shown
 from bot.adapters.telegram_scene import TelegramScenes
 from bot.answers import Answer, Caller
 from bot.command_line import menu, run, run_line
@@ -52,21 +50,6 @@ log = logging.getLogger(__name__)
 Context = ContextTypes.DEFAULT_TYPE
 CommandCallback = Callable[[Update, Context], Awaitable[None]]
 LIMIT = 4096
-TYPING_EVERY_SECONDS = 4.0  # Telegram shows "typing" for about 5 s per chat action
-
-
-def caller_of(update: Update) -> Caller:
-    user, chat = update.effective_user, update.effective_chat
-    assert user is not None and chat is not None
-    kind = "dm" if chat.type == ChatType.PRIVATE else "group"
-    return Caller("telegram", str(user.id), user.full_name, kind, str(chat.id), user.language_code)
-
-
-def keyboard(answer: Answer) -> InlineKeyboardMarkup | None:
-    if not answer.buttons:
-        return None
-    rows = [[InlineKeyboardButton(b.label, callback_data=b.data)] for b in answer.buttons]
-    return InlineKeyboardMarkup(rows)
 
 
 class TelegramAdapter:
@@ -182,21 +165,8 @@ class TelegramAdapter:
         username = self.application.bot.username or ""
         return message_text.replace(f"@{username}", "").strip() if username else message_text
 
-    @contextlib.asynccontextmanager
-    async def _typing(self, chat_id: int) -> AsyncIterator[None]:
-        """Keep "typing…" visible for the whole generation, however long it takes."""
-
-        async def keep_typing() -> None:
-            while True:
-                with contextlib.suppress(Exception):
-                    await self.application.bot.send_chat_action(chat_id, ChatAction.TYPING)
-                await asyncio.sleep(TYPING_EVERY_SECONDS)
-
-        task = asyncio.create_task(keep_typing())
-        try:
-            yield
-        finally:
-            task.cancel()
+    def _typing(self, chat_id: int) -> contextlib.AbstractAsyncContextManager[None]:
+        return typing_shown(self.application.bot, chat_id)
 
     # ---- handlers ----------------------------------------------------------------------------
 

@@ -16,7 +16,6 @@ from typing import Any, Protocol
 from memory.journey.model import Journey
 from memory.models import (
     Conversation,
-    DeadLetter,
     Fact,
     FactVersion,
     FollowUpCandidate,
@@ -33,6 +32,7 @@ from memory.models import (
     UserTurn,
 )
 from memory.search.terms import Term
+from memory.store.admin_protocols import Administration, DeadLetters, DeploymentCopy
 
 # (first turn id of its exchange, next exchange's first turn id, previous exchange's last, turn)
 ExchangeRow = tuple[int, int | None, int | None, Turn]
@@ -315,56 +315,6 @@ class Export(Protocol):
     ) -> dict[str, int]: ...
 
 
-class DeadLetters(Protocol):
-    """Updates the platform process could not store (bot/inbox/dead_letters.py); a forget
-    deletes the sender's (Erasure.forget)."""
-
-    async def record_dead_letter(self, letter: DeadLetter) -> bool:
-        """Keep it; False when this update (platform, update_key) is kept already."""
-        ...
-
-    async def dead_letters(self, limit: int) -> list[DeadLetter]:
-        """The newest `limit`, newest first."""
-        ...
-
-    async def count_dead_letters(self) -> int: ...
-
-    async def purge_dead_letters(self) -> int:
-        """Delete them all; how many were deleted."""
-        ...
-
-
-class DeploymentCopy(Protocol):
-    """Whole tables, rows as the SQLite columns hold them, for `companion db copy`."""
-
-    async def copy_tables(self) -> list[str]: ...
-
-    async def count_rows(self, table: str) -> int: ...
-
-    async def read_rows(self, table: str, after_id: int, limit: int) -> list[dict[str, Any]]: ...
-
-    async def write_rows(self, table: str, rows: list[dict[str, Any]]) -> None: ...
-
-    async def finish_copy(self) -> None: ...
-
-
-class Administration(Protocol):
-    async def migrate(self) -> list[str]: ...
-
-    async def schema_version(self) -> int: ...
-
-    async def integrity_check(self) -> str: ...
-
-    async def rebuild_search_index(self) -> int | None:
-        """Rebuild the search index from the turns; how many are indexed, None where the
-        backend has no separate index to rebuild."""
-        ...
-
-    async def resume_purge(self) -> None: ...
-
-    async def close(self) -> None: ...
-
-
 class Journeys(Protocol):
     """The journey of each user with each character (memory/journey/): one per pair, replaced
     whole, and which ended conversation was written into it."""
@@ -445,3 +395,4 @@ class MemoryStore(
     Protocol,
 ):
     """Everything a backend implements; held only by the composition root and the admin CLI."""
+
