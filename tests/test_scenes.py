@@ -16,11 +16,12 @@ import pytest
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.app import App, open_app
 from bot.texts import text
+from memory.engine.settings import APOLOGY
 from memory.models import Fact, Summary, SummaryFields, Thread
 from memory.scene.engine import scene_owner_id, scene_scope
 from memory.search.terms import query_terms as terms_of
 from tests.conftest import CHARACTERS, FakeClock, make_settings
-from tests.fakes.anthropic_api import FakeAnthropic, Text, ToolUse, route_of
+from tests.fakes.anthropic_api import Error, FakeAnthropic, Text, ToolUse, route_of
 from tests.fakes.anthropic_api import _default as fake_default
 from tests.fakes.telegram_api import FakeTelegram
 from tests.fault_helpers import query, until
@@ -375,3 +376,18 @@ async def test_in_a_group_reset_is_the_scenes_and_incognito_and_switching_are_re
         SCOPE,
     )
     assert open_scenes == [(0,)]
+
+
+async def test_a_failed_model_call_keeps_the_line_and_the_character_apologises(
+    scene: Scene,
+) -> None:
+    scene.llm.queue(Error(500))
+    scene.say(ANA, "Koldo, ¿me oyes?", mention_bot=True)
+    [line] = await scene.group_lines(1)
+    assert line == f"{KOLDO}\n{APOLOGY['es']}"
+    stored = query(
+        scene.app.settings.database_target,
+        "SELECT text FROM turns WHERE scope = ? AND speaker_name = 'Ana'",
+        SCOPE,
+    )
+    assert stored == [("Koldo, ¿me oyes?",)]
