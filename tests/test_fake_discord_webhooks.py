@@ -52,6 +52,8 @@ async def test_a_webhook_is_created_found_again_executed_and_edited(
     [listed] = await channel.webhooks()
     assert (listed.id, listed.name, listed.token) == (created.id, "Maggie Thornton", created.token)
     assert listed.user == client.user
+    fetched_hook = await client.fetch_webhook(created.id)  # by id, with the bot's token
+    assert (fetched_hook.name, fetched_hook.token) == ("Maggie Thornton", created.token)
 
     echoed = asyncio.ensure_future(
         client.wait_for("message", check=lambda m: m.webhook_id == created.id, timeout=PATIENCE)

@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 # An admin who grants Manage Webhooks later is heard from within this many seconds.
 DENIED_RETRY_SECONDS = 600.0
 WEBHOOK_NAME_LIMIT = 80  # Discord's limit on a webhook's name
+KNOWN_WEBHOOKS_LIMIT = 10_000  # other integrations' webhooks remembered as not ours
 HEADER = re.compile(r"\*\*((?:\\.|[^*\\])+)\*\*")
 
 
@@ -75,6 +76,7 @@ class SceneWebhooks:
         self._client = client
         self.poster = poster or WebhookPoster()
         self._hooks: dict[int, dict[str, discord.Webhook]] = {}  # channel -> name -> webhook
+        self._verdicts: dict[int, bool] = {}  # webhook id -> made by this bot
         self._denied_until: dict[int, float] = {}
         self._warned: set[int] = set()  # channels whose missing permission was logged
         self._locks: dict[int, asyncio.Lock] = {}
@@ -114,17 +116,23 @@ class SceneWebhooks:
         self._hooks.pop(channel_id, None)
 
     async def is_ours(self, channel_id: int, webhook_id: int) -> bool:
-        """Whether a webhook is one of the bot's (its messages are the scene's lines)."""
-        if self.denied(channel_id):
-            return False
-        try:
-            for again in (False, True):  # one made since the channel was read: read it again
-                hooks = await self._listed(channel_id, again=again)
-                if any(hook.id == webhook_id for hook in hooks.values()):
-                    return True
-        except discord.HTTPException:
-            pass
-        return False
+        """Whether a webhook of the channel is one of the bot's (its messages are the scene's
+        lines): asked of Discord once per webhook (a bot may read the webhooks it owns)."""
+        if any(h.id == webhook_id for h in self._hooks.get(channel_id, {}).values()):
+            return True
+        if webhook_id not in self._verdicts:
+            try:
+                data = await self._client.http.get_webhook(webhook_id)
+            except (discord.NotFound, discord.Forbidden):  # gone, or another's
+                data = None
+            except discord.HTTPException:
+                log.warning("discord: could not read webhook %s", webhook_id, exc_info=True)
+                return False
+            if len(self._verdicts) >= KNOWN_WEBHOOKS_LIMIT:
+                self._verdicts.clear()
+            made = data is not None and self._made_by_us(data)
+            self._verdicts[webhook_id] = made and data.get("channel_id") == str(channel_id)
+        return self._verdicts[webhook_id]
 
     async def _listed(self, channel_id: int, again: bool = False) -> dict[str, discord.Webhook]:
         """The bot's webhooks in the channel, read once (or again), by name."""

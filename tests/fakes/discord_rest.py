@@ -100,6 +100,7 @@ class FakeRest(InteractionRoutes):
             web.get(guild_commands, self._get_commands),
             web.post(API + "/interactions/{interaction_id}/{token}/callback", self._callback),
             web.post(channel_hooks, hooks.create),
+            web.get(API + r"/webhooks/{webhook_id:\d+}", hooks.get),
             web.get(channel_hooks, hooks.list),
             web.post(hook, by_webhook_id(hooks, hooks.execute, self._followup)),
             web.get(

@@ -7,6 +7,7 @@ author is the webhook (its id, the username the execution gave, ``bot`` true, di
 ``0000``), ``webhook_id`` is set and there is no ``member``. Such messages are kept with the
 others, so a user's reply to one inlines it as ``referenced_message``.
 
+A webhook is also read by id alone (Get Webhook, with the bot's token).
 ``/webhooks/{id}/{token}`` is shared with interactions (their webhook id is the application
 id): `by_webhook_id` sends a request to a channel webhook's handler when the id is one of
 theirs, to the interaction handler otherwise.
@@ -176,6 +177,21 @@ class ChannelWebhooks:
         if refusal is not None:
             return refusal
         return json_response([h.payload() for h in self.in_channel(channel_id)])
+
+    async def get(self, request: web.Request) -> web.Response:
+        """Get Webhook (by id, with the bot's token): needs Manage Webhooks unless the bot's
+        application made the webhook."""
+        hook = self.hooks.get(int(request.match_info["webhook_id"]))
+        if hook is None:
+            return error(404, "Unknown Webhook", UNKNOWN_WEBHOOK)
+        owned = hook.application_id == self.world.application_id
+        if not owned and (hook.channel_id in self.denied or None in self.denied):
+            self.refused.append((request.method, hook.channel_id))
+            return error(403, "Missing Permissions", MISSING_PERMISSIONS)
+        payload = hook.payload()
+        if not owned:
+            del payload["token"]  # another application's webhook: its token stays its own
+        return json_response(payload)
 
     def _hook(self, request: web.Request) -> tuple[FakeWebhook | None, web.Response | None]:
         hook = self.hooks.get(int(request.match_info["webhook_id"]))
