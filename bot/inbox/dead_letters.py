@@ -104,7 +104,7 @@ class InboxKeeper:
         letter = DeadLetter(
             platform,
             arrival.update_key if arrival is not None else None,
-            sender_of(arrival.pair_key) if arrival is not None else None,
+            (arrival.sender or sender_of(arrival.pair_key)) if arrival is not None else None,
             json.dumps(raw, default=str),
             self._said(error),
             datetime.now(UTC),

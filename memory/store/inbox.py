@@ -25,6 +25,8 @@ class Arrival:
     update_key: str
     pair_key: str
     payload: dict[str, Any]
+    # Who sent it, when the pair key does not say (a scene's pair is its channel's).
+    sender: str | None = None
 
 
 # The outbox row that says a message's handler ran to its end: every send it made is recorded.
