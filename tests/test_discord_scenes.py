@@ -167,16 +167,18 @@ async def test_a_character_named_answers_through_its_own_webhook(stage: Stage) -
 
 async def test_a_reply_to_a_characters_webhook_message_is_answered_by_it(stage: Stage) -> None:
     await cast_of_three(stage)
-    await stage.say(ANA, "Hola, Itziar")
-    [itziar_line] = await stage.lines_said(1)
+    await stage.say(ANA, "Koldo, buenas")  # Ana's last partner: Koldo
+    await stage.lines_said(1)
+    await stage.say(BEA, "Hola, Itziar")
+    itziar_line = (await stage.lines_said(2))[-1]
     assert author(itziar_line) == ITZIAR
-    # No name, no mention: only the reply says who is addressed.
-    await stage.say(BEA, "¿y tú qué opinas?", reply_to=itziar_line.id)
-    lines = await stage.lines_said(2)
+    # No name, no mention: only the reply says who is addressed (not Ana's last partner).
+    await stage.say(ANA, "¿y tú qué opinas?", reply_to=itziar_line.id)
+    lines = await stage.lines_said(3)
     assert author(lines[-1]) == ITZIAR
-    assert stage.speakers() == [ITZIAR, ITZIAR]
+    assert stage.speakers() == [KOLDO, ITZIAR, ITZIAR]
     asked = stage.requests_of(ITZIAR)[-1]
-    assert "bea: ¿y tú qué opinas?" in str(asked)
+    assert "ana: ¿y tú qué opinas?" in str(asked)
 
 
 async def test_nobody_named_a_seeded_choice_then_the_same_partner_and_the_cap(
