@@ -29,7 +29,8 @@ from tests.test_scenes import cast_folder
 ANA, BEA, BOB = 4242, 5353, 6363
 NAMES = {ANA: "ana", BEA: "bea", BOB: "bob"}
 KOLDO, MAGGIE, ITZIAR = "Koldo Arrieta", "Maggie Thornton", "Itziar Goikoetxea"
-IDS = {KOLDO: "detective_bilbao", MAGGIE: "lighthouse_keeper", ITZIAR: "tabernera"}
+CLYDE = "Clyde Barrow"  # a name Discord refuses for a webhook
+IDS = {KOLDO: "detective_bilbao", MAGGIE: "lighthouse_keeper", ITZIAR: "tabernera", CLYDE: "clyde"}
 # Itziar's card image: `<id>.avatar.png` beside her YAML (cards/export.py avatar_path).
 AVATAR = b"\x89PNG\r\n\x1a\n" + b"itziar" * 8
 
@@ -387,3 +388,36 @@ async def test_a_streamed_line_is_one_webhook_message_edited_in_place(
     assert len(fake.webhooks.messages(fake.channel_id)) == 1  # one message, edited in place
     assert fake.sent_messages(fake.channel_id) == []
     assert fake_anthropic.bodies()[-1]["stream"] is True
+
+
+async def test_a_webhook_discord_refuses_to_make_is_asked_for_once(
+    tmp_path: Path,
+    fake_anthropic: FakeAnthropic,
+    clock: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Discord refuses a webhook named with "clyde" or "discord": that character speaks as the
+    bot with its name in bold, the others through their webhooks, and it is not asked again
+    at every line."""
+    caplog.set_level(logging.WARNING, logger="bot.adapters.discord_scene")
+    folder = characters_with_avatar(tmp_path)
+    sheet = (folder / "tabernera.yaml").read_text(encoding="utf-8")
+    (folder / "clyde.yaml").write_text(
+        sheet.replace(f"name: {ITZIAR}", f"name: {CLYDE}"), encoding="utf-8"
+    )
+    async with FakeDiscord() as fake, staged(tmp_path, fake, fake_anthropic, clock) as stage:
+        await stage.add("clyde")
+        await stage.say(ANA, "Clyde, hola")
+        await fake.wait_for_messages(stage.channel)
+        await stage.say(BEA, "Clyde, ¿qué tal?")
+        await stage.say(BEA, "Koldo, ¿y tú?")
+        [koldo] = await stage.lines_said(1)
+        lines = await fake.wait_for_messages(stage.channel, 2)
+    assert [m.content for m in lines] == [
+        "**Clyde Barrow**\nSoy Clyde.",
+        "**Clyde Barrow**\nSoy Clyde.",
+    ]
+    assert author(koldo) == KOLDO
+    made = [r for r in fake.requests if r.method == "POST" and r.path.endswith("/webhooks")]
+    assert [r.status for r in made] == [400, 200]  # Clyde's once, refused; then Koldo's
+    assert len(scene_warnings(caplog)) == 1

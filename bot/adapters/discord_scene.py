@@ -79,6 +79,9 @@ class SceneWebhooks:
         self._verdicts: dict[int, bool] = {}  # webhook id -> made by this bot
         self._denied_until: dict[int, float] = {}
         self._warned: set[int] = set()  # channels whose missing permission was logged
+        # (channel, name) -> when to try again a webhook Discord would not make (a name it
+        # refuses, a channel full of webhooks): logged once, not tried at every line.
+        self._unmade: dict[tuple[int, str], float] = {}
         self._locks: dict[int, asyncio.Lock] = {}
 
     def denied(self, channel_id: int) -> bool:
@@ -89,13 +92,14 @@ class SceneWebhooks:
     ) -> discord.Webhook | None:
         """The character's webhook in the channel, found or created; None when the bot may not
         manage webhooks there (its line is then the bot's own message)."""
-        if self.denied(channel_id):
-            return None
         name = character.name[:WEBHOOK_NAME_LIMIT]
+        if self.denied(channel_id) or self._unmade.get((channel_id, name), 0.0) > time.monotonic():
+            return None
         async with self._locks.setdefault(channel_id, asyncio.Lock()):
             try:
+                read_before = channel_id in self._hooks
                 hooks = await self._listed(channel_id)
-                if name not in hooks:  # another process may have made it since: look again
+                if name not in hooks and read_before:  # another process may have made it
                     hooks = await self._listed(channel_id, again=True)
                 if name not in hooks:
                     hooks[name] = await self._create(channel_id, name, character)
@@ -103,12 +107,15 @@ class SceneWebhooks:
             except discord.Forbidden:
                 self._deny(channel_id, where)
             except discord.HTTPException:
-                log.warning(
-                    "discord: %s: could not make the webhook of %s; its line goes as the bot's",
-                    where,
-                    character.id,
-                    exc_info=True,
-                )
+                if (channel_id, name) not in self._unmade:
+                    log.warning(
+                        "discord: %s: Discord would not make the webhook of %s; its lines go"
+                        " as the bot's",
+                        where,
+                        character.id,
+                        exc_info=True,
+                    )
+                self._unmade[(channel_id, name)] = time.monotonic() + DENIED_RETRY_SECONDS
         return None
 
     def forget(self, channel_id: int) -> None:
@@ -190,7 +197,9 @@ class _Posted:
     header: str  # "" through a webhook; the bold name on the bot's own message
 
     async def edit(self, body: str) -> None:
-        await self.message.edit(content=(self.header + body)[:MESSAGE_LIMIT])
+        await self.message.edit(
+            content=(self.header + body)[:MESSAGE_LIMIT], allowed_mentions=NO_PINGS
+        )
 
 
 class DiscordSceneOutlet:
