@@ -390,6 +390,34 @@ async def test_a_streamed_line_is_one_webhook_message_edited_in_place(
     assert fake_anthropic.bodies()[-1]["stream"] is True
 
 
+async def test_without_the_permission_a_streamed_line_keeps_its_bold_name_in_every_edit(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    fake_anthropic.stream_pieces, fake_anthropic.stream_pause = 8, 0.03
+    characters_with_avatar(tmp_path)
+    final = "Tea first, then stories. The lamp has been lit since seven, love."
+    async with (
+        FakeDiscord() as fake,
+        staged(
+            tmp_path, fake, fake_anthropic, clock, stream_replies=True, stream_edit_seconds=0.0
+        ) as stage,
+    ):
+        fake.webhooks.deny_manage_webhooks()
+        await stage.add("lighthouse_keeper")
+        stage.lines[MAGGIE] = [final]
+        await stage.say(ANA, "Maggie, ¿qué tal?")
+        [shown] = await fake.wait_for_messages(stage.channel)
+        assert (shown.content or "").startswith(f"**{MAGGIE}**\n")
+
+        def landed() -> bool | None:
+            return True if shown.message["content"] == f"**{MAGGIE}**\n{final}" else None
+
+        await fake.changes.wait_for(landed, PATIENCE, lambda: f"edits: {fake.edited_messages}")
+    edits = [e for e in fake.edited_messages if e.id == shown.id]
+    assert edits and all((e.content or "").startswith(f"**{MAGGIE}**\n") for e in edits)
+    assert len(fake.sent_messages(fake.channel_id)) == 1  # one message, edited in place
+
+
 async def test_a_webhook_discord_refuses_to_make_is_asked_for_once(
     tmp_path: Path,
     fake_anthropic: FakeAnthropic,
