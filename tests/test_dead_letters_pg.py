@@ -12,6 +12,10 @@ import asyncpg
 
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.app import open_app
+from bot.health import Metrics
+from bot.inbox.dead_letters import InboxKeeper
+from bot.inbox.discord_platform import arrival_of
+from memory.store import open_inbox, open_store
 from tests import pg_fixtures
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, Text
@@ -110,3 +114,23 @@ async def test_role_all_on_postgresql_answers_a_message_holding_nul(
     assert [t["text"] for t in turns] == ["hola", "hola"]
     names = await fetch(pg_url, "SELECT display_name FROM users ORDER BY id")
     assert names[0]["display_name"] == "Ana"
+
+
+async def test_a_scene_message_refused_is_kept_under_its_sender(pg_base: str) -> None:
+    """A guild message is stored under its channel's pair (bot/inbox/discord_platform.py), which
+    names no sender: a dead letter of it is still its author's, for their forget to delete."""
+    url = await pg_fixtures.fresh_database(pg_base)
+    store, inbox = await open_store(url), await open_inbox(url)
+    try:
+        keeper = InboxKeeper(inbox, store, Metrics("platform"), [], retry_seconds=0.0)
+        message = {
+            "id": "9", "channel_id": "7", "guild_id": "3", "author": {"id": "41"}, "type": 0,
+            "content": "hola", "odd": float("inf"),  # jsonb refuses it whatever the text
+        }  # fmt: skip
+        assert arrival_of({"t": "MESSAGE_CREATE", "d": message}).pair_key == "discord:scene:7"
+        await keeper.keep("discord", [{"t": "MESSAGE_CREATE", "d": message}], arrival_of)
+        [letter] = await store.dead_letters(10)
+        assert (letter.platform, letter.platform_user_id) == ("discord", "41")
+    finally:
+        await inbox.close()
+        await store.close()

@@ -4,7 +4,6 @@ the fake Anthropic Messages API as the LLM."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -32,6 +31,7 @@ from tests.raw_db import raw_database
 ALICE, BOB, OTHER_BOT = 4242, 5353, 6464
 EPHEMERAL = 64
 KOLDO, MAGGIE = "detective_bilbao", "lighthouse_keeper"
+MAGGIE_NAME = "Maggie Thornton"
 
 
 @dataclass
@@ -179,18 +179,21 @@ async def test_dm_conversation_replies_in_order_with_history(h: Harness) -> None
 
 
 async def test_guild_mention_answered_plain_message_ignored_reply_answered(h: Harness) -> None:
+    # A guild channel is a scene: the character speaks through its webhook (more in
+    # tests/test_discord_scenes.py).
     h.llm.queue(Text("Dime."), Text("Eso es otra historia."))
-    await h.fake.guild_message(ALICE, "esto no va contigo")
-    mention = await h.fake.guild_message(ALICE, "hola, detective", mention_bot=True)
-    [first] = await h.fake.wait_for_messages(h.fake.channel_id)
-    assert first.content == "Dime." and reply_target(first) == int(mention["id"])
+    await h.fake.guild_message(ALICE, "esto no va contigo", username="alice")
+    await h.fake.guild_message(ALICE, "hola, detective", mention_bot=True, username="alice")
+    [first] = await h.fake.webhooks.wait_for_messages(h.fake.channel_id)
+    assert first.content == "Dime." and first.message["author"]["username"] == "Koldo Arrieta"
     assert len(h.bodies()) == 1  # the unmentioned message (handled first) never reached the LLM
-    assert h.last_user_text() == "hola, detective"  # the mention is stripped
+    assert h.last_user_text() == "alice: hola, detective"  # the mention is stripped
 
-    await h.fake.guild_message(ALICE, "¿y eso?", reply_to=first.id, reply_mention=False)
-    second = (await h.fake.wait_for_messages(h.fake.channel_id, 2))[1]
+    await h.fake.guild_message(ALICE, "¿y eso?", reply_to=first.id, username="alice")
+    second = (await h.fake.webhooks.wait_for_messages(h.fake.channel_id, 2))[1]
     assert second.content == "Eso es otra historia."
-    assert h.last_user_text() == "¿y eso?"
+    assert h.last_user_text() == "alice: ¿y eso?"
+    assert h.fake.sent_messages(h.fake.channel_id) == []
 
 
 async def test_long_reply_is_split_for_discord(h: Harness) -> None:
@@ -208,18 +211,18 @@ async def test_long_reply_is_split_for_discord(h: Harness) -> None:
     assert [reply_target(r) for r in replies[1:]] == [None, None]
 
 
-async def test_two_users_in_one_channel_keep_their_own_memory(h: Harness) -> None:
+async def test_a_guild_channel_is_one_scene_with_every_speaker_named(h: Harness) -> None:
     h.llm.queue(Text("Apuntado."), Text("Encantado, Bea."))
-    alice_msg = await h.fake.guild_message(ALICE, "mi gato se llama Bigotes", mention_bot=True)
-    await h.fake.wait_for_messages(h.fake.channel_id)
-    bob_msg = await h.fake.guild_message(BOB, "soy Bea", mention_bot=True, username="bea")
-    replies = await h.fake.wait_for_messages(h.fake.channel_id, 2)
-    assert [reply_target(r) for r in replies] == [int(alice_msg["id"]), int(bob_msg["id"])]
-    # The group reply addresses its author through the reply reference (pinging only them).
-    assert all(r.allowed_mentions == {"parse": [], "replied_user": True} for r in replies)
-    bob_request = json.dumps(h.bodies()[1], ensure_ascii=False)
-    assert "Bigotes" not in bob_request and "Apuntado." not in bob_request
-    assert "soy Bea" in bob_request
+    await h.fake.guild_message(ALICE, "mi gato se llama Bigotes", mention_bot=True, username="ana")
+    await h.fake.webhooks.wait_for_messages(h.fake.channel_id)
+    await h.fake.guild_message(BOB, "soy Bea", mention_bot=True, username="bea")
+    lines = await h.fake.webhooks.wait_for_messages(h.fake.channel_id, 2)
+    assert [m.content for m in lines] == ["Apuntado.", "Encantado, Bea."]
+    assert all(m.allowed_mentions == {"parse": []} for m in lines)  # a line pings nobody
+    # One shared conversation: Bea's turn shows Ana's line and the character's, each named.
+    bea_request = texts_sent_to_llm(h.bodies()[1])
+    assert "ana: mi gato se llama Bigotes" in bea_request and "Apuntado." in bea_request
+    assert "bea: soy Bea" in bea_request
 
 
 async def test_other_bots_and_webhooks_are_ignored(h: Harness) -> None:
@@ -231,28 +234,42 @@ async def test_other_bots_and_webhooks_are_ignored(h: Harness) -> None:
         username="hook", author_bot=False, reply_to=None, attachments=None, stickers=(),
     )  # fmt: skip
     await h.fake.dispatch("MESSAGE_CREATE", {**hook, "webhook_id": "999"})
-    await h.fake.guild_message(ALICE, "¿hay alguien?", mention_bot=True)
-    [only] = await h.fake.wait_for_messages(h.fake.channel_id)
+    await h.fake.guild_message(ALICE, "¿hay alguien?", mention_bot=True, username="alice")
+    [only] = await h.fake.webhooks.wait_for_messages(h.fake.channel_id)
     assert only.content == "Aquí estoy."
-    assert len(h.bodies()) == 1 and h.last_user_text() == "¿hay alguien?"
-    assert h.fake.sent_dms(OTHER_BOT) == []
+    assert len(h.bodies()) == 1 and h.last_user_text() == "alice: ¿hay alguien?"
+    assert h.fake.sent_dms(OTHER_BOT) == [] and h.fake.sent_messages(h.fake.channel_id) == []
 
 
 async def test_typing_is_shown_before_the_reply(h: Harness) -> None:
+    await h.fake.dm(ALICE, "¿qué ves?")
+    await h.fake.wait_for_dms(ALICE)
+    channel = h.fake.dm_channel_id(ALICE)
+    paths = [r.path for r in h.fake.requests if r.method == "POST"]
+    typing = paths.index(f"/api/v10/channels/{channel}/typing")
+    message = paths.index(f"/api/v10/channels/{channel}/messages")
+    assert typing < message
+    # In a guild's scene too, before the character's line.
     await h.fake.guild_message(ALICE, "¿qué ves?", mention_bot=True)
-    await h.fake.wait_for_messages(h.fake.channel_id)
+    [line] = await h.fake.webhooks.wait_for_messages(h.fake.channel_id)
+    hook = f"/api/v10/webhooks/{line.message['webhook_id']}/"
     paths = [r.path for r in h.fake.requests if r.method == "POST"]
     typing = paths.index(f"/api/v10/channels/{h.fake.channel_id}/typing")
-    message = paths.index(f"/api/v10/channels/{h.fake.channel_id}/messages")
-    assert typing < message
+    assert typing < next(i for i, p in enumerate(paths) if p.startswith(hook))
 
 
 async def test_llm_cannot_ping_everyone_roles_or_users(h: Harness) -> None:
     h.llm.queue(Text(f"@everyone @here <@&{h.fake.guild_id}> <@{BOB}> venid todos."))
-    await h.fake.guild_message(ALICE, "llama a todos", mention_bot=True)
-    [reply] = await h.fake.wait_for_messages(h.fake.channel_id)
+    await h.fake.dm(ALICE, "llama a todos")
+    [reply] = await h.fake.wait_for_dms(ALICE)
     assert reply.content is not None and reply.content.startswith("@everyone")
     assert reply.allowed_mentions == {"parse": [], "replied_user": True}
+    # A character's line in a guild's scene pings nobody either.
+    h.llm.queue(Text(f"@everyone @here <@&{h.fake.guild_id}> <@{BOB}> venid todos."))
+    await h.fake.guild_message(ALICE, "llama a todos", mention_bot=True)
+    [line] = await h.fake.webhooks.wait_for_messages(h.fake.channel_id)
+    assert line.content is not None and line.content.startswith("@everyone")
+    assert line.allowed_mentions == {"parse": []}
 
 
 async def test_attachments_without_text_are_refused_with_text_answered(h: Harness) -> None:
@@ -300,8 +317,8 @@ async def test_bound_channel_answers_every_message(h: Harness) -> None:
     assert not bound.ephemeral and "Maggie Thornton" in (bound.content or "")
     h.llm.queue(Text("Hello, love."))
     await h.fake.guild_message(BOB, "nice shop")  # no mention: answered because bound
-    [reply] = await h.fake.wait_for_messages(h.fake.channel_id)
-    assert reply.content == "Hello, love."
+    [reply] = await h.fake.webhooks.wait_for_messages(h.fake.channel_id)
+    assert (reply.content, reply.message["author"]["username"]) == ("Hello, love.", MAGGIE_NAME)
     assert "Maggie Thornton" in h.bodies()[0]["system"][0]["text"]
 
     unbound = await h.slash("personaje-admin", user_id=ALICE, subcommand="desvincular")
@@ -309,8 +326,9 @@ async def test_bound_channel_answers_every_message(h: Harness) -> None:
     h.llm.queue(Text("Dime."))
     await h.fake.guild_message(BOB, "still there?")
     await h.fake.guild_message(BOB, "hola", mention_bot=True)
-    second = (await h.fake.wait_for_messages(h.fake.channel_id, 2))[1]
+    second = (await h.fake.webhooks.wait_for_messages(h.fake.channel_id, 2))[1]
     assert second.content == "Dime." and len(h.bodies()) == 2
+    assert second.message["author"]["username"] == "Koldo Arrieta"  # the default, once unbound
 
 
 # -- slash commands -------------------------------------------------------------------------------
@@ -446,21 +464,26 @@ async def test_memoria_exportar_sends_a_file(h: Harness, monkeypatch: pytest.Mon
 
 
 async def test_memoria_olvidar_confirms_with_a_button(h: Harness) -> None:
-    await h.fake.guild_message(ALICE, "me llamo Ana", mention_bot=True)
-    await h.fake.wait_for_messages(h.fake.channel_id)
+    await h.fake.dm(ALICE, "me llamo Ana")  # her private memory with Koldo
+    await h.fake.wait_for_dms(ALICE)
+    await h.fake.guild_message(ALICE, "Koldo, soy de Deusto", mention_bot=True)  # the scene
+    await h.fake.webhooks.wait_for_messages(h.fake.channel_id, 1)  # Koldo's line
     asked = await h.slash("memoria", user_id=ALICE, subcommand="olvidar")
     assert asked.ephemeral
     ids = [c["custom_id"] for row in asked.data["components"] for c in row["components"]]
     # In a guild channel the forget is the caller's part of the channel's scene.
-    assert ids == [f"mem:forget:@{h.fake.channel_id}", "mem:cancel"]
-    message = response_message(h.fake, asked.interaction_id)
     forget = f"mem:forget:@{h.fake.channel_id}"
+    assert ids == [forget, "mem:cancel"]
+    message = response_message(h.fake, asked.interaction_id)
     pressed = await press_button(h.fake, ALICE, message, forget, guild=True)
     update = await h.fake.wait_for_interaction_response(pressed)
     assert update.type == 7  # the ephemeral panel is replaced by the outcome
     assert update.content.startswith("Hecho: he borrado tus mensajes de esta escena")
     with raw_database(h.app.settings) as raw:
-        assert raw.execute("SELECT COUNT(*) FROM turns").fetchone() == (0,)
+        scene = raw.execute("SELECT COUNT(*) FROM turns WHERE speaker_id IS NOT NULL").fetchone()
+        private = raw.execute("SELECT COUNT(*) FROM turns WHERE scope = 'dm'").fetchone()
+    assert scene == (0,)  # her line, gone from the scene
+    assert private == (2,)  # her private chat is another memory, kept
 
 
 async def test_press_under_a_public_message_answers_privately(h: Harness) -> None:

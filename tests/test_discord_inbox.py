@@ -124,7 +124,8 @@ async def test_a_message_and_a_slash_command_are_stored_then_answered_by_a_worke
 
             await fake.guild_message(BOB, "u2-m0 charla entre humanos")  # not for the bot
             await fake.guild_message(BOB, "u2-m1 oye", mention_bot=True)
-            in_guild = await fake.wait_for_messages(fake.channel_id)
+            # A guild channel is a scene: the character speaks through its webhook.
+            in_guild = await fake.webhooks.wait_for_messages(fake.channel_id)
             assert (in_guild[0].content or "").startswith("Re: u2-m1")
             rows = await rows_when(url, lambda rs: all(r["answered"] for r in rs), "answered")
             failed = False
@@ -135,6 +136,7 @@ async def test_a_message_and_a_slash_command_are_stored_then_answered_by_a_worke
     assert [r["update_key"][0] for r in rows] == ["m", "i", "m"]
     assert all(r["answered"] and r["sends"] == 1 for r in rows)
     assert rows[0]["pair_key"] == f"discord:{ALICE}:{fake.dm_channel_id(ALICE)}"
+    assert rows[2]["pair_key"] == f"discord:scene:{fake.channel_id}"  # the scene's one queue
 
 
 async def test_buttons_and_autocomplete_are_answered_by_a_worker(
@@ -225,6 +227,49 @@ async def test_a_worker_killed_mid_reply_is_followed_by_one_that_sends_it_once(
     assert [(r["answered"], r["sends"]) for r in rows] == [(True, 1)]
 
 
+async def test_a_scene_is_one_queue_answered_by_workers_through_webhooks(
+    tmp_path: Path, pg_base: str
+) -> None:
+    """Two people in one channel: one pair, the channel's, answered by two workers; each line
+    goes through the character's webhook and is recorded as its message's send; a reply to a
+    line (no mention) and, once an admin added a character, its name alone are stored and
+    heard; chatter is not stored."""
+    url = await pg_fixtures.fresh_database(pg_base)
+    async with FakeDiscord() as fake, FakeChatLLM(lambda: 0.05) as llm:
+        env = discord_env(tmp_path, url, fake, llm, ADMIN_IDS=f"discord:{ALICE}")
+        roles = Roles(tmp_path, env)
+        failed = True
+        try:
+            await roles.start("platform")
+            await roles.start("worker")
+            await roles.start("worker")
+            await fake.guild_message(ALICE, "u1-m0 hola", mention_bot=True)
+            [koldo] = await fake.webhooks.wait_for_messages(fake.channel_id)
+            assert koldo.message["author"]["username"] == "Koldo Arrieta"
+            assert (koldo.content or "").startswith("Re: u1-m0")
+            await fake.guild_message(BOB, "u2-m1 ¿y eso?", reply_to=koldo.id)  # no mention
+            second = (await fake.webhooks.wait_for_messages(fake.channel_id, 2))[1]
+            assert (second.content or "").startswith("Re: u2-m1")
+            await fake.guild_message(BOB, "u2-m2 charla entre humanos")  # nobody named
+            added = await fake.slash_command(
+                "escena-admin", {"id": MAGGIE}, user_id=ALICE, subcommand="añadir"
+            )
+            assert "Maggie Thornton" in ((await fake.wait_for_followups(added))[0].content or "")
+            await fake.guild_message(BOB, "u2-m3 Maggie, ¿qué tal?")  # her name alone
+            third = (await fake.webhooks.wait_for_messages(fake.channel_id, 3))[2]
+            assert third.message["author"]["username"] == "Maggie Thornton"
+            rows = await rows_when(url, lambda rs: all(r["answered"] for r in rs), "answered")
+            failed = False
+        finally:
+            await roles.close(failed)
+    assert fake.errors == [] and fake.unknown_routes == []
+    scene = f"discord:scene:{fake.channel_id}"
+    chat = [r for r in rows if r["update_key"].startswith("m")]
+    assert [r["pair_key"] for r in chat] == [scene] * 3  # the chatter was never stored
+    assert all(r["sends"] == 1 for r in chat)  # each line recorded as its message's send
+    assert len(fake.webhooks.messages(fake.channel_id)) == 3 and llm.requests == 3
+
+
 async def test_a_restarted_platform_loses_nothing_it_stored(tmp_path: Path, pg_base: str) -> None:
     url = await pg_fixtures.fresh_database(pg_base)
     async with FakeDiscord() as fake, FakeChatLLM(lambda: 0.05) as llm:
@@ -267,9 +312,11 @@ def test_what_the_platform_stores_and_under_which_pair() -> None:
     assert addressed({**guild, "mention_roles": ["4"]}, bot, 4) is True
     assert addressed({**guild, "referenced_message": {"author": {"id": "99"}}}, bot, None)
     assert discord_arrival("MESSAGE_CREATE", dm).pair_key == "discord:5:7"
-    # A guild channel is a scene: one queue for everyone in it, the sender kept apart.
-    in_guild = discord_arrival("MESSAGE_CREATE", guild)
-    assert (in_guild.pair_key, in_guild.sender) == ("discord:scene:7", "5")
+    # A guild's chat is its channel's scene: one pair for everyone in it, the sender kept apart.
+    in_scene = discord_arrival("MESSAGE_CREATE", guild)
+    assert (in_scene.pair_key, in_scene.sender) == ("discord:scene:7", "5")
+    photo = {**guild, "attachments": [{"id": "2", "content_type": "image/png"}]}
+    assert discord_arrival("MESSAGE_CREATE", photo).pair_key == "discord:5:7"  # per user
     command = {"id": "11", "type": 2, "channel_id": "7", "member": {"user": {"id": "5"}}}
     stored = discord_arrival("INTERACTION_CREATE", command)
     assert (stored.update_key, stored.pair_key) == ("i11", "discord:5:7")

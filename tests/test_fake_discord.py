@@ -281,8 +281,8 @@ async def test_unknown_routes_are_recorded(
     channel = client.get_channel(fake.channel_id)
     assert isinstance(channel, discord.TextChannel)
     with pytest.raises(discord.NotFound):
-        await channel.create_webhook(name="nope")
-    assert fake.unknown_routes == [("POST", f"/api/v10/channels/{fake.channel_id}/webhooks")]
+        await channel.create_invite()
+    assert fake.unknown_routes == [("POST", f"/api/v10/channels/{fake.channel_id}/invites")]
 
 
 async def test_gateway_drop_resumes(fake: FakeDiscord, bot: tuple[commands.Bot, Seen]) -> None:

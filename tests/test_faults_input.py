@@ -19,6 +19,7 @@ from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord, SentMessage
 from tests.fault_helpers import TelegramBot, echo_llm, query, telegram_bot
+from tests.patience import PATIENCE
 from tests.test_discord_adapter import running
 
 ANA = 1001
@@ -201,14 +202,22 @@ async def dc(
 
 
 async def dc_exchange(fake: FakeDiscord, message: str, guild: bool = False) -> str:
+    """What the bot answers: in a guild's scene, the character's webhook line or the bot's
+    own refusal, whichever comes."""
     channel = fake.channel_id if guild else fake.dm_channel_id(ALICE)
-    before = len(fake.sent_messages(channel))
+
+    def posted() -> list[SentMessage]:
+        return fake.sent_messages(channel) + fake.webhooks.messages(channel)
+
+    before = len(posted())
     if guild:
-        await fake.guild_message(ALICE, message, mention_bot=True)
+        await fake.guild_message(ALICE, message, mention_bot=True, username="alice")
     else:
         await fake.dm(ALICE, message)
-    sent = await fake.wait_for_messages(channel, before + 1)
-    return str(sent[before].content)
+    sent = await fake.changes.wait_for(
+        lambda: posted()[before:] or None, PATIENCE, lambda: f"no answer to {message!r}"
+    )
+    return str(sent[0].content)
 
 
 def assert_no_pings(sent: list[SentMessage]) -> None:
@@ -230,9 +239,12 @@ async def test_discord_bad_input_is_answered_and_pings_nobody(
     assert await dc_exchange(dc, LONE_SURROGATE) == "Re: hola \ufffd mundo \ufffd"
     for message in INJECTIONS:
         assert await dc_exchange(dc, message) == f"Re: {message}"
-        assert await dc_exchange(dc, message, guild=True) == f"Re: {message}"
+        # In a guild's scene the model read the message headed by its speaker's name.
+        assert await dc_exchange(dc, message, guild=True) == f"Re: alice: {message}"
     assert await dc_exchange(dc, "fin") == "Re: fin"
     assert_no_pings(dc.sent_messages())
+    lines = dc.webhooks.messages(dc.channel_id)  # the character's lines: no ping at all
+    assert lines and all(m.allowed_mentions == {"parse": []} for m in lines)
     assert no_errors(caplog) == []
     assert dc.errors == []
 

@@ -9,9 +9,13 @@ Setup in the Discord developer portal (https://discord.com/developers/applicatio
   globally at start when they changed since the last sync (a hash next to the database);
   Discord may take a while to show changed ones everywhere.
 
-Where the bot answers: always in DMs; in guild channels when mentioned, when a message replies
-to one of its messages, or on every message of a channel an admin bound to a character
-(``/personaje vincular``). Other bots, itself included, and webhooks are never answered.
+Where the bot answers: always in DMs. A guild channel is a scene (bot/scenes.py): its messages
+go to the scene, which hears those that mention the bot, reply to its messages or to one of
+its characters' webhook messages, name a character present, or come in a bound channel
+(``/personaje vincular``); each character answers through a webhook of its own
+(bot/adapters/discord_scene.py). Photos and other attachments in a guild are answered, when
+addressed to the bot, by the per-user path. Other bots, itself included, and webhooks (the
+characters' own lines among them) are never answered.
 """
 
 from __future__ import annotations
@@ -28,6 +32,12 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from bot.adapters.base import InFlight
+from bot.adapters.discord_scene import (
+    DiscordSceneOutlet,
+    SceneWebhooks,
+    WebhookPoster,
+    header_name,
+)
 from bot.adapters.discord_slash import RegistryTranslator, add_slash_commands, sync_if_changed
 from bot.adapters.discord_views import (
     NO_PINGS,
@@ -146,10 +156,12 @@ class DiscordAdapter:
         guild_ready_timeout: float = 2.0,
         ready_timeout: float = DEFAULT_READY_TIMEOUT,
         responder: InteractionAnswers | None = None,
+        poster: WebhookPoster | None = None,
     ) -> None:
         """``guild_ready_timeout``: how long discord.py waits for more guilds before on_ready
         (tests pass a tiny value); ``ready_timeout``: how long start() waits to be connected;
-        ``responder``: how interactions are answered (a worker records its sends)."""
+        ``responder``: how interactions are answered, ``poster``: how the characters' lines
+        are posted through webhooks (a worker records both kinds of send)."""
         self._settings = settings
         self._commands = commands
         self._ready_timeout = ready_timeout
@@ -160,6 +172,7 @@ class DiscordAdapter:
             intents=intents(), allowed_mentions=NO_PINGS, guild_ready_timeout=guild_ready_timeout
         )
         self._responder = responder or InteractionAnswers(commands)
+        self._webhooks = SceneWebhooks(self._client, poster)
         self._client.add_dynamic_items(self._responder.button_type)
         self._tree = app_commands.CommandTree(self._client)
         self._tree.error(self._responder.on_command_error)
@@ -234,13 +247,17 @@ class DiscordAdapter:
         log.info("discord: connected as %s (id %s) to %d guild(s)", user, user and user.id, guilds)
 
     async def on_message(self, message: discord.Message) -> None:
-        """Every message the bot can see: answer those addressed to it."""
+        """Every message the bot can see: a guild's chat to its scene, the rest answered when
+        addressed to the bot."""
         if message.author.bot or message.webhook_id is not None:
-            return  # answering bots (or our own echo) risks endless reply loops
+            return  # answering bots, our own echo or a character's line risks endless loops
         if message.type not in CHAT_MESSAGE_TYPES:
             return
         if not self._inflight.accepting:
             log.info("discord: shutting down; message %s left unanswered", message.id)
+            return
+        if self._in_scene(message):
+            await self._to_scene(message)
             return
         key = f"{message.channel.id}:{message.author.id}"
         async with self._inflight.track():
@@ -268,19 +285,83 @@ class DiscordAdapter:
 
     async def _addressed(self, message: discord.Message, caller: Caller) -> bool:
         """DMs always; in a guild: a mention, a reply to the bot, or a bound channel."""
-        if caller.channel_kind == "dm":
-            return True
-        me = self._client.user
-        assert me is not None  # messages only arrive once logged in
-        if any(user.id == me.id for user in message.mentions):
-            return True
-        own_role = message.guild.self_role if message.guild else None
-        if own_role is not None and own_role in message.role_mentions:
+        if caller.channel_kind == "dm" or self._mentions_me(message):
             return True
         replied = message.reference.resolved if message.reference else None
-        if isinstance(replied, discord.Message) and replied.author.id == me.id:
+        if isinstance(replied, discord.Message) and replied.author.id == self._me.id:
             return True
         return await self._commands.is_bound(caller)
+
+    @property
+    def _me(self) -> discord.ClientUser:
+        me = self._client.user
+        assert me is not None  # messages only arrive once logged in
+        return me
+
+    def _mentions_me(self, message: discord.Message) -> bool:
+        """The bot's user or its own role is mentioned."""
+        if any(user.id == self._me.id for user in message.mentions):
+            return True
+        own_role = message.guild.self_role if message.guild else None
+        return own_role is not None and own_role in message.role_mentions
+
+    # ---- scenes ---------------------------------------------------------------------------
+
+    def _in_scene(self, message: discord.Message) -> bool:
+        """A guild channel's chat goes to its scene; a photo, or a message with nothing but
+        attachments or stickers, keeps the per-user path (as on Telegram)."""
+        if message.guild is None:
+            return False
+        if any((a.content_type or "").startswith("image/") for a in message.attachments):
+            return False
+        has_text = bool(self._without_own_mentions(message))
+        return has_text or not (message.attachments or message.stickers)
+
+    async def _to_scene(self, message: discord.Message) -> None:
+        """A guild message to its channel's scene (bot/scenes.py decides whether it is heard);
+        the characters' lines are posted by the outlet as each is written."""
+        caller, scenes = message_caller(message), self._commands.scenes
+
+        async def notify(notice: Answer) -> None:
+            await reply_to(message, parts(notice, None))
+
+        async with self._inflight.track():
+            try:
+                # A scene is one queue: its messages reach the engine in arrival order.
+                async with self._order.hold(f"scene:{message.channel.id}"):
+                    cast = await scenes.cast(caller.platform, caller.channel_id)
+                    outlet = DiscordSceneOutlet(self._webhooks, message, cast, self._settings)
+                    to_scene, replied_name = await self._scene_reply(message)
+                    pending = await scenes.hear(
+                        caller,
+                        self._without_own_mentions(message),
+                        outlet,
+                        message_id=str(message.id),
+                        mentioned=to_scene or self._mentions_me(message),
+                        replied_name=replied_name,
+                        notify=notify,
+                    )
+                if pending is None:
+                    return
+                async with message.channel.typing():  # shown while the characters write
+                    answer = (await pending).refusal
+            except Exception as exc:
+                answer = await self._responder.error_answer(caller, exc)
+            if answer is not None and answer.text:
+                await reply_to(message, parts(answer, self._responder.view_of(answer)))
+
+    async def _scene_reply(self, message: discord.Message) -> tuple[bool, str | None]:
+        """Whether the message replies to the scene (a message of the bot, or of one of its
+        characters' webhooks), and the name shown on the message it replies to."""
+        replied = message.reference.resolved if message.reference else None
+        if not isinstance(replied, discord.Message):
+            return False, None
+        if replied.author.id == self._me.id:
+            return True, header_name(replied.content)  # a line without webhook, or None
+        hook = replied.webhook_id
+        if hook is not None and await self._webhooks.is_ours(replied.channel.id, hook):
+            return True, replied.author.name
+        return False, None
 
     async def _submit(
         self, message: discord.Message, caller: Caller, live: LiveReply[discord.Message] | None
@@ -308,9 +389,7 @@ class DiscordAdapter:
         return await self._commands.submit(caller, text, str(message.id), notify, on_text)
 
     def _without_own_mentions(self, message: discord.Message) -> str:
-        me = self._client.user
-        assert me is not None
-        tags = [rf"<@!?{me.id}>"]
+        tags = [rf"<@!?{self._me.id}>"]
         if message.guild and message.guild.self_role:
             tags.append(rf"<@&{message.guild.self_role.id}>")
         return re.sub(rf"\s*(?:{'|'.join(tags)})\s*", " ", message.content).strip()

@@ -9,6 +9,16 @@ command tree: this process answers nothing). One task stores the queue in arriva
 batch per transaction. Messages are filtered first as the adapter would: what no worker would
 answer (other bots, system messages, guild chatter not addressed to the bot) is never stored.
 
+A guild channel is a scene (bot/scenes.py), and a scene is one queue: every person's chat in a
+channel is stored under one pair, the channel's (`discord:scene:<channel id>`), so that one
+worker at a time answers it, in arrival order, with the scene's sessions in its RAM. Stored
+besides what mentions or replies to the bot: a reply to a character's webhook line (the bot's
+own webhook, asked of Discord once per webhook), and every message of a channel where an admin
+added characters with /escena añadir (as of a bound channel): the scene, on the worker, hears
+those that name a character present. In a channel nobody added characters to, a message that
+names the channel's one character without mentioning the bot is not stored (the single process
+hears it): mention the bot, or add the character with /escena añadir.
+
 Discord has no acknowledgement of a gateway event, except for interactions: an interaction not
 answered within 3 s fails on the user's screen. So an interaction is stored first and then
 deferred from here (type 5, "thinking"; a button on the presser's own panel: type 6, the
@@ -33,6 +43,7 @@ from typing import Any, Protocol
 import discord
 
 from bot.adapters.discord_adapter import DiscordRedirect, intents, wait_until_ready
+from bot.adapters.discord_scene import SceneWebhooks
 from bot.cli_characters import book_of_valid_files
 from bot.config import Settings
 from bot.health import Metrics
@@ -46,6 +57,7 @@ from memory.store.inbox import SCENE_PAIR, Arrival, Inbox
 log = logging.getLogger(__name__)
 PLATFORM = "discord"
 MESSAGE_CREATE, INTERACTION_CREATE = "MESSAGE_CREATE", "INTERACTION_CREATE"
+SCENE_PREFIX = f"{PLATFORM}:{SCENE_PAIR}:"  # + the channel id: everyone's chat in one scene
 CHAT_MESSAGE_TYPES = (0, 19)  # default and reply, as discord_adapter.CHAT_MESSAGE_TYPES
 COMMAND, COMPONENT, AUTOCOMPLETE = 2, 3, 4
 SUBCOMMAND = 1
@@ -58,8 +70,9 @@ Event = tuple[str, dict[str, Any]]
 
 
 class Bindings(DeadLetterSink, Protocol):
-    """The store as this process uses it: whether a channel is bound to a character and who
-    is in its scene (its reads), and where an event the inbox will not take is kept."""
+    """The store as this process uses it: whether a channel is bound to a character or has a
+    scene an admin added characters to (its reads), and where an event the inbox will not take
+    is kept."""
 
     async def bound_character(self, platform: str, channel_id: str) -> str | None: ...
 
@@ -81,14 +94,26 @@ def discord_arrival(event: str, data: dict[str, Any]) -> Arrival:
     else:
         user = data.get("author") or {}
         key = f"m{data['id']}"
-    sender = str(user.get("id", "-"))
-    pair = f"{PLATFORM}:{sender}:{data.get('channel_id', '-')}"
+    pair = f"{PLATFORM}:{user.get('id', '-')}:{data.get('channel_id', '-')}"
     if event == INTERACTION_CREATE and data.get("type") == AUTOCOMPLETE:
         pair = f"{pair}:autocomplete"  # waits behind no conversation
-    elif event != INTERACTION_CREATE and data.get("guild_id") is not None:
-        # A guild channel is a scene: one queue for everyone in it (bot/scenes.py).
-        pair = f"{PLATFORM}:{SCENE_PAIR}:{data.get('channel_id', '-')}"
-    return Arrival(PLATFORM, key, pair, {"t": event, "d": data}, None if sender == "-" else sender)
+    elif event == MESSAGE_CREATE and scene_chat(data):
+        pair = f"{SCENE_PREFIX}{data.get('channel_id', '-')}"  # the scene's one queue
+    sender = str(user["id"]) if user.get("id") else None
+    return Arrival(PLATFORM, key, pair, {"t": event, "d": data}, sender)
+
+
+def scene_chat(data: dict[str, Any]) -> bool:
+    """A guild message that the adapter hands to its channel's scene: not a photo, nor a
+    message of nothing but attachments or stickers (those keep the per-user path)."""
+    if "guild_id" not in data:
+        return False
+    attachments = data.get("attachments") or []
+    if any(str(a.get("content_type") or "").startswith("image/") for a in attachments):
+        return False
+    return bool(str(data.get("content") or "").strip()) or not (
+        attachments or data.get("sticker_items")
+    )
 
 
 def addressed(data: dict[str, Any], bot_id: int, own_role: int | None) -> bool | None:
@@ -147,7 +172,7 @@ class DiscordIngest:
         self._settings = settings
         self._metrics = metrics
         self._bindings = bindings
-        # The characters' names, to keep a guild message that names one of a scene's.
+        # The characters' names: a guild message that names one of a scene's is heard by it.
         self._characters = book_of_valid_files(settings.characters_dir)
         self._default = settings.default_character or self._characters.default_id
         token = settings.discord_bot_token
@@ -166,6 +191,7 @@ class DiscordIngest:
             shard_id=shard_id,
             shard_count=shard_count,
         )
+        self._webhooks = SceneWebhooks(self._client)  # which webhooks are the characters'
         parsers = self._client._connection.parsers
         for event in (MESSAGE_CREATE, INTERACTION_CREATE):
             parsers[event] = functools.partial(self._arrived, event)
@@ -238,18 +264,25 @@ class DiscordIngest:
         if verdict is not None:
             return verdict
         try:
-            channel = str(data["channel_id"])
-            bound = await self._bindings.bound_character(PLATFORM, channel)
-            if bound is not None:
-                return True
-            # A message that names a character of the channel's scene is heard by it.
-            members = await self._bindings.scene_members(PLATFORM, channel)
-            cast = cast_of(members, bound, self._characters, self._default)
-            return names_a_character(str(data.get("content") or ""), cast)
+            return await self._for_a_scene(data)
         except Exception:
             # Stored rather than lost: the worker asks again and drops it if it is not bound.
             log.warning("discord: could not read the channel's binding", exc_info=True)
             return True
+
+    async def _for_a_scene(self, data: dict[str, Any]) -> bool:
+        """A guild message not addressed to the bot that a worker's scene may still hear: in a
+        bound channel, one that names a character of the channel's scene, or a reply to a
+        character's line. Nothing else is stored, not even in the inbox."""
+        channel = str(data["channel_id"])
+        if await self._bindings.bound_character(PLATFORM, channel) is not None:
+            return True
+        members = await self._bindings.scene_members(PLATFORM, channel)
+        cast = cast_of(members, None, self._characters, self._default)
+        if names_a_character(str(data.get("content") or ""), cast):
+            return True
+        hook = (data.get("referenced_message") or {}).get("webhook_id")
+        return hook is not None and await self._webhooks.is_ours(int(channel), int(hook))
 
     async def _defer(self, data: dict[str, Any]) -> None:
         """Acknowledge a stored interaction as the adapter does when an answer is slow."""

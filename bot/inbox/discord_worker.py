@@ -12,7 +12,12 @@ Discord allows:
   back from Discord instead of a second message, which closes the moment between Discord's
   answer and the record's commit;
 * an interaction was deferred by the platform process; its first answer edits that deferred
-  response, or the pressed panel (an edit done twice is one message), the rest are follow-ups.
+  response, or the pressed panel (an edit done twice is one message), the rest are follow-ups;
+* a scene's line posted through a character's webhook (bot/adapters/discord_scene.py: webhooks
+  need no gateway) is recorded the same way, but Discord's Execute Webhook takes no nonce: as
+  on Telegram, only the record stops a resend, and a worker killed between Discord's answer and
+  the record's commit leaves a line its successor cannot know of (a few milliseconds a line).
+  Edits of a streamed line are not recorded (an edit made twice shows one message).
 
 discord.py has no public way in for events that did not come from its gateway; the internals
 used (as of 2.7, each exercised by tests/test_discord_inbox.py): the connection state's
@@ -33,6 +38,7 @@ from discord.http import MultipartParameters
 from discord.utils import MISSING
 
 from bot.adapters.discord_adapter import DiscordAdapter
+from bot.adapters.discord_scene import WebhookPoster
 from bot.adapters.discord_views import NO_PINGS, InteractionAnswers, Send
 from bot.app import App
 from bot.commands import Commands
@@ -134,6 +140,23 @@ class RecordingAnswers(InteractionAnswers):
             await self._recorder.after(slot, str(sent.id))
 
 
+class RecordingPoster(WebhookPoster):
+    """A scene's webhook posts, each recorded against the inbox message it answers."""
+
+    def __init__(self, recorder: SendRecorder) -> None:
+        self._recorder = recorder
+
+    async def post(
+        self, hook: discord.Webhook, content: str, username: str
+    ) -> discord.WebhookMessage:
+        slot = await self._recorder.before(f"webhook:{username}\x00{content}")
+        if slot is not None and slot.sent is not None:  # a worker before this one posted it
+            return await hook.fetch_message(int(slot.sent))
+        sent = await super().post(hook, content, username)
+        await self._recorder.after(slot, str(sent.id))
+        return sent
+
+
 class DiscordWorker:
     """Answers one claimed Discord pair: its events, in order, through the adapter."""
 
@@ -146,7 +169,12 @@ class DiscordWorker:
         self._recorder = SendRecorder(inbox, worker_id, metrics)
         app.companion.on_unstored(self._recorder.unstored)
         self._answers = RecordingAnswers(app.commands, self._recorder)
-        self.adapter = DiscordAdapter(app.settings, app.commands, responder=self._answers)
+        self.adapter = DiscordAdapter(
+            app.settings,
+            app.commands,
+            responder=self._answers,
+            poster=RecordingPoster(self._recorder),
+        )
         self._client = self.adapter.client
         self._state = self._client._connection
         http = self._client.http
@@ -177,7 +205,7 @@ class DiscordWorker:
         """The pair's pending events through the adapter (bot/inbox/sends.py)."""
 
         async def moved(pair_key: str) -> None:
-            await drop_stale_sessions(self._app, pair_key)
+            await drop_stale_sessions(self._app, pair_key)  # a scene's copies too
 
         return await answer_claim(claim, self._recorder, self._lease, self._run, moved)
 

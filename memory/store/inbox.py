@@ -25,8 +25,7 @@ class Arrival:
     update_key: str
     pair_key: str
     payload: dict[str, Any]
-    # The sender's platform user id, when the update names one and the pair key does not
-    # (a group's messages share their scene's pair: bot/inbox/*_platform.py).
+    # Who sent it, when the pair key does not say (a scene's pair is its channel's).
     sender: str | None = None
 
 

@@ -33,6 +33,8 @@ Behaviour worth knowing when testing a bot against it:
   no DIRECT_MESSAGES/GUILD_MESSAGES intent means no event (see ``suppressed_events``), no
   MESSAGE_CONTENT intent means blank guild messages unless the bot is mentioned.
 * Sends to the bot's DM channel with a user are found with ``sent_dms(user_id)``.
+* Channel webhooks (create, list, execute, edit) are in ``fake.webhooks``
+  (tests/fakes/discord_webhooks.py), with the Manage Webhooks switch.
 """
 
 from __future__ import annotations
@@ -110,6 +112,8 @@ class FakeDiscord:
         self.gateway = FakeGateway(self.world, self.changes, token, heartbeat_interval_ms)
         self.rest = FakeRest(self.world, self.changes, self.gateway, token)
         self.rest.echo_own_messages = echo_own_messages
+        # Channel webhooks: their state, what was posted through them, the permission switch.
+        self.webhooks = self.rest.webhooks
         self.url = ""
         self._runner: web.AppRunner | None = None
 

@@ -33,6 +33,7 @@ from tests.fakes.discord_records import (
     SentMessage,
     UploadedFile,
 )
+from tests.fakes.discord_webhooks import ChannelWebhooks, by_webhook_id
 from tests.fakes.discord_world import (
     APPLICATION_FLAGS,
     JSON,
@@ -69,10 +70,14 @@ class FakeRest(InteractionRoutes):
         self.dm_gate: asyncio.Event | None = None
         self.dm_requested = asyncio.Event()
         self._command_ids: dict[tuple[int | None, str, int], int] = {}
+        self.webhooks = ChannelWebhooks(world, changes, gateway)
 
     def routes(self) -> list[web.RouteDef]:
         msg = API + r"/channels/{channel_id:\d+}/messages/{message_id:\d+}"
-        hook = API + "/webhooks/{app_id}/{token}"
+        # Interactions' webhooks (the application's id) and channel webhooks share these.
+        hook = API + r"/webhooks/{webhook_id:\d+}/{token}"
+        channel_hooks = API + r"/channels/{channel_id:\d+}/webhooks"
+        hooks = self.webhooks
         guild_commands = API + r"/applications/{app_id}/guilds/{guild_id:\d+}/commands"
         return [
             web.get(API + "/users/@me", self._get_me),
@@ -94,9 +99,18 @@ class FakeRest(InteractionRoutes):
             web.put(guild_commands, self._put_commands),
             web.get(guild_commands, self._get_commands),
             web.post(API + "/interactions/{interaction_id}/{token}/callback", self._callback),
-            web.post(hook, self._followup),
-            web.get(hook + "/messages/{message_id}", self._get_hook_message),
-            web.patch(hook + "/messages/{message_id}", self._edit_hook_message),
+            web.post(channel_hooks, hooks.create),
+            web.get(API + r"/webhooks/{webhook_id:\d+}", hooks.get),
+            web.get(channel_hooks, hooks.list),
+            web.post(hook, by_webhook_id(hooks, hooks.execute, self._followup)),
+            web.get(
+                hook + "/messages/{message_id}",
+                by_webhook_id(hooks, hooks.get_message, self._get_hook_message),
+            ),
+            web.patch(
+                hook + "/messages/{message_id}",
+                by_webhook_id(hooks, hooks.edit_message, self._edit_hook_message),
+            ),
             web.delete(hook + "/messages/{message_id}", self._delete_hook_message),
             web.get(r"/attachments/{attachment_id:\d+}/{filename}", self._attachment),
             # Last on purpose: aiohttp tries routes in order, so this only sees unmatched paths.

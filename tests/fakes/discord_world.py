@@ -284,7 +284,8 @@ class FakeWorld:
         if reply_to is not None:
             extra.update(self.reply_fields(reply_to))
             referenced = extra["referenced_message"]
-            if reply_mention and referenced is not None:
+            # Discord pings the replied author, never a webhook (it is nobody to ping).
+            if reply_mention and referenced is not None and not referenced.get("webhook_id"):
                 mentioned.append(int(referenced["author"]["id"]))
         if in_guild:
             extra["member"] = self.member_payload(user_id, with_user=False)
