@@ -9,22 +9,30 @@ Every `tests/mutants/*.toml` holds entries like
     replace = "the broken version"
     tests = ["tests/test_store.py"]                   # test files (or node ids) that must catch it
 
-The repository's files (git ls-files: committed, or new and not ignored) are copied once per
-worker, two by default. In each copy a host process (tests/mutants/host.py, under the project's
+The repository's files (git ls-files: committed, or new and not ignored) are copied once, with
+our byte code and pytest's rewritten test modules written there, and that copy is copied for
+each host (tests/mutants/copies.py). A host process (tests/mutants/host.py, under the project's
 venv) imports the third-party libraries once and forks a child per mutant, which imports our
-code from the copy with the mutant applied; that the copy's code is what gets imported is
-checked first. Then, for each entry, the one edit is applied, the named tests run with `-x`, and
-the file is restored. Last, every test that killed a mutant is run on the unmutated copy and
-must pass there (a test failing anyway would count its mutants as killed and hide a
-survivor): only the killing tests, by node id, not every named file, which was most of the
-run's time when each mutant's files were checked beforehand.
+code from its copy with the mutant applied; that the copy's code is what gets imported is
+checked first. Then, for each entry, the one edit is applied, the tests run with `-x`, and the
+file is restored. The tests are first the one test that killed the mutant last time, when
+tests/mutants/killers.json records one inside the mutant's named tests (tests/mutants/killers.py),
+and the named tests when there is none or it no longer kills: a stale record costs time, never
+a kill. The run rewrites the record with what it saw (commit the refreshed file).
+
+Mutants run `--jobs` at a time (two by default). A run still going after PARK_SECONDS is a test
+waiting out its patience for what the mutant prevents: it gives its turn to the next mutant,
+which starts beside it in a copy of its own; the record's slow mutants start first. Last,
+every test that killed a mutant is run on an unmutated copy and must pass there (a test failing
+anyway would count its mutants as killed and hide a survivor): only the killing tests, by node
+id, not every named file.
 
 A mutant that the tests let pass is a survivor: a rule nothing proves. A `find` that no longer
 occurs exactly once is a stale entry, and fails the run too: a mutant that edits nothing would
 pass silently forever. A mutant whose tests cannot even run (pytest's exit code other than 0
 or 1) is "broken" and fails the run; one that runs past TIMEOUT_SECONDS counts as killed.
 
-Usage: python tests/mutants/run.py [--only SUBSTRING] [--list] [--jobs N]
+Usage: python tests/mutants/run.py [--only SUBSTRING] [--list] [--jobs N] [--no-record]
 Exit code 1 when any mutant survived or any entry is stale or broken; 0 otherwise.
 This file is plain Python with the standard library only (tomllib).
 """
@@ -32,37 +40,36 @@ This file is plain Python with the standard library only (tomllib).
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import queue
+import dataclasses
+import itertools
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-REPO = Path(__file__).resolve().parents[2]
-LISTS = Path(__file__).resolve().parent
+if __package__:  # imported, by tests/test_mutants_runner.py
+    from . import copies, killers
+    from .lists import Mutant, load_mutants
+else:  # run as a script: python tests/mutants/run.py
+    import copies
+    import killers
+    from lists import Mutant, load_mutants
 TIMEOUT_SECONDS = 300
+# Past this a run is taken to be waiting (a test's patience is minutes; the slowest kills that
+# do not wait take about 15 s on a loaded machine); a slow mutant of the record, past its start.
+PARK_SECONDS = 20.0
+SLOW_PARK_SECONDS = 3.0
+# A run this long was a wait (the patience of tests/patience.py is 240 s), recorded as slow.
+SLOW_SECONDS = 60.0
 # pytest's exit codes: 1 = some test failed (the mutant is killed); 0 = all passed (survived);
 # anything else (2 interrupted / collection error, 4 usage, 5 no tests) means the mutant or
 # its entry is broken, which is reported apart: a syntax error proves no rule.
 KILLED, SURVIVED, TIMED_OUT = 1, 0, 124
-
-
-@dataclass(frozen=True)
-class Mutant:
-    name: str
-    file: str
-    find: str
-    replace: str
-    tests: tuple[str, ...]
-    source: str  # the list it comes from, e.g. "rules.toml"
 
 
 @dataclass(frozen=True)
@@ -71,178 +78,86 @@ class Outcome:
     status: str  # killed | survived | broken | timeout
     seconds: float
     detail: str = ""
+    # record: the recorded killer killed it; named: no usable record, the named tests ran;
+    # fallback: the recorded killer did not kill, the named tests ran after it
+    how: str = "named"
 
 
-def load_mutants() -> tuple[list[Mutant], list[str]]:
-    """Every entry of every list, and the problems that make an entry unusable (stale)."""
-    mutants: list[Mutant] = []
-    problems: list[str] = []
-    for path in sorted(LISTS.glob("*.toml")):
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as error:
-            problems.append(f"{path.name}: not valid TOML: {error}")
-            continue
-        for index, entry in enumerate(data.get("mutant", []), start=1):
-            where = f"{path.name} entry {index} ({entry.get('name', 'no name')!r})"
-            try:
-                mutant = Mutant(
-                    name=str(entry["name"]),
-                    file=str(entry["file"]),
-                    find=str(entry["find"]),
-                    replace=str(entry["replace"]),
-                    tests=tuple(str(t) for t in entry["tests"]),
-                    source=path.name,
-                )
-            except KeyError as missing:
-                problems.append(f"{where}: missing key {missing}")
-                continue
-            problems += [f"{where}: {p}" for p in entry_problems(mutant)]
-            mutants.append(mutant)
-    names = [m.name for m in mutants]
-    problems += [
-        f"two entries are named {n!r}" for n in sorted({n for n in names if names.count(n) > 1})
-    ]
-    return mutants, problems
+class Runner(Protocol):
+    """What run_one needs of a host (tests/mutants/copies.py), and a test's fake provides."""
+
+    copy: Path
+
+    def run(self, tests: tuple[str, ...]) -> int: ...
+
+    def output(self) -> str: ...
 
 
-def entry_problems(mutant: Mutant) -> list[str]:
-    target = REPO / mutant.file
-    if not target.is_file():
-        return [f"file {mutant.file} does not exist"]
-    found = target.read_text(encoding="utf-8").count(mutant.find)
-    problems = []
-    if found != 1:
-        problems.append(f"`find` occurs {found} times in {mutant.file} (must be exactly once)")
-    if mutant.find == mutant.replace:
-        problems.append("`replace` equals `find`: the mutant changes nothing")
-    if not mutant.tests:
-        problems.append("no test files named")
-    problems += [
-        f"test file {t} does not exist"
-        for t in mutant.tests
-        if not (REPO / t.split("::")[0]).is_file()
-    ]
-    return problems
-
-
-def tracked_files() -> list[str]:
-    """The repository's files as git sees them (committed or not yet, never ignored ones)."""
-    listing = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-    ).stdout.decode()
-    return sorted({name for name in listing.split("\0") if name and (REPO / name).is_file()})
-
-
-def make_copy(destination: Path, files: list[str]) -> None:
-    for name in files:
-        target = destination / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / name, target)
-
-
-def interpreter() -> str:
-    venv = REPO / ".venv" / "bin" / "python"
-    return str(venv) if venv.exists() else sys.executable
-
-
-def copy_env(copy: Path) -> dict[str, str]:
-    # PYTHONPATH puts the copy ahead of the editable install of .venv (which points at the
-    # repository itself), for pytest and for every `python -m bot` subprocess a test starts.
-    return {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
-
-
-class Host:
-    """tests/mutants/host.py on one copy: third-party libraries imported once, a fresh fork
-    per mutant (see its docstring)."""
-
-    def __init__(self, copy: Path) -> None:
-        self.copy = copy
-        self.log = copy.parent / f"{copy.name}.log"
-        self.process = subprocess.Popen(
-            [interpreter(), str(copy / "tests" / "mutants" / "host.py"), str(copy)],
-            cwd=copy,
-            env=copy_env(copy),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-
-    def answer(self) -> dict[str, object]:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the test host of {self.copy} stopped")
-        return dict(json.loads(line))
-
-    def check_ready(self) -> None:
-        """Every mutant would "survive" if the repository's own code were what gets imported."""
-        ready = self.answer()
-        if not ready.get("ready"):
-            raise SystemExit(f"the copy's code is not what the tests import: {ready}")
-
-    def run(self, tests: tuple[str, ...]) -> int:
-        assert self.process.stdin is not None
-        job = {"tests": list(tests), "log": str(self.log), "timeout": TIMEOUT_SECONDS}
-        self.process.stdin.write(json.dumps(job) + "\n")
-        self.process.stdin.flush()
-        return int(self.answer()["code"])  # type: ignore[call-overload]
-
-    def close(self) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        self.process.wait(timeout=30)
-
-
-def run_one(mutant: Mutant, host: Host) -> Outcome:
-    """Apply the edit in the host's copy, run its tests there, put the file back."""
+def run_one(mutant: Mutant, host: Runner, killer: str | None) -> Outcome:
+    """Apply the edit in the host's copy; run the recorded killer, then the named tests when
+    there is no killer or it did not kill; put the file back."""
     target = host.copy / mutant.file
     original = target.read_text(encoding="utf-8")
     target.write_text(original.replace(mutant.find, mutant.replace, 1), encoding="utf-8")
     started = time.monotonic()
     try:
-        code = host.run(mutant.tests)
+        outcome = None
+        if killer is not None:
+            outcome = judge(mutant, host.run((killer,)), host.output(), "record")
+            if outcome.status not in ("killed", "timeout"):
+                outcome = None  # a stale record: the named tests decide, as without it
+        if outcome is None:
+            how = "named" if killer is None else "fallback"
+            outcome = judge(mutant, host.run(mutant.tests), host.output(), how)
     finally:
         target.write_text(original, encoding="utf-8")
-    seconds = time.monotonic() - started
-    output = host.log.read_text(encoding="utf-8", errors="replace")
+    return dataclasses.replace(outcome, seconds=time.monotonic() - started)
+
+
+def judge(mutant: Mutant, code: int, output: str, how: str) -> Outcome:
     if code == TIMED_OUT:
-        return Outcome(mutant, "timeout", seconds)
+        return Outcome(mutant, "timeout", 0.0, _first_failure(output), how)
     if code == KILLED:
-        return Outcome(mutant, "killed", seconds, _first_failure(output))
+        return Outcome(mutant, "killed", 0.0, _first_failure(output), how)
     if code == SURVIVED:
-        return Outcome(mutant, "survived", seconds)
+        return Outcome(mutant, "survived", 0.0, how=how)
     tail = output.strip().splitlines()[-15:]
-    return Outcome(mutant, "broken", seconds, f"pytest exit code {code}:\n" + "\n".join(tail))
+    return Outcome(mutant, "broken", 0.0, f"pytest exit code {code}:\n" + "\n".join(tail), how)
 
 
 def _first_failure(output: str) -> str:
     for line in output.splitlines():
-        if re.match(r"(FAILED|ERROR) \S+::", line):  # pytest's summary, not a log line
+        # pytest's summary, not a log line; or the host's word on the test that hung
+        if re.match(r"(FAILED|ERROR|TIMEOUT) \S+::", line):
             return line
     return ""
 
 
-def killing_tests(outcome: Outcome) -> tuple[str, ...]:
-    """What proved a mutant killed: the node id of its first failing test, or (a timeout, a
-    failure pytest named no test for) every test it names."""
-    if outcome.status == "killed" and outcome.detail:
+def killer_node(outcome: Outcome) -> str | None:
+    """The node id of the test that failed on a killed mutant (or hung: a timeout), when pytest
+    named one."""
+    if outcome.status in ("killed", "timeout") and outcome.detail:
         node = outcome.detail.split(" ", 1)[1].split(" - ", 1)[0]
         if "::" in node:
-            return (node,)
-    return outcome.mutant.tests
+            return node
+    return None
 
 
-def check_baseline(hosts: list[Host], outcomes: list[Outcome]) -> None:
+def killing_tests(outcome: Outcome) -> tuple[str, ...]:
+    """What proved a mutant killed: the node id of its first failing (or hung) test, or, when
+    no test was named, every test it names."""
+    node = killer_node(outcome)
+    return (node,) if node else outcome.mutant.tests
+
+
+def check_baseline(hosts: list[copies.Host], outcomes: list[Outcome]) -> None:
     """Every test that killed a mutant passes on the unmutated copy: a test that fails anyway
     would count each of its mutants as killed and hide a survivor. The selections are split
     between the hosts and run side by side."""
     killed = [o for o in outcomes if o.status in ("killed", "timeout")]
     selections = sorted({test for outcome in killed for test in killing_tests(outcome)})
     shares = [selections[number :: len(hosts)] for number in range(len(hosts))]
+    started = time.monotonic()
     codes: dict[int, int] = {}
 
     def run(number: int) -> None:
@@ -256,72 +171,137 @@ def check_baseline(hosts: list[Host], outcomes: list[Outcome]) -> None:
         thread.join()
     failed = [n for n, code in codes.items() if code != SURVIVED]
     for number in failed:
-        print(hosts[number].log.read_text(encoding="utf-8", errors="replace")[-3000:])
+        print(hosts[number].output()[-3000:])
     if failed:
         raise SystemExit(
             "tests that killed a mutant fail on the unmutated code too, so their kills prove "
             "nothing: fix them first "
             f"(exit codes {[codes[n] for n in failed]}; output above)"
         )
-    print(f"baseline: the {len(selections)} tests that killed a mutant pass on the unmutated code")
+    print(
+        f"baseline: the {len(selections)} tests that killed a mutant pass on the unmutated code "
+        f"({time.monotonic() - started:.0f} s)"
+    )
 
 
-def run_all(mutants: list[Mutant], jobs: int) -> list[Outcome]:
-    files = tracked_files()
-    todo: queue.Queue[Mutant] = queue.Queue()
-    for mutant in mutants:
-        todo.put(mutant)
+class Turn:
+    """One of the `--jobs` turns at the CPU, given back once, when the run ends or parks."""
+
+    def __init__(self, turns: threading.Semaphore) -> None:
+        self._turns = turns
+        self._held = True
+        self._lock = threading.Lock()
+
+    def give_back(self) -> None:
+        with self._lock:
+            if self._held:
+                self._held = False
+                self._turns.release()
+
+
+def schedule(mutants: list[Mutant], record: killers.Record) -> list[Mutant]:
+    """The record's slow mutants first (each waits beside the others), then those without a
+    usable killer (they run whole files), then the rest; each group in the lists' order."""
+
+    def rank(mutant: Mutant) -> int:
+        if mutant.name in record.slow:
+            return 0
+        return 1 if usable(mutant, record) is None else 2
+
+    return sorted(mutants, key=rank)
+
+
+def usable(mutant: Mutant, record: killers.Record) -> str | None:
+    return killers.usable_killer(record.killers.get(mutant.name), mutant.tests)
+
+
+def dispatch(
+    mutants: list[Mutant], jobs: int, pool: copies.Pool, record: killers.Record
+) -> list[Outcome]:
+    """Every mutant run on a free host, `jobs` at a time, a run past its parking time not
+    counted (see the docstring); the outcomes in the order they came."""
+    turns = threading.Semaphore(jobs)
     outcomes: list[Outcome] = []
     lock = threading.Lock()
+
+    def attempt(mutant: Mutant, host: copies.Host, turn: Turn) -> None:
+        park = SLOW_PARK_SECONDS if mutant.name in record.slow else PARK_SECONDS
+        parking = threading.Timer(park, turn.give_back)
+        parking.start()
+        try:
+            outcome = run_one(mutant, host, usable(mutant, record))
+        except Exception as error:  # a dead host: reported, never silently missing
+            outcome = Outcome(mutant, "broken", 0.0, f"the runner failed: {error!r}")
+        finally:
+            parking.cancel()
+            turn.give_back()
+            pool.give_back(host)
+        with lock:
+            outcomes.append(outcome)
+            done = len(outcomes)
+        caught = f"  <- {outcome.detail}" if outcome.detail and outcome.status != "broken" else ""
+        print(
+            f"[{done}/{len(mutants)}] {outcome.status:8} {outcome.seconds:5.1f}s "
+            f"{outcome.how:8}  {mutant.name}{caught}",
+            flush=True,
+        )
+
+    threads = []
+    for mutant in schedule(mutants, record):
+        turns.acquire()
+        thread = threading.Thread(target=attempt, args=(mutant, pool.take(), Turn(turns)))
+        thread.start()
+        threads.append(thread)
+    for thread in threads:
+        thread.join()
+    return outcomes
+
+
+def run_all(mutants: list[Mutant], jobs: int, record: killers.Record) -> list[Outcome]:
+    named = sorted({test.split("::")[0] for mutant in mutants for test in mutant.tests})
     with tempfile.TemporaryDirectory(prefix="mutants-") as root:
-        hosts = []
-        for number in range(min(jobs, len(mutants))):
-            copy = Path(root) / f"copy{number}"
-            make_copy(copy, files)
-            hosts.append(Host(copy))
-        for host in hosts:
-            host.check_ready()
-
-        def worker(host: Host) -> None:
-            while True:
-                try:
-                    mutant = todo.get_nowait()
-                except queue.Empty:
-                    return
-                try:
-                    outcome = run_one(mutant, host)
-                except Exception as error:  # a dead host: reported, never silently missing
-                    outcome = Outcome(mutant, "broken", 0.0, f"the runner failed: {error!r}")
-                with lock:
-                    outcomes.append(outcome)
-                    done = len(outcomes)
-                caught = f"  <- {outcome.detail}" if outcome.status == "killed" else ""
-                print(
-                    f"[{done}/{len(mutants)}] {outcome.status:8} {outcome.seconds:5.1f}s  "
-                    f"{mutant.name}{caught}",
-                    flush=True,
-                )
-
-        threads = [threading.Thread(target=worker, args=(host,)) for host in hosts]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        check_baseline(hosts, outcomes)
-        for host in hosts:
-            host.close()
+        template = Path(root) / "template"
+        copies.make_template(template, copies.tracked_files(), named)
+        pool = copies.Pool(Path(root), template, TIMEOUT_SECONDS)
+        try:
+            pool.start(min(jobs, len(mutants)))
+            outcomes = dispatch(mutants, jobs, pool, record)
+            check_baseline(pool.hosts[:jobs], outcomes)
+        finally:
+            pool.close()
     order = {m.name: i for i, m in enumerate(mutants)}
     return sorted(outcomes, key=lambda o: order[o.mutant.name])
+
+
+def spread(outcomes: list[Outcome]) -> list[str]:
+    """Where the time went: the per-mutant seconds, and how each mutant was decided."""
+    seconds = sorted(o.seconds for o in outcomes) or [0.0]
+    edges = (0, 1, 2, 5, 10, 30, 120, float("inf"))
+    buckets = [
+        f"{low:g}-{high:g} s: {sum(low <= s < high for s in seconds)}"
+        for low, high in itertools.pairwise(edges)
+    ]
+    how = {name: sum(o.how == name for o in outcomes) for name in ("record", "named", "fallback")}
+    return [
+        f"per mutant: median {seconds[len(seconds) // 2]:.1f} s, 90th percentile "
+        f"{seconds[int(0.9 * len(seconds))]:.1f} s, max {seconds[-1]:.1f} s, "
+        f"sum {sum(seconds):.0f} s;  " + "  ".join(buckets),
+        f"decided by the recorded killer: {how['record']}; by the named tests: {how['named']} "
+        f"(no usable record) + {how['fallback']} (the recorded killer did not kill)",
+    ]
 
 
 def report(outcomes: list[Outcome], wall: float) -> bool:
     """Print the table and every survivor; True when every mutant was killed."""
     print()
-    print(f"{'status':8}  {'secs':>5}  {'list':12}  mutant")
+    print(f"{'status':8}  {'secs':>5}  {'how':8}  {'list':12}  mutant")
     for o in outcomes:
-        print(f"{o.status:8}  {o.seconds:5.1f}  {o.mutant.source:12}  {o.mutant.name}")
+        print(f"{o.status:8}  {o.seconds:5.1f}  {o.how:8}  {o.mutant.source:12}  {o.mutant.name}")
     bad = [o for o in outcomes if o.status in ("survived", "broken")]
     killed = sum(o.status in ("killed", "timeout") for o in outcomes)
+    print()
+    for line in spread(outcomes):
+        print(line)
     print(f"\n{killed} of {len(outcomes)} mutants killed in {wall:.0f} s")
     for o in bad:
         print(f"\n{o.status.upper()}: {o.mutant.name} ({o.mutant.source})")
@@ -332,13 +312,26 @@ def report(outcomes: list[Outcome], wall: float) -> bool:
     return not bad
 
 
+def refresh_record(record: killers.Record, outcomes: list[Outcome], names: Iterable[str]) -> None:
+    """Write what this run saw (the mutants it did not run keep their entries)."""
+    seen = {o.mutant.name: killer_node(o) for o in outcomes}
+    slow = [o.mutant.name for o in outcomes if o.seconds >= SLOW_SECONDS]
+    killers.save_record(killers.refreshed(record, seen, slow, names))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", metavar="SUBSTRING", help="only mutants whose name holds it")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--jobs", type=int, default=2, help="mutants run side by side (2)")
+    parser.add_argument(
+        "--no-record",
+        action="store_true",
+        help="run every mutant's named tests, as if killers.json were empty (it is rewritten)",
+    )
     args = parser.parse_args(argv)
     mutants, problems = load_mutants()
+    names = [m.name for m in mutants]
     if args.only:
         wanted = args.only.lower()
         mutants = [m for m in mutants if wanted in m.name.lower()]
@@ -357,8 +350,10 @@ def main(argv: list[str] | None = None) -> int:
     if not mutants:
         print("no mutants match")
         return 1
+    record = killers.load_record()
     started = time.monotonic()
-    outcomes = run_all(mutants, max(1, args.jobs))
+    outcomes = run_all(mutants, max(1, args.jobs), killers.Record() if args.no_record else record)
+    refresh_record(record, outcomes, names)
     return 0 if report(outcomes, time.monotonic() - started) else 1
 
 
