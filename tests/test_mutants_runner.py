@@ -156,3 +156,12 @@ def test_a_real_run_falls_back_ignores_outside_records_and_fails_on_a_survivor(
         "a stranger is allowed": f"{RULES}::test_a_stranger_is_refused",
         "the owner is refused": f"{RULES}::test_the_owner_is_allowed",
     }
+
+
+def test_a_timeout_is_a_kill_by_the_test_that_hung() -> None:
+    hung = f"{RULES}::test_a"
+    output = f"....\nTIMEOUT {hung} - still running after 300 s\n"
+    outcome = run.judge(mutant(), run.TIMED_OUT, output, "named")
+    assert outcome.status == "timeout"
+    assert run.killer_node(outcome) == hung
+    assert run.killing_tests(outcome) == (hung,)

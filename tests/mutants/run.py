@@ -11,21 +11,22 @@ Every `tests/mutants/*.toml` holds entries like
 
 The repository's files (git ls-files: committed, or new and not ignored) are copied once, with
 our byte code and pytest's rewritten test modules written there, and that copy is copied for
-each host (tests/mutants/copies.py). A host process (tests/mutants/host.py, under the project's
-venv) imports the third-party libraries once and forks a child per mutant, which imports our
-code from its copy with the mutant applied; that the copy's code is what gets imported is
-checked first. Then, for each entry, the one edit is applied, the tests run with `-x`, and the
-file is restored. The tests are first the one test that killed the mutant last time, when
+each host (tests/mutants/copies.py). The hosts are forked from one process (tests/mutants/
+host.py, under the project's venv) that imported the third-party libraries once; a host forks
+a child per mutant, which imports our code from its copy with the mutant applied; that the
+copy's code is what gets imported is checked first. Then, for each entry, the one edit is
+applied, the tests run with `-x`, and the file is restored. The tests are first the one test that killed the mutant last time, when
 tests/mutants/killers.json records one inside the mutant's named tests (tests/mutants/killers.py),
 and the named tests when there is none or it no longer kills: a stale record costs time, never
 a kill. The run rewrites the record with what it saw (commit the refreshed file).
 
 Mutants run `--jobs` at a time (two by default). A run still going after PARK_SECONDS is a test
 waiting out its patience for what the mutant prevents: it gives its turn to the next mutant,
-which starts beside it in a copy of its own; the record's slow mutants start first. Last,
-every test that killed a mutant is run on an unmutated copy and must pass there (a test failing
-anyway would count its mutants as killed and hide a survivor): only the killing tests, by node
-id, not every named file.
+which starts beside it in a copy of its own; the record's slow mutants start first. Every test
+that killed a mutant must pass on an unmutated copy (a test failing anyway would count its
+mutants as killed and hide a survivor): only the killing tests, by node id, not every named
+file. The recorded killers are run so once the mutants are under way, while the slow ones wait;
+at the end, the killing tests not among those that passed there are run.
 
 A mutant that the tests let pass is a survivor: a rule nothing proves. A `find` that no longer
 occurs exactly once is a stale entry, and fails the run too: a mutant that edits nothing would
@@ -40,47 +41,38 @@ This file is plain Python with the standard library only (tomllib).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
-import itertools
 import re
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
 if __package__:  # imported, by tests/test_mutants_runner.py
     from . import copies, killers
-    from .lists import Mutant, load_mutants
+    from .lists import Mutant, Outcome, load_mutants, report
 else:  # run as a script: python tests/mutants/run.py
     import copies
     import killers
-    from lists import Mutant, load_mutants
+    from lists import Mutant, Outcome, load_mutants, report
+
 TIMEOUT_SECONDS = 300
 # Past this a run is taken to be waiting (a test's patience is minutes; the slowest kills that
-# do not wait take about 15 s on a loaded machine); a slow mutant of the record, past its start.
+# do not wait take about 15 s on a loaded machine). A slow mutant of the record takes no turn:
+# each starts at once on a host of its own, started beforehand.
 PARK_SECONDS = 20.0
-SLOW_PARK_SECONDS = 3.0
+SLOW_PARK_SECONDS = 0.0
 # A run this long was a wait (the patience of tests/patience.py is 240 s), recorded as slow.
 SLOW_SECONDS = 60.0
 # pytest's exit codes: 1 = some test failed (the mutant is killed); 0 = all passed (survived);
 # anything else (2 interrupted / collection error, 4 usage, 5 no tests) means the mutant or
 # its entry is broken, which is reported apart: a syntax error proves no rule.
 KILLED, SURVIVED, TIMED_OUT = 1, 0, 124
-
-
-@dataclass(frozen=True)
-class Outcome:
-    mutant: Mutant
-    status: str  # killed | survived | broken | timeout
-    seconds: float
-    detail: str = ""
-    # record: the recorded killer killed it; named: no usable record, the named tests ran;
-    # fallback: the recorded killer did not kill, the named tests ran after it
-    how: str = "named"
 
 
 class Runner(Protocol):
@@ -150,18 +142,21 @@ def killing_tests(outcome: Outcome) -> tuple[str, ...]:
     return (node,) if node else outcome.mutant.tests
 
 
-def check_baseline(hosts: list[copies.Host], outcomes: list[Outcome]) -> None:
+def check_baseline(hosts: list[copies.Host], outcomes: list[Outcome], checked: set[str]) -> None:
     """Every test that killed a mutant passes on the unmutated copy: a test that fails anyway
-    would count each of its mutants as killed and hide a survivor. The selections are split
-    between the hosts and run side by side."""
+    would count each of its mutants as killed and hide a survivor. Those `checked` already
+    (recorded killers that passed on an unmutated copy while the slow mutants waited) are not
+    run again; the others are split between the hosts and run side by side."""
     killed = [o for o in outcomes if o.status in ("killed", "timeout")]
     selections = sorted({test for outcome in killed for test in killing_tests(outcome)})
-    shares = [selections[number :: len(hosts)] for number in range(len(hosts))]
+    rest = [test for test in selections if test not in checked]
+    shares = [rest[number :: len(hosts)] for number in range(len(hosts))]
     started = time.monotonic()
     codes: dict[int, int] = {}
 
     def run(number: int) -> None:
         if shares[number]:
+            codes[number] = -1  # a host that fails to answer proves nothing either
             codes[number] = hosts[number].run(tuple(shares[number]))
 
     threads = [threading.Thread(target=run, args=(n,)) for n in range(len(hosts))]
@@ -180,7 +175,8 @@ def check_baseline(hosts: list[copies.Host], outcomes: list[Outcome]) -> None:
         )
     print(
         f"baseline: the {len(selections)} tests that killed a mutant pass on the unmutated code "
-        f"({time.monotonic() - started:.0f} s)"
+        f"({len(selections) - len(rest)} of them checked while the slow mutants waited, the "
+        f"{len(rest)} others in {time.monotonic() - started:.0f} s)"
     )
 
 
@@ -215,101 +211,107 @@ def usable(mutant: Mutant, record: killers.Record) -> str | None:
     return killers.usable_killer(record.killers.get(mutant.name), mutant.tests)
 
 
-def dispatch(
-    mutants: list[Mutant], jobs: int, pool: copies.Pool, record: killers.Record
-) -> list[Outcome]:
-    """Every mutant run on a free host, `jobs` at a time, a run past its parking time not
-    counted (see the docstring); the outcomes in the order they came."""
-    turns = threading.Semaphore(jobs)
-    outcomes: list[Outcome] = []
-    lock = threading.Lock()
+class Dispatch:
+    """Runs the mutants on the pool's hosts, `jobs` at a time (a run past its parking time
+    gives its turn to the next one, see the docstring), then runs the recorded killers on
+    unmutated copies: part of the baseline, done while the slow mutants wait."""
 
-    def attempt(mutant: Mutant, host: copies.Host, turn: Turn) -> None:
-        park = SLOW_PARK_SECONDS if mutant.name in record.slow else PARK_SECONDS
+    def __init__(self, jobs: int, pool: copies.Pool, record: killers.Record) -> None:
+        self.pool = pool
+        self.record = record
+        self.turns = threading.Semaphore(jobs)
+        self.lock = threading.Lock()
+        self.outcomes: list[Outcome] = []
+        self.checked: set[str] = set()  # recorded killers that passed on an unmutated copy
+        self.total = 0
+        self.started = 0.0
+
+    def run(self, mutants: list[Mutant], shares: int) -> None:
+        self.total = len(mutants)
+        self.started = time.monotonic()
+        threads = []
+        for mutant in schedule(mutants, self.record):
+            park = SLOW_PARK_SECONDS if mutant.name in self.record.slow else PARK_SECONDS
+            threads.append(self.start(partial(self.mutant, mutant), park))
+        recorded = sorted({node for m in mutants if (node := usable(m, self.record))})
+        for number in range(shares):
+            share = tuple(recorded[number::shares])
+            if share:
+                threads.append(self.start(partial(self.check, share), PARK_SECONDS))
+        for thread in threads:
+            thread.join()
+
+    def start(self, work: Callable[[copies.Host], None], park: float) -> threading.Thread:
+        self.turns.acquire()
+        host = self.pool.take()
+        turn = Turn(self.turns)
+        thread = threading.Thread(target=self.hold, args=(work, host, turn, park))
+        thread.start()
+        return thread
+
+    def hold(
+        self, work: Callable[[copies.Host], None], host: copies.Host, turn: Turn, park: float
+    ) -> None:
         parking = threading.Timer(park, turn.give_back)
         parking.start()
         try:
-            outcome = run_one(mutant, host, usable(mutant, record))
-        except Exception as error:  # a dead host: reported, never silently missing
-            outcome = Outcome(mutant, "broken", 0.0, f"the runner failed: {error!r}")
+            work(host)
         finally:
             parking.cancel()
             turn.give_back()
-            pool.give_back(host)
-        with lock:
-            outcomes.append(outcome)
-            done = len(outcomes)
+            self.pool.give_back(host)
+
+    def mutant(self, mutant: Mutant, host: copies.Host) -> None:
+        try:
+            outcome = run_one(mutant, host, usable(mutant, self.record))
+        except Exception as error:  # a dead host: reported, never silently missing
+            outcome = Outcome(mutant, "broken", 0.0, f"the runner failed: {error!r}")
+        with self.lock:
+            self.outcomes.append(outcome)
+            done = len(self.outcomes)
         caught = f"  <- {outcome.detail}" if outcome.detail and outcome.status != "broken" else ""
         print(
-            f"[{done}/{len(mutants)}] {outcome.status:8} {outcome.seconds:5.1f}s "
-            f"{outcome.how:8}  {mutant.name}{caught}",
+            f"{time.monotonic() - self.started:4.0f}s [{done}/{self.total}] {outcome.status:8} "
+            f"{outcome.seconds:5.1f}s {outcome.how:8}  {mutant.name}{caught}",
             flush=True,
         )
 
-    threads = []
-    for mutant in schedule(mutants, record):
-        turns.acquire()
-        thread = threading.Thread(target=attempt, args=(mutant, pool.take(), Turn(turns)))
-        thread.start()
-        threads.append(thread)
-    for thread in threads:
-        thread.join()
-    return outcomes
+    def check(self, share: tuple[str, ...], host: copies.Host) -> None:
+        # A share that fails (or a dead host) marks nothing: its tests that killed a mutant
+        # are run again by check_baseline, which then fails the run as it always did.
+        begun, code = time.monotonic(), -1
+        with contextlib.suppress(Exception):
+            code = host.run(share)
+        if code == SURVIVED:
+            with self.lock:
+                self.checked.update(share)
+        print(
+            f"{time.monotonic() - self.started:4.0f}s baseline ahead: {len(share)} recorded "
+            f"killers {'pass' if code == SURVIVED else 'left for the end'} on an unmutated copy "
+            f"({time.monotonic() - begun:.0f} s)",
+            flush=True,
+        )
 
 
 def run_all(mutants: list[Mutant], jobs: int, record: killers.Record) -> list[Outcome]:
     named = sorted({test.split("::")[0] for mutant in mutants for test in mutant.tests})
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mutants-") as root:
-        template = Path(root) / "template"
-        copies.make_template(template, copies.tracked_files(), named)
-        pool = copies.Pool(Path(root), template, TIMEOUT_SECONDS)
+        pool = copies.Pool(Path(root), TIMEOUT_SECONDS)
         try:
-            pool.start(min(jobs, len(mutants)))
-            outcomes = dispatch(mutants, jobs, pool, record)
-            check_baseline(pool.hosts[:jobs], outcomes)
+            pool.prepare(copies.tracked_files(), named)
+            slow = sum(mutant.name in record.slow for mutant in mutants)
+            pool.start(min(jobs, len(mutants)) + slow)
+            print(f"{len(pool.hosts)} copies and hosts ready in {time.monotonic() - started:.0f} s")
+            dispatch = Dispatch(jobs, pool, record)
+            dispatch.run(mutants, shares=2 * jobs)
+            outcomes = dispatch.outcomes
+            alive = [host for host in pool.hosts if host.alive]
+            check_baseline(alive[:jobs], outcomes, dispatch.checked)
         finally:
             pool.close()
     order = {m.name: i for i, m in enumerate(mutants)}
     return sorted(outcomes, key=lambda o: order[o.mutant.name])
-
-
-def spread(outcomes: list[Outcome]) -> list[str]:
-    """Where the time went: the per-mutant seconds, and how each mutant was decided."""
-    seconds = sorted(o.seconds for o in outcomes) or [0.0]
-    edges = (0, 1, 2, 5, 10, 30, 120, float("inf"))
-    buckets = [
-        f"{low:g}-{high:g} s: {sum(low <= s < high for s in seconds)}"
-        for low, high in itertools.pairwise(edges)
-    ]
-    how = {name: sum(o.how == name for o in outcomes) for name in ("record", "named", "fallback")}
-    return [
-        f"per mutant: median {seconds[len(seconds) // 2]:.1f} s, 90th percentile "
-        f"{seconds[int(0.9 * len(seconds))]:.1f} s, max {seconds[-1]:.1f} s, "
-        f"sum {sum(seconds):.0f} s;  " + "  ".join(buckets),
-        f"decided by the recorded killer: {how['record']}; by the named tests: {how['named']} "
-        f"(no usable record) + {how['fallback']} (the recorded killer did not kill)",
-    ]
-
-
-def report(outcomes: list[Outcome], wall: float) -> bool:
-    """Print the table and every survivor; True when every mutant was killed."""
-    print()
-    print(f"{'status':8}  {'secs':>5}  {'how':8}  {'list':12}  mutant")
-    for o in outcomes:
-        print(f"{o.status:8}  {o.seconds:5.1f}  {o.how:8}  {o.mutant.source:12}  {o.mutant.name}")
-    bad = [o for o in outcomes if o.status in ("survived", "broken")]
-    killed = sum(o.status in ("killed", "timeout") for o in outcomes)
-    print()
-    for line in spread(outcomes):
-        print(line)
-    print(f"\n{killed} of {len(outcomes)} mutants killed in {wall:.0f} s")
-    for o in bad:
-        print(f"\n{o.status.upper()}: {o.mutant.name} ({o.mutant.source})")
-        print(f"  {o.mutant.file}: {o.mutant.find!r} -> {o.mutant.replace!r}")
-        print(f"  tests: {' '.join(o.mutant.tests)}")
-        if o.detail:
-            print("  " + o.detail.replace("\n", "\n  "))
-    return not bad
 
 
 def refresh_record(record: killers.Record, outcomes: list[Outcome], names: Iterable[str]) -> None:
