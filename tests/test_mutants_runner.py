@@ -1,7 +1,7 @@
 """tests/mutants/run.py: the recorded killer (tests/mutants/killers.json) is a shortcut, never
 evidence. A killer that no longer kills falls back to the mutant's named tests, a record naming
-a test outside them is ignored, and a survivor still fails the run. The last test is a real run
-of the runner, on a tiny repository of its own with three mutants."""
+a test outside them is ignored, and a survivor still fails the run. One test is a real run of
+the runner, on a tiny repository of its own with three mutants (about five seconds)."""
 
 from __future__ import annotations
 
