@@ -70,7 +70,8 @@ TIMEOUT_SECONDS = 300
 # each starts at once on a host of its own, started beforehand.
 PARK_SECONDS = 20.0
 SLOW_PARK_SECONDS = 0.0
-# A run this long was a wait (the patience of tests/patience.py is 240 s), recorded as slow.
+# A run this long was a wait (the tests' patience in a mutant's run: copies.MUTANT_PATIENCE),
+# recorded as slow.
 SLOW_SECONDS = 60.0
 # pytest's exit codes: 1 = some test failed (the mutant is killed); 0 = all passed (survived);
 # anything else (2 interrupted / collection error, 4 usage, 5 no tests) means the mutant or
