@@ -198,7 +198,12 @@ class SceneEngine:
         elif burst.held and not burst.closed:
             async with state.lock:  # stored now, not after the wait
                 await self._store_pending(burst)
-        lines = await asyncio.shield(burst.done)
+        try:
+            lines = await asyncio.shield(burst.done)
+        except Exception:
+            if message is burst.messages[-1]:  # the turn's failure is told once, on its newest
+                raise
+            return ()
         return lines if message is burst.messages[-1] else ()
 
     def _close(self, state: _SceneState, burst: _Burst) -> None:
