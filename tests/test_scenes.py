@@ -100,10 +100,14 @@ async def scene(
 
 
 async def cast_of_three(scene: Scene) -> None:
-    for character in ("lighthouse_keeper", "tabernera"):
+    """Maggie, then Itziar, join Koldo's scene (each added once the previous one has joined:
+    commands of one chat may run side by side)."""
+    for count, (character, name) in enumerate(
+        (("lighthouse_keeper", MAGGIE), ("tabernera", ITZIAR)), start=1
+    ):
         scene.fake.send_command(GROUP, ANA, "/escena", f"añadir {character}", "supergroup")
-    joined = await scene.group_lines(2)
-    assert joined[-1].startswith(f"{ITZIAR} entra en la escena")
+        joined = await scene.group_lines(count)
+        assert joined[-1].startswith(f"{name} entra en la escena")
 
 
 async def test_a_character_named_answers_and_its_line_is_headed_by_its_name(
@@ -326,10 +330,9 @@ async def test_an_export_carries_the_persons_own_scene_lines_and_an_import_puts_
     scene: Scene, clock: FakeClock
 ) -> None:
     scene.say(ANA, "Koldo, apunta: trabajo en el puerto", mention_bot=True)
-    scene.say(BEA, "Koldo, y yo en la ría", mention_bot=True)
     await scene.group_lines(1)
-    await until(lambda: len(scene.llm.bodies()) >= 1, what="the turn")
-    await scene.app.companion.drain()
+    scene.say(BEA, "Koldo, y yo en la ría", mention_bot=True)
+    await scene.group_lines(2)
     ana = await scene.app.store.find_user("telegram", str(ANA))
     assert ana is not None
     exported = await scene.app.memory.export(ana, IDS[KOLDO])
