@@ -114,6 +114,10 @@ class TurnTaker:
             self._compactor.start(session, character, keep=self._settings.window_keep_turns)
         return Reply(generated.text, turn_id=reply_turn.id)
 
+    async def lines_after(self, thread: Thread, turn_id: int) -> list[Turn]:
+        """The thread's lines stored after this turn, oldest first (tool turns left out)."""
+        return [t for t in await self._store.turns_after(thread, turn_id) if t.role != "tool"]
+
     def compact_if_due(self, session: Session, character: Character) -> None:
         """Start the window's compaction when it is due: a scene's silent character grows its
         copy with what the others say, and folds it as its own replies would."""

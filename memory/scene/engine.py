@@ -30,7 +30,8 @@ from memory.engine.session import SessionCache
 from memory.engine.session_book import SessionBook
 from memory.engine.turns import TurnTaker
 from memory.errors import UserFacingError
-from memory.models import Reply, Speaker, Thread, User
+from memory.models import Reply, Speaker, Thread, User, UserTurn
+from memory.scene.resume import EarlierRun, earlier_run
 from memory.scene.routing import Castmember, Heard, first_speakers, next_speaker
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ class _Burst:
     held: bool = False
     closed: bool = False
     redelivered: bool = True  # every message was stored before (a redelivery after a crash)
+    newest_turns: dict[str, int] = field(default_factory=dict)  # copy -> newest message's turn
 
 
 @dataclass
@@ -250,9 +252,10 @@ class SceneEngine:
             now = self._clock()
             person = await self._book.user(message.platform, message.person, message.display_name)
             speaker = Speaker(_name(message.display_name), person_id=person.id)
+            burst.newest_turns = {}
             for character_id in message.cast:
                 thread = Thread(owner.id, character_id, message.scope)
-                existed = await self._store_line(
+                stored = await self._store_line(
                     owner,
                     thread,
                     message.text,
@@ -261,7 +264,8 @@ class SceneEngine:
                     message.platform_message_id,
                     message.source_key,
                 )
-                burst.redelivered = burst.redelivered and existed
+                burst.redelivered = burst.redelivered and stored.existed
+                burst.newest_turns[character_id] = stored.turn.id
             burst.stored += 1
 
     async def _store_line(
@@ -273,8 +277,8 @@ class SceneEngine:
         now: datetime,
         message_id: str | None = None,
         key: str | None = None,
-    ) -> bool:
-        """One line into one character's copy; True when it was stored before (same source)."""
+    ) -> UserTurn:
+        """One line into one character's copy (found instead when stored before: same source)."""
         async with self._sessions.lock(thread):
             session = await self._book.session(owner, thread, now)
             session.previous_activity = session.last_activity
@@ -285,24 +289,34 @@ class SceneEngine:
             if speaker.person_id is not None and speaker.person_id not in session.profile.people:
                 await self._book.reread_profile(session, now)
             self._turns.compact_if_due(session, self._book.character(thread.character_id))
-        return stored.existed
+        return stored
 
     # ---- the characters' lines ----------------------------------------------------------------
 
     async def _speak(self, state: _SceneState, burst: _Burst) -> tuple[SceneLine, ...]:
         newest = burst.messages[-1]
+        owner = await self._owner(burst.key)
+        before = EarlierRun()
         if burst.redelivered:
-            log.info("scene %s: every message was stored before; not answered again", burst.key)
-            return ()
+            found = await earlier_run(
+                self._turns.lines_after, owner.id, newest.scope, burst.newest_turns
+            )
+            if found is None:
+                log.info("scene %s: stored before and answered; not answered again", burst.key)
+                return ()
+            before = found
+            log.info("scene %s: run again; %d line(s) spoken before", burst.key, len(found.spoken))
         cast = [self._castmember(character_id) for character_id in newest.cast]
         heard = [Heard(m.text, m.replied_to) for m in burst.messages]
-        partner = state.last_partner.get(newest.person)
+        partner = before.first_speaker() or state.last_partner.get(newest.person)
         queue = first_speakers(heard, cast, partner, self._rng, self._max_replies)
-        owner = await self._owner(burst.key)
         lines: list[SceneLine] = []
         while queue and len(lines) < self._max_replies:
             character_id = queue.pop(0)
-            reply = await self._line_of(owner, character_id, newest, burst.sinks[-1])
+            if character_id in before.spoken:
+                reply = await self._spoken_before(owner, character_id, newest, before)
+            else:
+                reply = await self._line_of(owner, character_id, newest, burst.sinks[-1])
             lines.append(SceneLine(character_id, reply))
             await burst.sinks[-1].send(character_id, reply)
             if not reply.ok:
@@ -315,6 +329,18 @@ class SceneEngine:
             for message in burst.messages:
                 state.last_partner[message.person] = lines[0].character_id
         return tuple(lines)
+
+    async def _spoken_before(
+        self, owner: User, character_id: str, newest: SceneMessage, before: EarlierRun
+    ) -> Reply:
+        """A line the turn's first run stored: said again as it was (no model call), and
+        copied to the others present whose copies lack it."""
+        turn = before.spoken[character_id]
+        speaker = Speaker(self._book.character(character_id).name, character_id=character_id)
+        for other in before.missing_witnesses(character_id, newest.cast):
+            witness = Thread(owner.id, other, newest.scope)
+            await self._store_line(owner, witness, turn.text, speaker, self._clock())
+        return Reply(turn.text, turn_id=turn.id)
 
     def _castmember(self, character_id: str) -> Castmember:
         character = self._book.character(character_id)

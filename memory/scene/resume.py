@@ -1,0 +1,62 @@
+"""A scene's turn run again after a crash (a worker killed mid-turn, Telegram redelivering the
+updates of a process that died): what the first run already did, read from the copies.
+
+Every message of the turn was stored before, so each present character's copy holds the
+turn's newest message; what follows it there tells how far the first run got:
+- a later line of a person: the scene went on, so the turn was answered (or folded into a
+  later one) and is not answered again;
+- the character's own reply: it spoke in that turn; its stored line is sent again (the
+  worker's send record skips a send already made) and is not asked of the model twice;
+- another character's named line: the copy witnessed that line already.
+The characters that had not spoken yet speak as the first run would have let them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+
+from memory.models import Thread, Turn
+
+LinesAfter = Callable[[Thread, int], Awaitable[list[Turn]]]
+
+
+@dataclass(frozen=True)
+class EarlierRun:
+    """What the first run of a turn left in the copies."""
+
+    spoken: dict[str, Turn] = field(default_factory=dict)  # character -> its line, in order
+    witnessed: dict[str, set[str]] = field(default_factory=dict)  # copy -> speakers it holds
+
+    def first_speaker(self) -> str | None:
+        return next(iter(self.spoken), None)
+
+    def missing_witnesses(self, speaker: str, cast: tuple[str, ...]) -> list[str]:
+        """The copies of the others present that lack the speaker's line of this turn."""
+        return [
+            other
+            for other in cast
+            if other != speaker and speaker not in self.witnessed.get(other, set())
+        ]
+
+
+async def earlier_run(
+    lines_after: LinesAfter, owner_id: int, scope: str, newest_turns: Mapping[str, int]
+) -> EarlierRun | None:
+    """What the turn's first run did, from each copy's lines after the turn's newest message;
+    None when the scene went on after it (nothing is left to answer)."""
+    spoken: list[tuple[int, str, Turn]] = []
+    witnessed: dict[str, set[str]] = {}
+    for character_id, turn_id in newest_turns.items():
+        after = await lines_after(Thread(owner_id, character_id, scope), turn_id)
+        if any(t.speaker is not None and t.speaker.person_id is not None for t in after):
+            return None
+        own = next((t for t in after if t.role == "assistant"), None)
+        if own is not None:
+            spoken.append((own.id, character_id, own))
+        witnessed[character_id] = {
+            t.speaker.character_id
+            for t in after
+            if t.speaker is not None and t.speaker.character_id is not None
+        }
+    return EarlierRun({c: turn for _, c, turn in sorted(spoken)}, witnessed)
