@@ -94,6 +94,14 @@ def copy_of(settings: Settings, character_id: str) -> list[tuple[str, str]]:
     return [("self" if role == "assistant" else who or "person", text) for role, who, text in rows]
 
 
+def finished_copy(asked: SceneMessage, holder: str) -> list[tuple[str, str]]:
+    """A character's copy of a turn answered by Koldo, then Maggie: each line once."""
+    return [("person", asked.text)] + [
+        ("self" if who == holder else who, f"{NAMES[who].split()[0]} habla (1).")
+        for who in (KOLDO, MAGGIE)
+    ]
+
+
 async def test_a_turn_cut_after_its_first_line_is_finished_without_asking_that_line_again(
     settings: Settings, clock: FakeClock, fake_anthropic: FakeAnthropic
 ) -> None:
@@ -108,16 +116,8 @@ async def test_a_turn_cut_after_its_first_line_is_finished_without_asking_that_l
     # Maggie, who had not spoken, is asked of the model.
     assert successor.said == [(KOLDO, "Koldo habla (1)."), (MAGGIE, "Maggie habla (1).")]
     assert spoken == [KOLDO, MAGGIE]
-    assert copy_of(settings, KOLDO) == [
-        ("person", asked.text),
-        ("self", "Koldo habla (1)."),
-        (MAGGIE, "Maggie habla (1)."),
-    ]
-    assert copy_of(settings, MAGGIE) == [
-        ("person", asked.text),
-        (KOLDO, "Koldo habla (1)."),
-        ("self", "Maggie habla (1)."),
-    ]
+    assert copy_of(settings, KOLDO) == finished_copy(asked, KOLDO)
+    assert copy_of(settings, MAGGIE) == finished_copy(asked, MAGGIE)
 
 
 async def test_a_line_stored_but_not_yet_witnessed_reaches_the_others_copies_once(
@@ -141,11 +141,7 @@ async def test_a_line_stored_but_not_yet_witnessed_reaches_the_others_copies_onc
             await app.store._execute("DELETE FROM turns WHERE id = ?", (witnessed,))  # type: ignore[attr-defined]
     await run(settings, clock, Group(), asked)
     assert spoken == [KOLDO, MAGGIE]
-    assert copy_of(settings, MAGGIE) == [
-        ("person", asked.text),
-        (KOLDO, "Koldo habla (1)."),
-        ("self", "Maggie habla (1)."),
-    ]
+    assert copy_of(settings, MAGGIE) == finished_copy(asked, MAGGIE)
 
 
 async def test_a_turn_cut_before_any_line_is_answered_by_the_successor(
