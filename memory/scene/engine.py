@@ -31,7 +31,7 @@ from memory.engine.session_book import SessionBook
 from memory.engine.turns import TurnTaker
 from memory.errors import UserFacingError
 from memory.models import Reply, Speaker, Thread, User, UserTurn
-from memory.scene.resume import EarlierRun, earlier_run
+from memory.scene.past_turns import EarlierRun, answered_last, earlier_run
 from memory.scene.routing import Castmember, Heard, first_speakers, next_speaker
 
 log = logging.getLogger(__name__)
@@ -104,13 +104,14 @@ class _Burst:
     closed: bool = False
     redelivered: bool = True  # every message was stored before (a redelivery after a crash)
     newest_turns: dict[str, int] = field(default_factory=dict)  # copy -> newest message's turn
+    first_turns: dict[str, int] = field(default_factory=dict)  # copy -> first message's turn
+    newest_person: int = 0  # the `users` row of the newest message's author
 
 
 @dataclass
 class _SceneState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     open: _Burst | None = None
-    last_partner: dict[str, str] = field(default_factory=dict)  # person -> character
 
 
 class SceneEngine:
@@ -163,7 +164,7 @@ class SceneEngine:
             state = self._scenes[key] = _SceneState()
             for old in list(self._scenes)[: max(0, len(self._scenes) - self._max_scenes)]:
                 if not self._scenes[old].lock.locked() and self._scenes[old].open is None:
-                    del self._scenes[old]  # its next message starts afresh (who spoke last)
+                    del self._scenes[old]
         self._scenes.move_to_end(key)
         return state
 
@@ -230,7 +231,7 @@ class SceneEngine:
                 if wait <= 0:
                     await self._store_pending(burst)  # those that joined while the gate answered
                     self._close(state, burst)  # no await since the last store: none is left
-                    return await self._speak(state, burst)
+                    return await self._speak(burst)
                 burst.held = True
             if on_held is not None and not notified:
                 notified = True
@@ -252,7 +253,7 @@ class SceneEngine:
             now = self._clock()
             person = await self._book.user(message.platform, message.person, message.display_name)
             speaker = Speaker(_name(message.display_name), person_id=person.id)
-            burst.newest_turns = {}
+            burst.newest_turns, burst.newest_person = {}, person.id
             for character_id in message.cast:
                 thread = Thread(owner.id, character_id, message.scope)
                 stored = await self._store_line(
@@ -266,6 +267,7 @@ class SceneEngine:
                 )
                 burst.redelivered = burst.redelivered and stored.existed
                 burst.newest_turns[character_id] = stored.turn.id
+                burst.first_turns.setdefault(character_id, stored.turn.id)
             burst.stored += 1
 
     async def _store_line(
@@ -293,7 +295,7 @@ class SceneEngine:
 
     # ---- the characters' lines ----------------------------------------------------------------
 
-    async def _speak(self, state: _SceneState, burst: _Burst) -> tuple[SceneLine, ...]:
+    async def _speak(self, burst: _Burst) -> tuple[SceneLine, ...]:
         newest = burst.messages[-1]
         owner = await self._owner(burst.key)
         before = EarlierRun()
@@ -308,7 +310,7 @@ class SceneEngine:
             log.info("scene %s: run again; %d line(s) spoken before", burst.key, len(found.spoken))
         cast = [self._castmember(character_id) for character_id in newest.cast]
         heard = [Heard(m.text, m.replied_to) for m in burst.messages]
-        partner = before.first_speaker() or state.last_partner.get(newest.person)
+        partner = before.first_speaker() or await self._last_partner(owner, burst)
         queue = first_speakers(heard, cast, partner, self._rng, self._max_replies)
         lines: list[SceneLine] = []
         while queue and len(lines) < self._max_replies:
@@ -325,10 +327,20 @@ class SceneEngine:
             handed = next_speaker(reply.text, character_id, cast, spoken)
             if handed is not None and handed not in queue:
                 queue.append(handed)
-        if lines:
-            for message in burst.messages:
-                state.last_partner[message.person] = lines[0].character_id
         return tuple(lines)
+
+    async def _last_partner(self, owner: User, burst: _Burst) -> str | None:
+        """Who the newest message's author last spoke with in this scene, read from the
+        copies' windows (so a restart or another worker answers as the last one would)."""
+        scope = burst.messages[-1].scope
+        found: list[tuple[datetime, str]] = []
+        for character_id, first_turn in burst.first_turns.items():
+            thread = Thread(owner.id, character_id, scope)
+            session = await self._book.session(owner, thread, self._clock())
+            said = answered_last(session.window, character_id, burst.newest_person, first_turn)
+            if said is not None:
+                found.append(said)
+        return max(found)[1] if found else None
 
     async def _spoken_before(
         self, owner: User, character_id: str, newest: SceneMessage, before: EarlierRun

@@ -1,4 +1,5 @@
-"""A scene's turn run again after its process died (a worker killed mid-turn, Telegram
+"""What a scene's stored copies tell a process that did not see the past turns (memory/scene/
+past_turns.py). A turn run again after its process died (a worker killed mid-turn, Telegram
 redelivering the updates of a crashed process): the characters that had not spoken yet speak,
 the lines already stored are said again with no model call, and a turn the scene went past is
 not answered twice. Each test runs the real engine twice on one database, as a crash and its
@@ -7,6 +8,7 @@ successor would, with the fake Anthropic API answering."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from bot.app import open_app
@@ -15,7 +17,7 @@ from memory.engine.llm import TextSink
 from memory.models import Reply
 from memory.scene.engine import SceneMessage, scene_owner_id
 from memory.store import is_postgres
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, Text, route_of
 from tests.fakes.anthropic_api import _default as fake_default
 from tests.fault_helpers import query
@@ -65,9 +67,12 @@ def speaker_answers(llm: FakeAnthropic) -> list[str]:
     return spoken
 
 
-def message(text: str, message_id: str) -> SceneMessage:
+def message(
+    text: str, message_id: str, group: str = GROUP, person: tuple[str, str] = ("1001", "Ana")
+) -> SceneMessage:
+    who, name = person
     return SceneMessage(
-        "telegram", GROUP, "1001", "Ana", text, (KOLDO, MAGGIE), platform_message_id=message_id
+        "telegram", group, who, name, text, (KOLDO, MAGGIE), platform_message_id=message_id
     )
 
 
@@ -185,3 +190,25 @@ async def test_a_turn_answered_whole_is_said_again_with_no_model_call(
     )
     assert spoken == [KOLDO, MAGGIE]
     assert len(copy_of(settings, KOLDO)) == len(copy_of(settings, MAGGIE)) == 3
+
+
+async def test_after_a_restart_nobody_named_goes_to_whom_the_person_last_spoke_with(
+    tmp_path: Path, clock: FakeClock, fake_anthropic: FakeAnthropic
+) -> None:
+    settings = make_settings(tmp_path, fake_anthropic, scene_seed=3)
+    spoken = speaker_answers(fake_anthropic)
+    bob = ("1003", "Bob")
+    partners = (MAGGIE, KOLDO, MAGGIE, MAGGIE, KOLDO, KOLDO, MAGGIE, KOLDO)
+    for index, partner in enumerate(partners):
+        group, other = f"-100{index}", other_of(partner)
+        first_name = NAMES[partner].split()[0]
+        await run(settings, clock, Group(), message(f"{first_name}, hola", "1", group))
+        # Someone else speaks with the other character meanwhile; then every process restarts.
+        other_name = NAMES[other].split()[0]
+        await run(settings, clock, Group(), message(f"{other_name}, ¿y tú?", "2", group, bob))
+        await run(settings, clock, Group(), message("¿Y ahora qué hacemos?", "3", group))
+    assert spoken == [c for partner in partners for c in (partner, other_of(partner), partner)]
+
+
+def other_of(character_id: str) -> str:
+    return KOLDO if character_id == MAGGIE else MAGGIE

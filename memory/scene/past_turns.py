@@ -1,4 +1,7 @@
-"""A scene's turn run again after a crash (a worker killed mid-turn, Telegram redelivering the
+"""What a scene's copies tell of its past turns: who a person last spoke with, and how far a
+turn run again after a crash had got.
+
+A turn run again after a crash (a worker killed mid-turn, Telegram redelivering the
 updates of a process that died): what the first run already did, read from the copies.
 
 Every message of the turn was stored before, so each present character's copy holds the
@@ -13,12 +16,14 @@ The characters that had not spoken yet speak as the first run would have let the
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from memory.models import Thread, Turn
 
 LinesAfter = Callable[[Thread, int], Awaitable[list[Turn]]]
+Said = tuple[datetime, str] | None  # when the person spoke, and who answered
 
 
 @dataclass(frozen=True)
@@ -60,3 +65,21 @@ async def earlier_run(
             if t.speaker is not None and t.speaker.character_id is not None
         }
     return EarlierRun({c: turn for _, c, turn in sorted(spoken)}, witnessed)
+
+
+def answered_last(window: Sequence[Turn], holder: str, person_id: int, before_id: int) -> Said:
+    """In one character's copy (`holder`'s window), the person's latest line before the turn
+    now answered (ids below `before_id`) and the character who spoke first after it: who the
+    person last spoke with, read from what was stored, so a restart or another worker finds
+    it as the process that answered did. None when the window holds no such line."""
+    for index in range(len(window) - 1, -1, -1):
+        turn = window[index]
+        if turn.id >= before_id or turn.speaker is None or turn.speaker.person_id != person_id:
+            continue
+        for later in window[index + 1 :]:
+            if later.role == "assistant":
+                return (turn.created_at, holder)
+            if later.speaker is not None and later.speaker.character_id is not None:
+                return (turn.created_at, later.speaker.character_id)
+        return None
+    return None
