@@ -13,10 +13,12 @@ from typing import Any
 
 from bot.app import open_app
 from bot.config import Settings
+from bot.inbox.sends import drop_stale_sessions
 from memory.engine.llm import TextSink
 from memory.models import Reply
 from memory.scene.engine import SceneMessage, scene_owner_id
 from memory.store import is_postgres
+from memory.store.inbox import SCENE_PAIR
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, Text, route_of
 from tests.fakes.anthropic_api import _default as fake_default
@@ -212,3 +214,19 @@ async def test_after_a_restart_nobody_named_goes_to_whom_the_person_last_spoke_w
 
 def other_of(character_id: str) -> str:
     return KOLDO if character_id == MAGGIE else MAGGIE
+
+
+async def test_after_another_worker_answered_the_scene_who_spoke_last_is_read_again(
+    settings: Settings, clock: FakeClock, fake_anthropic: FakeAnthropic
+) -> None:
+    spoken = speaker_answers(fake_anthropic)
+    async with (
+        open_app(settings, clock=clock, start_scheduler=False) as this,
+        open_app(settings, clock=clock, start_scheduler=False) as other,
+    ):
+        await this.companion.scene(message("Maggie, hola", "1"), Group())
+        await other.companion.scene(message("Koldo, hola", "2"), Group())
+        # The inbox hands the scene back to this worker, which knows another answered it.
+        await drop_stale_sessions(this, f"telegram:{SCENE_PAIR}:{GROUP}")
+        await this.companion.scene(message("¿Y ahora qué hacemos?", "3"), Group())
+    assert spoken == [MAGGIE, KOLDO, KOLDO]

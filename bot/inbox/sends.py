@@ -210,6 +210,7 @@ async def drop_stale_sessions(app: App, pair_key: str) -> None:
     platform, user_id, rest = pair_key.split(":", 2)
     if user_id == SCENE_PAIR:  # a group's scene: the copies its characters keep
         user_id = scene_owner_id(rest)
+        app.companion.reread_scene(platform, rest)
     user = await app.store.find_user(platform, user_id)
     if user is None:
         return

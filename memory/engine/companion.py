@@ -199,6 +199,10 @@ class Companion:
         """Drop the RAM sessions of a user with a character (after /memoria olvidar)."""
         self._forgetter.forget_cached(user_id, character_id)
 
+    def reread_scene(self, platform: str, channel_id: str) -> None:
+        """Another worker answered this group's scene since this one did."""
+        self._scenes.reread(platform, channel_id)
+
     def on_forget(self, listener: Callable[[int, str], Awaitable[None]]) -> None:
         """Called before a user's memory with a character is deleted (engine/forgetting.py)."""
         self._forgetter.on_forget(listener)

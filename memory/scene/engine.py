@@ -112,6 +112,9 @@ class _Burst:
 class _SceneState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     open: _Burst | None = None
+    # Who each person last spoke with, as this process saw it; read from the copies when a
+    # person is missing (a restart) or after another worker answered the scene.
+    last_partner: dict[str, str] = field(default_factory=dict)  # person -> character
 
 
 class SceneEngine:
@@ -154,6 +157,13 @@ class SceneEngine:
         burst, leads = self._join(state, message, sink)
         return asyncio.ensure_future(self._answer(state, burst, message, leads, gate, on_held))
 
+    def reread(self, platform: str, channel_id: str) -> None:
+        """Another process answered this scene since this one did: who spoke with whom is
+        read from the copies again."""
+        state = self._scenes.get((platform, channel_id))
+        if state is not None:
+            state.last_partner.clear()
+
     def waiting(self) -> int:
         """People's messages whose scene turn has not begun."""
         return sum(len(s.open.messages) for s in self._scenes.values() if s.open is not None)
@@ -164,7 +174,7 @@ class SceneEngine:
             state = self._scenes[key] = _SceneState()
             for old in list(self._scenes)[: max(0, len(self._scenes) - self._max_scenes)]:
                 if not self._scenes[old].lock.locked() and self._scenes[old].open is None:
-                    del self._scenes[old]
+                    del self._scenes[old]  # its next message reads who spoke last again
         self._scenes.move_to_end(key)
         return state
 
@@ -231,7 +241,7 @@ class SceneEngine:
                 if wait <= 0:
                     await self._store_pending(burst)  # those that joined while the gate answered
                     self._close(state, burst)  # no await since the last store: none is left
-                    return await self._speak(burst)
+                    return await self._speak(state, burst)
                 burst.held = True
             if on_held is not None and not notified:
                 notified = True
@@ -295,7 +305,7 @@ class SceneEngine:
 
     # ---- the characters' lines ----------------------------------------------------------------
 
-    async def _speak(self, burst: _Burst) -> tuple[SceneLine, ...]:
+    async def _speak(self, state: _SceneState, burst: _Burst) -> tuple[SceneLine, ...]:
         newest = burst.messages[-1]
         owner = await self._owner(burst.key)
         before = EarlierRun()
@@ -310,7 +320,11 @@ class SceneEngine:
             log.info("scene %s: run again; %d line(s) spoken before", burst.key, len(found.spoken))
         cast = [self._castmember(character_id) for character_id in newest.cast]
         heard = [Heard(m.text, m.replied_to) for m in burst.messages]
-        partner = before.first_speaker() or await self._last_partner(owner, burst)
+        partner = (
+            before.first_speaker()
+            or state.last_partner.get(newest.person)
+            or await self._last_partner(owner, burst)
+        )
         queue = first_speakers(heard, cast, partner, self._rng, self._max_replies)
         lines: list[SceneLine] = []
         while queue and len(lines) < self._max_replies:
@@ -327,6 +341,9 @@ class SceneEngine:
             handed = next_speaker(reply.text, character_id, cast, spoken)
             if handed is not None and handed not in queue:
                 queue.append(handed)
+        if lines:
+            for message in burst.messages:
+                state.last_partner[message.person] = lines[0].character_id
         return tuple(lines)
 
     async def _last_partner(self, owner: User, burst: _Burst) -> str | None:
