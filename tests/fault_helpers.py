@@ -132,6 +132,17 @@ class BotProcess:
             except TimeoutError:
                 continue
 
+    async def exit_code(self, went_on: Callable[[], bool], what: str) -> int:
+        """The code the process exits with; fails as soon as `went_on` shows that it carried on
+        instead (`what` it did), rather than when the wait's patience runs out."""
+        finished = asyncio.ensure_future(self.finish())
+        await until(lambda: finished.done() or went_on(), what=f"an exit, or {what}")
+        if not finished.done():
+            self.process.send_signal(signal.SIGKILL)
+            await finished
+            raise AssertionError(f"the process {what} instead of exiting:\n{self.stderr()}")
+        return finished.result()
+
     async def kill(self) -> int:
         """SIGKILL: no clean-up of any kind runs in the bot."""
         self.process.send_signal(signal.SIGKILL)

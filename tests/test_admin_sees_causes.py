@@ -71,7 +71,10 @@ async def test_a_refused_key_stops_run_at_start_up_naming_the_setting(tmp_path: 
             TELEGRAM_BOT_TOKEN=telegram.token,
             TELEGRAM_API_BASE_URL=telegram.url,
         )
-        code, _, err = await run_companion("run", env=env, timeout=120)
+        bot = await BotProcess.start("run", env=env, stderr_path=tmp_path / "run.err")
+        polling = lambda: bool(telegram.calls_to("getUpdates"))  # noqa: E731
+        code = await bot.exit_code(polling, "took messages")
+        err = bot.stderr()
     assert code == 2, err
     last = err.strip().splitlines()[-1]
     assert "refused ANTHROPIC_API_KEY" in last and "401" in last, err

@@ -32,12 +32,10 @@ async def test_a_second_run_on_the_same_database_refuses_to_start(tmp_path: Path
             telegram.send_private_text(ANA, "Hola")
             await telegram.wait_for_messages(ANA, 1)
 
+            asked = len(telegram.calls_to("getMe"))
             second = await BotProcess.start("run", env=env, stderr_path=tmp_path / "second.err")
-            try:
-                code = await asyncio.wait_for(second.finish(), PATIENCE)
-            except TimeoutError:
-                await second.kill()
-                raise AssertionError("a second run started beside the first") from None
+            started = lambda: len(telegram.calls_to("getMe")) > asked  # noqa: E731
+            code = await second.exit_code(started, "started beside the first")
             err = second.stderr()
             assert code == 3, err
             [line] = err.strip().splitlines()  # one clear line, no traceback

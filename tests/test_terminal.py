@@ -165,6 +165,14 @@ class Terminal:
             self.screen += await asyncio.to_thread(self._read, 0.2)
         return self.screen
 
+    async def notice(self, opening: str) -> str:
+        """The first parenthesised notice that begins with `opening`, whole, once printed."""
+        deadline = time.monotonic() + PATIENCE
+        while (start := self.screen.find(opening)) < 0 or ")" not in self.screen[start:]:
+            assert time.monotonic() < deadline, f"{opening!r} never appeared in:\n{self.screen}"
+            self.screen += await asyncio.to_thread(self._read, 0.2)
+        return self.screen[start : self.screen.index(")", start) + 1]
+
     async def wait_for_prompt(self, after: str) -> None:
         """Until a prompt is drawn after the text `after`: keys typed before it would meet the
         terminal's own line discipline (where Ctrl-D is end-of-file), not prompt_toolkit."""
@@ -209,7 +217,8 @@ async def test_ctrl_c_cancels_a_reply_and_logs_stay_out_of_the_chat(
     started = time.monotonic()
     terminal.type(CTRL_C)
     # The user's turn was stored before the model was called: the notice says it was kept.
-    await terminal.wait_for("(reply cancelled; your message was kept")
+    notice = await terminal.notice("(reply cancelled")
+    assert notice == "(reply cancelled; your message was kept and the next reply will see it)"
     assert time.monotonic() - started < 5  # at once, not after the slow reply
     terminal.type(f"aquí{LEFT * 4}Sigo \r")  # edited with the arrow keys on a real terminal
     screen = await terminal.wait_for("Koldo Arrieta: Aquí sigo.")
