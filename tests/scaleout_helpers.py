@@ -37,6 +37,8 @@ class FakeChatLLM:
         self._delay = delay
         self.requests = 0
         self.bodies: list[str] = []
+        self.hold_from: int | None = None  # requests from this number on wait for `release`
+        self.release = asyncio.Event()
         self.url = ""
         self._runner: web.AppRunner | None = None
 
@@ -52,6 +54,7 @@ class FakeChatLLM:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        self.release.set()  # a held request ends: the server can close
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -59,6 +62,8 @@ class FakeChatLLM:
         self.requests += 1
         text = await request.text()
         self.bodies.append(text)
+        if self.hold_from is not None and self.requests >= self.hold_from:
+            await self.release.wait()
         contents = [str(m.get("content")) for m in json.loads(text).get("messages", [])]
         found = [(int(u), int(m)) for u, m in MESSAGE.findall("\n".join(contents))]
         await asyncio.sleep(self._delay())
@@ -197,9 +202,7 @@ class Delivery:
     def order_violations(self) -> int:
         """Replies that came after a reply to a later message of the same user (a reply sent
         twice is counted by the duplicate checks, not here)."""
-        return sum(
-            sum(1 for a, b in itertools.pairwise(r) if b < a) for r in self.replies.values()
-        )
+        return sum(sum(1 for a, b in itertools.pairwise(r) if b < a) for r in self.replies.values())
 
     def lost(self) -> int:
         """Users whose last message got no answer (every earlier one is covered by a later

@@ -4,6 +4,7 @@ it, so its people's lines are stored in arrival order and each turn is answered 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import asyncpg
@@ -70,3 +71,67 @@ async def test_a_scenes_messages_are_one_queue_across_two_workers(
         finally:
             for process in processes:
                 await process.kill()
+
+
+def is_line_of(message: dict[str, object], name: str) -> bool:
+    return str(message["text"]).startswith(f"{name}\n")
+
+
+async def test_a_worker_killed_mid_turn_is_followed_by_one_that_finishes_the_turn(
+    tmp_path: Path, pg_base: str
+) -> None:
+    """Koldo has spoken and Maggie's call is under way when the worker is killed: its
+    successor sends Maggie's line, not Koldo's again, and asks the model nothing for Koldo."""
+    url = await pg_fixtures.fresh_database(pg_base)
+    async with FakeTelegram() as telegram, FakeChatLLM(lambda: 0.05) as llm:
+        env = role_env(
+            tmp_path, url, telegram, llm, INBOX_POLL_SECONDS="0.2", INBOX_LEASE_SECONDS="3.0"
+        )
+        env["ADMIN_IDS"] = "telegram:1001"
+        roles = ("platform", "worker")
+        processes = [await RoleProcess.start(r, env, tmp_path, n) for n, r in enumerate(roles)]
+        try:
+            for process in processes:
+                await process.ready()
+            telegram.send_command(GROUP, 1001, "/escena", "añadir lighthouse_keeper", "supergroup")
+            await telegram.wait_until(lambda: bool(said(telegram, "Maggie Thornton entra")))
+            llm.hold_from = llm.requests + 2  # Koldo answers; Maggie's call hangs
+            telegram.send_group_text(
+                GROUP, 1001, "Koldo y Maggie: u1001-m0 ¿quién fue?", first_name="Ana"
+            )
+            await telegram.wait_until(
+                lambda: bool(said(telegram, KOLDO_LINE)) and llm.requests >= (llm.hold_from or 0)
+            )
+            await processes[1].kill()
+            llm.hold_from = None
+            llm.release.set()
+            processes.append(await RoleProcess.start("worker", env, tmp_path, 2))
+            await telegram.wait_until(lambda: bool(said(telegram, MAGGIE_LINE)))
+            await processes[2].ready()
+            assert len(said(telegram, KOLDO_LINE)) == len(said(telegram, MAGGIE_LINE)) == 1
+            # Koldo's stored line was sent again by nobody and asked of the model once.
+            assert sum("Koldo Arrieta" in first_line_of_system(b) for b in llm.bodies) == 1
+            assert sum("Maggie Thornton" in first_line_of_system(b) for b in llm.bodies) == 2
+        except BaseException:
+            for process in processes:
+                print(f"---- {process.role} {process.log.name}\n{process.output()[-3000:]}")
+            raise
+        finally:
+            for process in processes:
+                await process.kill()
+
+
+KOLDO_LINE, MAGGIE_LINE = "Koldo Arrieta\nRe: u1001-m0", "Maggie Thornton\nRe: u1001-m0"
+
+
+def said(telegram: FakeTelegram, opening: str) -> list[str]:
+    """The group's messages that begin with `opening`."""
+    return [
+        str(m["text"]) for m in telegram.sent_messages(GROUP) if str(m["text"]).startswith(opening)
+    ]
+
+
+def first_line_of_system(body: str) -> str:
+    messages = json.loads(body).get("messages", [])
+    system = next((str(m.get("content")) for m in messages if m.get("role") == "system"), "")
+    return system.split("\n", 1)[0]
