@@ -5,6 +5,7 @@ Shared by tests/test_scaleout*.py and bench/scaleout.py."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import re
@@ -13,7 +14,7 @@ import socket
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -212,3 +213,18 @@ class Delivery:
             for u, n in self.sent.items()
             if n and (not self.replies.get(u) or max(self.replies[u]) != n - 1)
         )
+
+
+@contextlib.asynccontextmanager
+async def watched(processes: list[RoleProcess]) -> AsyncIterator[None]:
+    """Every process of the list (those added inside too) is killed when the block ends, and
+    its log's end is printed when the block fails."""
+    try:
+        yield
+    except BaseException:
+        for process in processes:
+            print(f"---- {process.role} {process.log.name}\n{process.output()[-3000:]}")
+        raise
+    finally:
+        for process in processes:
+            await process.kill()

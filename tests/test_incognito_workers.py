@@ -14,7 +14,7 @@ import asyncpg
 from tests import pg_fixtures
 from tests.fakes.telegram_api import FakeTelegram
 from tests.patience import PATIENCE
-from tests.scaleout_helpers import FakeChatLLM, RoleProcess, role_env
+from tests.scaleout_helpers import FakeChatLLM, RoleProcess, role_env, watched
 
 pytestmark = pg_fixtures.needs_postgres
 
@@ -86,7 +86,7 @@ async def test_off_record_words_leave_the_inbox_and_a_dead_worker_ends_nothing_s
         )
         processes = [await RoleProcess.start(r, env, tmp_path, n)
                      for n, r in enumerate(("platform", "worker"))]  # fmt: skip
-        try:
+        async with watched(processes):
             for process in processes:
                 await process.ready()
             telegram.send_private_text(ANA, "Hola u1-m0", first_name="Ana")
@@ -115,10 +115,3 @@ async def test_off_record_words_leave_the_inbox_and_a_dead_worker_ends_nothing_s
             await until_value(url, OWED, 0)
             assert await holding(url, AFTER) == []
             assert await holding(url, SECRET) == []
-        except BaseException:
-            for process in processes:
-                print(f"---- {process.role} {process.log.name}\n{process.output()[-3000:]}")
-            raise
-        finally:
-            for process in processes:
-                await process.kill()

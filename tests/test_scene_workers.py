@@ -12,7 +12,7 @@ import asyncpg
 from tests import pg_fixtures
 from tests.fakes.telegram_api import FakeTelegram
 from tests.patience import PATIENCE
-from tests.scaleout_helpers import FakeChatLLM, RoleProcess, role_env
+from tests.scaleout_helpers import FakeChatLLM, RoleProcess, role_env, watched
 
 pytestmark = pg_fixtures.needs_postgres
 
@@ -45,7 +45,7 @@ async def test_a_scenes_messages_are_one_queue_across_two_workers(
         env = role_env(tmp_path, url, telegram, llm, INBOX_POLL_SECONDS="0.2")
         roles = ("platform", "worker", "worker")
         processes = [await RoleProcess.start(r, env, tmp_path, n) for n, r in enumerate(roles)]
-        try:
+        async with watched(processes):
             for process in processes:
                 await process.ready()
             said = []
@@ -64,13 +64,6 @@ async def test_a_scenes_messages_are_one_queue_across_two_workers(
             # Each turn answered once, on its newest message, by the scene's one character.
             assert len(answered) == len(set(answered)) and len(answered) <= 6
             assert all(a.startswith("Koldo Arrieta\nRe: ") for a in answered)
-        except BaseException:
-            for process in processes:
-                print(f"---- {process.role} {process.log.name}\n{process.output()[-3000:]}")
-            raise
-        finally:
-            for process in processes:
-                await process.kill()
 
 
 def is_line_of(message: dict[str, object], name: str) -> bool:
@@ -90,7 +83,7 @@ async def test_a_worker_killed_mid_turn_is_followed_by_one_that_finishes_the_tur
         env["ADMIN_IDS"] = "telegram:1001"
         roles = ("platform", "worker")
         processes = [await RoleProcess.start(r, env, tmp_path, n) for n, r in enumerate(roles)]
-        try:
+        async with watched(processes):
             for process in processes:
                 await process.ready()
             telegram.send_command(GROUP, 1001, "/escena", "añadir lighthouse_keeper", "supergroup")
@@ -112,13 +105,6 @@ async def test_a_worker_killed_mid_turn_is_followed_by_one_that_finishes_the_tur
             # Koldo's stored line was sent again by nobody and asked of the model once.
             assert sum("Koldo Arrieta" in first_line_of_system(b) for b in llm.bodies) == 1
             assert sum("Maggie Thornton" in first_line_of_system(b) for b in llm.bodies) == 2
-        except BaseException:
-            for process in processes:
-                print(f"---- {process.role} {process.log.name}\n{process.output()[-3000:]}")
-            raise
-        finally:
-            for process in processes:
-                await process.kill()
 
 
 KOLDO_LINE, MAGGIE_LINE = "Koldo Arrieta\nRe: u1001-m0", "Maggie Thornton\nRe: u1001-m0"
