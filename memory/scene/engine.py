@@ -266,15 +266,8 @@ class SceneEngine:
             burst.newest_turns, burst.newest_person = {}, person.id
             for character_id in message.cast:
                 thread = Thread(owner.id, character_id, message.scope)
-                stored = await self._store_line(
-                    owner,
-                    thread,
-                    message.text,
-                    speaker,
-                    now,
-                    message.platform_message_id,
-                    message.source_key,
-                )
+                said = message.text, speaker, now, message.platform_message_id, message.source_key
+                stored = await self._store_line(owner, thread, *said)
                 burst.redelivered = burst.redelivered and stored.existed
                 burst.newest_turns[character_id] = stored.turn.id
                 burst.first_turns.setdefault(character_id, stored.turn.id)

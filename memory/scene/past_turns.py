@@ -1,11 +1,12 @@
-"""What a scene's copies tell of its past turns: who a person last spoke with, and how far a
-turn run again after a crash had got.
+"""What a scene's copies tell a process that did not see its past turns (after a restart, or
+when another worker answered the scene).
 
-A turn run again after a crash (a worker killed mid-turn, Telegram redelivering the
-updates of a process that died): what the first run already did, read from the copies.
+Who a person last spoke with: the character that spoke first after the person's previous line.
 
-Every message of the turn was stored before, so each present character's copy holds the
-turn's newest message; what follows it there tells how far the first run got:
+How far a turn run again after a crash had got (a worker killed mid-turn, Telegram
+redelivering the updates of a process that died). Every message of the turn was stored
+before, so each present character's copy holds the turn's newest message, and what follows it
+there tells:
 - a later line of a person: the scene went on, so the turn was answered (or folded into a
   later one) and is not answered again;
 - the character's own reply: it spoke in that turn; its stored line is sent again (the
