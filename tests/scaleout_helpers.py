@@ -203,7 +203,9 @@ class Delivery:
     def order_violations(self) -> int:
         """Replies that came after a reply to a later message of the same user (a reply sent
         twice is counted by the duplicate checks, not here)."""
-        return sum(sum(1 for a, b in itertools.pairwise(r) if b < a) for r in self.replies.values())
+        return sum(
+            sum(1 for a, b in itertools.pairwise(r) if b < a) for r in self.replies.values()
+        )
 
     def lost(self) -> int:
         """Users whose last message got no answer (every earlier one is covered by a later

@@ -66,10 +66,6 @@ async def test_a_scenes_messages_are_one_queue_across_two_workers(
             assert all(a.startswith("Koldo Arrieta\nRe: ") for a in answered)
 
 
-def is_line_of(message: dict[str, object], name: str) -> bool:
-    return str(message["text"]).startswith(f"{name}\n")
-
-
 async def test_a_worker_killed_mid_turn_is_followed_by_one_that_finishes_the_turn(
     tmp_path: Path, pg_base: str
 ) -> None:
@@ -87,21 +83,25 @@ async def test_a_worker_killed_mid_turn_is_followed_by_one_that_finishes_the_tur
             for process in processes:
                 await process.ready()
             telegram.send_command(GROUP, 1001, "/escena", "añadir lighthouse_keeper", "supergroup")
-            await telegram.wait_until(lambda: bool(said(telegram, "Maggie Thornton entra")))
+            await telegram.wait_until(lambda: bool(group_says(telegram, "Maggie Thornton entra")))
             llm.hold_from = llm.requests + 2  # Koldo answers; Maggie's call hangs
             telegram.send_group_text(
                 GROUP, 1001, "Koldo y Maggie: u1001-m0 ¿quién fue?", first_name="Ana"
             )
             await telegram.wait_until(
-                lambda: bool(said(telegram, KOLDO_LINE)) and llm.requests >= (llm.hold_from or 0)
+                lambda: (
+                    bool(group_says(telegram, KOLDO_LINE)) and llm.requests >= (llm.hold_from or 0)
+                )
             )
             await processes[1].kill()
             llm.hold_from = None
             llm.release.set()
             processes.append(await RoleProcess.start("worker", env, tmp_path, 2))
-            await telegram.wait_until(lambda: bool(said(telegram, MAGGIE_LINE)))
+            await telegram.wait_until(lambda: bool(group_says(telegram, MAGGIE_LINE)))
             await processes[2].ready()
-            assert len(said(telegram, KOLDO_LINE)) == len(said(telegram, MAGGIE_LINE)) == 1
+            assert (
+                len(group_says(telegram, KOLDO_LINE)) == len(group_says(telegram, MAGGIE_LINE)) == 1
+            )
             # Koldo's stored line was sent again by nobody and asked of the model once.
             assert sum("Koldo Arrieta" in first_line_of_system(b) for b in llm.bodies) == 1
             assert sum("Maggie Thornton" in first_line_of_system(b) for b in llm.bodies) == 2
@@ -110,7 +110,7 @@ async def test_a_worker_killed_mid_turn_is_followed_by_one_that_finishes_the_tur
 KOLDO_LINE, MAGGIE_LINE = "Koldo Arrieta\nRe: u1001-m0", "Maggie Thornton\nRe: u1001-m0"
 
 
-def said(telegram: FakeTelegram, opening: str) -> list[str]:
+def group_says(telegram: FakeTelegram, opening: str) -> list[str]:
     """The group's messages that begin with `opening`."""
     return [
         str(m["text"]) for m in telegram.sent_messages(GROUP) if str(m["text"]).startswith(opening)

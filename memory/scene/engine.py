@@ -32,7 +32,7 @@ from memory.engine.turns import TurnTaker
 from memory.errors import UserFacingError
 from memory.models import Reply, Speaker, Thread, User, UserTurn
 from memory.scene.past_turns import EarlierRun, answered_last, earlier_run
-from memory.scene.routing import Castmember, Heard, first_speakers, next_speaker
+from memory.scene.routing import Castmember, Heard, addressed, first_speakers, next_speaker
 
 log = logging.getLogger(__name__)
 
@@ -313,11 +313,9 @@ class SceneEngine:
             log.info("scene %s: run again; %d line(s) spoken before", burst.key, len(found.spoken))
         cast = [self._castmember(character_id) for character_id in newest.cast]
         heard = [Heard(m.text, m.replied_to) for m in burst.messages]
-        partner = (
-            before.first_speaker()
-            or state.last_partner.get(newest.person)
-            or await self._last_partner(owner, burst)
-        )
+        partner = before.first_speaker() or state.last_partner.get(newest.person)
+        if partner is None and not addressed(heard, cast):  # only "nobody named" asks
+            partner = await self._last_partner(owner, burst)
         queue = first_speakers(heard, cast, partner, self._rng, self._max_replies)
         lines: list[SceneLine] = []
         while queue and len(lines) < self._max_replies:
@@ -346,8 +344,9 @@ class SceneEngine:
         found: list[tuple[datetime, str]] = []
         for character_id, first_turn in burst.first_turns.items():
             thread = Thread(owner.id, character_id, scope)
-            session = await self._book.session(owner, thread, self._clock())
-            said = answered_last(session.window, character_id, burst.newest_person, first_turn)
+            async with self._sessions.lock(thread):
+                window = (await self._book.session(owner, thread, self._clock())).window
+            said = answered_last(window, character_id, burst.newest_person, first_turn)
             if said is not None:
                 found.append(said)
         return max(found)[1] if found else None
