@@ -54,7 +54,6 @@ _OPENS = frozenset(
 )
 # The other person, in the third person: in the character's reading, the user.
 _OTHER = re.compile(r"\b(?:she|he|her|him|they|them|ella)\b")
-_END = re.compile(r"[.;:!?]")
 
 
 def _readings(folded: str, names: Sequence[str]) -> list[str]:
