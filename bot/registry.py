@@ -44,6 +44,7 @@ class Arg:
     # The choices a usage line shows in each language, when they are words of a language
     # (`choices` then holds both languages' words, all accepted).
     shown: Words | None = None
+    optional: bool = False  # may be left out (the handler has a default)
 
 
 @dataclass(frozen=True)
@@ -277,6 +278,7 @@ MEMORIA = Command(
                 "choice",
                 ("ver", "borrar", "show", "delete"),
                 shown=Words("ver|borrar", "show|delete"),
+                optional=True,  # bare `/memoria historia` shows the story
             ),
         ),
         _sub(
