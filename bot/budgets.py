@@ -5,9 +5,10 @@ passes (memory/budget/guard.py), the operators' notices, and spend against budge
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from bot.config import Settings
 from bot.followups import FollowUpJob
@@ -114,3 +115,36 @@ def format_spend(rows: Sequence[Spend], kind: str, unit: str) -> str:
     if len(lines) == 1:
         lines.append(f"(no {kind} has spent anything in this day or month)")
     return "\n".join(lines)
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def metric_lines(rows: Sequence[Spend], unit: str) -> list[str]:
+    """`/metrics`: each scope's spend and budget this day and month (Prometheus text)."""
+    spent, budget = "companion_budget_spent", "companion_budget_limit"
+    lines = [
+        f"# HELP {spent} Spent in the period by the scope, in {unit} (calls settled).",
+        f"# TYPE {spent} gauge",
+    ]
+    limits = [f"# HELP {budget} The scope's budget for the period, in {unit}.",
+              f"# TYPE {budget} gauge"]  # fmt: skip
+    for row in rows:
+        period = "day" if row.period.startswith("d:") else "month"
+        labels = f'kind="{row.kind}",scope="{_label(row.name)}",period="{period}"'
+        lines.append(f"{spent}{{{labels}}} {row.spent}")
+        if row.budget is not None:
+            limits.append(f"{budget}{{{labels}}} {row.budget}")
+    return lines + limits
+
+
+def spend_metrics(settings: Settings, ledger: BudgetLedger) -> Callable[[], Awaitable[list[str]]]:
+    """What a process's `/metrics` adds (Metrics.spend): read from the shared counters."""
+    unit = Pricing.for_model(settings.price_table(), settings.llm_model, TokenEstimator()).unit
+    zone = ZoneInfo(settings.timezone)
+
+    async def lines() -> list[str]:
+        return metric_lines(await spend_rows(settings, ledger, datetime.now(zone)), unit)
+
+    return lines
