@@ -8,8 +8,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import asyncpg
+
 from memory.store.postgres import PostgresStore
 from memory.store.sqlite import SqliteStore
+from tests.patience import PATIENCE
 
 DAY = "d:2026-11-02"
 LIMIT = 10.0
@@ -89,3 +92,45 @@ async def test_two_stores_on_one_postgres_database_never_overspend(pg_url: str) 
     finally:
         await first.close()
         await second.close()
+
+
+async def _waiting_on_locks(admin: asyncpg.Connection, count: int) -> None:
+    """Until `count` statements wait on a row lock (pg_stat_activity): another process's
+    state, polled within PATIENCE as the workers' tests poll theirs."""
+    for _ in range(int(PATIENCE / 0.01)):
+        waiting = await admin.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            " AND datname = current_database()"
+        )
+        if waiting >= count:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{count} reservations never waited on the counter's lock")
+
+
+async def test_postgres_reservations_read_the_counter_after_the_lock(pg_url: str) -> None:
+    """Reservations that wait while another worker settles a big call see its spend when they
+    get the row: checked against the snapshot they started with, all would pass."""
+    store = await PostgresStore.open(pg_url)
+    admin = await asyncpg.connect(pg_url)
+    limits = [("global", DAY, LIMIT)]
+    try:
+        assert await store.reserve_budget(limits, 1.0) is None
+        settling = admin.transaction()
+        await settling.start()
+        await admin.execute("SELECT 1 FROM budget_counters WHERE scope = 'global' FOR UPDATE")
+        waiting = [asyncio.create_task(store.reserve_budget(limits, 1.0)) for _ in range(3)]
+        watcher = await asyncpg.connect(pg_url)
+        try:
+            await _waiting_on_locks(watcher, 3)
+        finally:
+            await watcher.close()
+        await admin.execute(
+            "UPDATE budget_counters SET reserved = 0, spent = 9.5 WHERE scope = 'global'"
+        )
+        await settling.commit()
+        assert await asyncio.gather(*waiting) == [0, 0, 0]  # 9.5 + 1.0 > 10: none fits
+        assert await _spent(store, "global") == (9.5, 0.0)
+    finally:
+        await admin.close()
+        await store.close()
