@@ -12,8 +12,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.app import App, open_app
+from bot.budgets import spend_metrics
+from bot.health import HealthServer, Metrics
 from memory.budget.policy import day_key
 from memory.models import Thread
 from tests.conftest import FakeClock, make_settings
@@ -177,3 +181,33 @@ async def test_stats_by_person_and_community_show_spend_against_budgets(
     assert "telegram:77" in by_person and "0.5000" in by_person and "25%" in by_person
     _, by_community, _ = await companion("stats", "--by", "community", env=env)
     assert "telegram:-5" in by_community and "1.2500" in by_community and "25%" in by_community
+
+
+async def test_metrics_export_spend_per_scope_against_its_budget(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    settings = make_settings(tmp_path, fake_anthropic, budget_guest_day=2.0,
+                             budget_global_day=10.0)  # fmt: skip
+    day = day_key(datetime.now(UTC))  # a scrape reads the real day's counters
+    async with open_app(settings, clock=clock, start_scheduler=False) as app:
+        counters = [("person:telegram:77", day, 2.0), ("global", day, 10.0)]
+        await app.store.reserve_budget(counters, 0.0)
+        await app.store.settle_budget([(s, p) for s, p, _ in counters], 0.0, 0.75)
+        metrics = Metrics("worker", spend=spend_metrics(settings, app.store))
+        server = HealthServer(metrics, None, "127.0.0.1", 0)
+        await server.start()
+        try:
+            async with aiohttp.ClientSession() as session:
+                url = f"http://127.0.0.1:{server.port}/metrics"
+                async with session.get(url) as response:
+                    body = await response.text()
+        finally:
+            await server.stop()
+    samples = dict(line.rsplit(" ", 1) for line in body.splitlines()
+                   if line and not line.startswith("#"))  # fmt: skip
+    person = 'kind="person",scope="telegram:77",period="day"'
+    assert samples[f"companion_budget_spent{{{person}}}"] == "0.75"
+    assert samples[f"companion_budget_limit{{{person}}}"] == "2.0"
+    assert samples['companion_budget_spent{kind="global",scope="all",period="day"}'] == "0.75"
+    typed = {line.split()[2] for line in body.splitlines() if line.startswith("# TYPE")}
+    assert {"companion_budget_spent", "companion_budget_limit"} <= typed
