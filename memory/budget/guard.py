@@ -32,6 +32,7 @@ from memory.models import UsageRecord
 log = logging.getLogger(__name__)
 
 NOTICE_LEVELS = (80, 100)
+IDENTITIES_KEPT = 10_000
 # level (80, 100), spent, cap, unit: told to the operators once per level and day.
 Notice = Callable[[int, float, float, str], Awaitable[None]]
 
@@ -160,5 +161,7 @@ class BudgetedLLM:
         known = self._identities.get(payer.person)
         if known is None:
             known = await self._ledger.platform_identity(payer.person) or f"id:{payer.person}"
+            if len(self._identities) >= IDENTITIES_KEPT:  # bounded: looked up again later
+                self._identities.clear()
             self._identities[payer.person] = known
         return known
