@@ -53,6 +53,8 @@ SUITES = (
           "one SQLite process against 1 and 2 workers on PostgreSQL: capacity, CPU per message"),
     Suite("purge_traffic", "bench.purge_traffic",
           "the purge after a forget under steady writers: its length and the writers' stalls"),
+    Suite("budget", "bench.budget",
+          "budgets under a burst on PostgreSQL and SQLite: overspend, calls after exhaustion"),
 )  # fmt: skip
 
 

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from bot.budgets import OperatorNotices, budgeted
 from bot.commands import Commands, Limits
 from bot.config import Settings
 from bot.followups import FollowUpJob, FollowUpPolicy
@@ -200,10 +201,13 @@ async def open_app(
     llm = llm or build_llm(settings)
     clock = clock or system_clock(settings)
     store = await open_store(settings.database_target)
+    notices = OperatorNotices(settings.admin_ids)
+    llm = budgeted(settings, store, llm, clock, notices)  # every call below passes the guard
     companion, extractor, chronicler = _engine(settings, store, llm, clock, characters)
     reloader = CharacterReloader(settings.characters_dir, characters)
     jobs = _jobs(settings, companion, extractor, reloader, store, clock, chronicler)
     jobs.wire()
+    notices.followups = jobs.followups
     scheduler = AsyncIOScheduler()
     jobs.schedule(scheduler)
     if start_scheduler:

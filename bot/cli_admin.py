@@ -12,7 +12,9 @@ import re
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
+from bot.budgets import format_spend, spend_rows
 from bot.cli_characters import book_of_valid_files, default_line
 from bot.config import Settings
 from cards.character import Character, CharacterFileError, load_character
@@ -20,6 +22,8 @@ from cards.export import avatar_path, card_png
 from cards.lint import lint_character
 from cards.lore_files import LoreFileError
 from cards.sillytavern import CardError, card_from_character, import_card, save_imported
+from memory.budget.policy import Pricing
+from memory.engine.tokens import TokenEstimator
 from memory.models import UsageRecord
 from memory.store import MemoryStore, open_store
 from memory.usage_stats import (
@@ -73,6 +77,12 @@ def register(
     stats.add_argument("--since", help="only calls newer than this: 30m, 24h, 7d, 2w or a date")
     stats.add_argument("--price-input", type=float, help="USD per million input tokens")
     stats.add_argument("--price-output", type=float, help="USD per million output tokens")
+    stats.add_argument(
+        "--by",
+        choices=("person", "community"),
+        help="today's and this month's spend of each person or community against its budget "
+        "(BUDGET_*)",
+    )
 
 
 async def run_admin(args: argparse.Namespace, settings: Settings) -> int | None:
@@ -224,6 +234,8 @@ async def _stats(args: argparse.Namespace, settings: Settings) -> int:
         print(f"no usage recorded yet: {settings.database_path} does not exist")
         return 0
     store = await open_store(settings.database_target, migrate=False)
+    if args.by:
+        return await _spend_by(args.by, settings, store)
     try:
         records = await load_usage(store, since)
         given_up = await store.given_up_jobs()
@@ -246,4 +258,17 @@ async def _stats(args: argparse.Namespace, settings: Settings) -> int:
             f"conversations given up after their provider failed every retry: {counts} "
             "(companion.log says why)"
         )
+    return 0
+
+
+async def _spend_by(kind: str, settings: Settings, store: MemoryStore) -> int:
+    """`stats --by person|community`: spend against budgets, from the budgets' counters."""
+    try:
+        rows = await spend_rows(settings, store, datetime.now(ZoneInfo(settings.timezone)))
+    finally:
+        await store.close()
+    unit = Pricing.for_model(settings.price_table(), settings.llm_model, TokenEstimator()).unit
+    state = "on" if settings.budget_policy().active else "off (unlimited)"
+    print(f"budgets {state}; spend by {kind} today and this month, in {unit}:")
+    print(format_spend(rows, kind, unit))
     return 0

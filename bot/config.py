@@ -19,12 +19,13 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from memory.budget.policy import BudgetPolicy, parse_people
 from memory.engine.prompt import Budgets, min_cacheable_tokens
 from memory.engine.settings import EngineSettings
 from memory.models import FACT_KINDS
 from memory.profile.view import Lifetimes
 from memory.store import POSTGRES_SCHEMES, public_name
-from memory.usage_stats import parse_model_prices
+from memory.usage_stats import Prices, PriceTable, parse_model_prices
 
 # Keys that compose.yaml reads from .env for its own services (the PostgreSQL container's
 # password): known, so the host commands do not call them misspelt, and no setting of the bot.
@@ -165,6 +166,16 @@ class Settings(BaseSettings):
     # model that is not Anthropic's (claude-...) and not named here costs 0.
     model_prices: str = ""
 
+    # Budgets (off when unset: unlimited), in USD at the prices above, or in tokens when
+    # LLM_MODEL is priced at 0; every call counts, background ones included (docs/deploy.md).
+    budget_person_day: float | None = Field(None, ge=0)
+    budget_person_month: float | None = Field(None, ge=0)
+    budget_guest_day: float | None = Field(None, ge=0)
+    budget_guest_month: float | None = Field(None, ge=0)
+    budget_community_day: float | None = Field(None, ge=0)
+    budget_global_day: float | None = Field(None, ge=0)
+    budget_people: str = ""
+
     # Photos: shown to the model when it can see images (Anthropic; the OpenAI-compatible
     # provider never), described by LLM_SUMMARY_MODEL, refused past PHOTO_MAX_BYTES.
     llm_vision: bool = True
@@ -240,6 +251,23 @@ class Settings(BaseSettings):
     def _model_prices_parse(cls, value: str) -> str:
         parse_model_prices(value)
         return value
+
+    @field_validator("budget_people")
+    @classmethod
+    def _budget_people_parse(cls, value: str) -> str:
+        parse_people(value)
+        return value
+
+    def budget_policy(self) -> BudgetPolicy:
+        return BudgetPolicy(
+            self.budget_person_day, self.budget_person_month, self.budget_guest_day,
+            self.budget_guest_month, self.budget_community_day, self.budget_global_day,
+            parse_people(self.budget_people),
+        )  # fmt: skip
+
+    def price_table(self) -> PriceTable:
+        paid = Prices(self.price_input_per_mtok, self.price_output_per_mtok)
+        return PriceTable(paid, parse_model_prices(self.model_prices))
 
     @field_validator("fact_lifetimes")
     @classmethod

@@ -73,6 +73,13 @@ class FollowUpJob:
         """An adapter that can write to private chats (registered once it has started)."""
         self._senders[sender.name] = sender
 
+    async def tell(self, person: str, message: str) -> bool:
+        """A private message to one person named 'platform:id' (an operator's notice), through
+        the same adapters as the follow-ups; False when their platform is not running here."""
+        platform, _, user_id = person.partition(":")
+        sender = self._senders.get(platform)
+        return sender is not None and await sender.send_private(user_id, message)
+
     async def offer(self) -> int:
         """Offer follow-ups once to each user with a first dated event learned in private."""
         offered = 0

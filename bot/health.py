@@ -41,6 +41,8 @@ class Metrics:
     llm_seconds: float = 0.0
     llm_buckets: list[int] = field(default_factory=lambda: [0] * len(LATENCY_BUCKETS))
     started: float = field(default_factory=time.monotonic)
+    # Today's and this month's spend per budget scope (bot/budgets.py), read at each scrape.
+    spend: Callable[[], Awaitable[list[str]]] | None = None
 
     def observe_llm(self, seconds: float) -> None:
         self.llm_calls += 1
@@ -215,6 +217,12 @@ class HealthServer:
                 log.warning("metrics: the inbox figures could not be read", exc_info=True)
                 self._metrics.errors += 1
         body = self._metrics.exposition(stats)
+        if self._metrics.spend is not None:
+            try:
+                body += "".join(f"{line}\n" for line in await self._metrics.spend())
+            except Exception:  # as the inbox's: the process's own figures still serve
+                log.warning("metrics: the budgets' spend could not be read", exc_info=True)
+                self._metrics.errors += 1
         return web.Response(body=body.encode(), headers={"Content-Type": CONTENT_TYPE})
 
 

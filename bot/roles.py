@@ -24,6 +24,7 @@ import sys
 import uuid
 
 from bot.app import App, open_app
+from bot.budgets import spend_metrics
 from bot.config import Settings
 from bot.health import Metrics, TimedLLM, serve_health
 from bot.inbox.claimed_jobs import ClaimedCompactions, claim_extractions, claim_journeys
@@ -129,6 +130,7 @@ async def _worker(
         await check_provider(settings, llm)
     timed = TimedLLM(llm, metrics)
     async with open_app(settings, llm=timed, start_scheduler=False) as app:
+        metrics.spend = spend_metrics(settings, app.store)
         url = settings.database_url.get_secret_value()
         # Before the first await: the start-up extraction catch-up is spawned, not yet run.
         inbox = inbox_over(url)

@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 
 from bot.adapters.base import Adapter
 from bot.app import open_app
+from bot.budgets import spend_metrics
 from bot.commands import Commands
 from bot.config import Settings
 from bot.health import Metrics, TimedLLM, serve_health
@@ -153,6 +154,7 @@ async def _run(settings: Settings, stop: asyncio.Event) -> int:
         serve_health(settings, metrics) as health,
     ):
         await checked()
+        metrics.spend = spend_metrics(settings, app.store)
         adapters = build_adapters(settings, app.commands)
         await start_adapters(settings, adapters)
         for adapter in adapters:

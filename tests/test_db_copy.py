@@ -89,6 +89,11 @@ async def populate(store: MemoryStore) -> Thread:
     scene = await store.start_conversation(witness, NOW)
     said = Speaker("Bea", person_id=thread.user_id)
     await store.add_user_turn(scene, "Hola a todos", NOW, "7", "telegram:-100:7", said)
+    # Budget counters (migration 0024): a day's spend, and a reservation still held.
+    counters = [("person:telegram:ana", "d:2026-11-02", 1.0), ("global", "d:2026-11-02", 5.0)]
+    await store.reserve_budget(counters, 0.25)
+    await store.settle_budget([(s, p) for s, p, _ in counters], 0.25, 0.125)
+    await store.reserve_budget(counters, 0.5)
     return thread
 
 

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from memory.budget.guard import BudgetExhausted
 from memory.engine.llm import LLM, LLMError, LLMRequest, LLMResponse
 from memory.models import PROVIDER_FAILURE
 
@@ -56,6 +57,10 @@ async def call_until_valid(
         request = request_for(feedback)
         try:
             response = await llm.complete(request)
+        except BudgetExhausted as exc:
+            # No call was made, so no usage row and no step of the provider's backoff: the
+            # job stays owed and its next run after the reset asks again (deferred, not lost).
+            return Outcome(None, str(exc), provider_failed=True)
         except LLMError as exc:
             failure = f"{PROVIDER_FAILURE}{exc}"
             await record(request.model or "", failure, None)

@@ -81,6 +81,19 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class Payer:
+    """Whose budgets a call is paid from (memory/budget): a person (their `users` row) and the
+    community (a Telegram group or Discord server, "platform:id") it was made for. Nobody's
+    call (an admin's probe) still counts to the global cap."""
+
+    person: int | None = None
+    community: str | None = None
+
+
+NOBODY = Payer()
+
+
+@dataclass(frozen=True)
 class LLMRequest:
     kind: str  # reply | summary | extraction: recorded with the usage figures
     system: tuple[TextBlock, ...]
@@ -94,6 +107,7 @@ class LLMRequest:
     # False on the last tool round: the tools stay defined (the history holds tool calls) but
     # the model must answer in words.
     allow_tools: bool = True
+    payer: Payer = NOBODY
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from cards.character import Character
+from memory.budget.guard import BudgetExhausted
 from memory.engine.bursts import Burst
 from memory.engine.llm import TextSink
 from memory.engine.off_record import (
@@ -116,6 +117,8 @@ class OffRecordAnswerer:
         marked = mark_off_record_call()
         try:
             generated = await self._responder.respond(session, character, now, turn.id, on_text)
+        except BudgetExhausted as exc:
+            return Reply(exc.line(character.language), ok=False)
         finally:
             reset_off_record_call(marked)
         if generated is None:

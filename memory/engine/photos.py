@@ -15,7 +15,15 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Protocol
 
-from memory.engine.llm import LLM, ChatMessage, ImageBlock, LLMError, LLMRequest, TextBlock
+from memory.engine.llm import (
+    LLM,
+    ChatMessage,
+    ImageBlock,
+    LLMError,
+    LLMRequest,
+    Payer,
+    TextBlock,
+)
 from memory.integrity.gate import as_data
 from memory.models import UsageRecord
 
@@ -103,6 +111,7 @@ class PhotoDescriber:
             messages=(ChatMessage("user", (image, TextBlock(said))),),
             max_tokens=self._max_tokens,
             model=self._model,
+            payer=Payer(owner[0]),
         )
         record = UsageRecord("photo", self._model or "", False, owner[0], owner[1])
         try:

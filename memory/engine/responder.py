@@ -13,6 +13,8 @@ from datetime import datetime
 from typing import Protocol
 
 from cards.character import Character
+from memory.budget.guard import BudgetExhausted
+from memory.budget.policy import payer_of
 from memory.engine.labels import label
 from memory.engine.llm import (
     LLM,
@@ -167,6 +169,7 @@ class Responder:
             max_tokens=self._max_reply_tokens,
             temperature=character.temperature,
             model=character.model,
+            payer=payer_of(session.thread),
         )
         record = replace(self._record(call, 0), kind="followup", turn_id=None)
         try:
@@ -333,12 +336,15 @@ class Responder:
             model=call.character.model,
             tools=tools,
             allow_tools=may_use_tools,
+            payer=payer_of(call.session.thread),
         )
         try:
             if call.on_text is not None and isinstance(self._llm, StreamingLLM):
                 response = await self._llm.stream(request, call.on_text)
             else:
                 response = await self._llm.complete(request)
+        except BudgetExhausted:
+            raise  # no call was made: the person is told when it resets (memory/engine/turns.py)
         except LLMError as exc:
             await self._fail(call, tool_round, exc)
             return None

@@ -10,6 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from cards.character import Character
+from memory.budget.guard import BudgetExhausted
 from memory.engine.bursts import Burst
 from memory.engine.compaction import Compactor
 from memory.engine.llm import TextSink
@@ -91,7 +92,10 @@ class TurnTaker:
             return await self._off_record_answers.reply(
                 session, character, turn, now, on_text, apology
             )
-        generated = await self._responder.respond(session, character, now, turn.id, on_text)
+        try:
+            generated = await self._responder.respond(session, character, now, turn.id, on_text)
+        except BudgetExhausted as exc:  # the message is stored; no model was asked
+            return Reply(exc.line(character.language), ok=False, turn_id=turn.id)
         if generated is None:
             return Reply(APOLOGY[character.language], ok=False, turn_id=turn.id)
         reply_turn = await self._store.add_reply(

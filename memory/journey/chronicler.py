@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Protocol
 
 from cards.character import Character, CharacterBook
+from memory.budget.policy import payer_of
 from memory.engine.forced_tool import OutputRejected, call_until_valid
 from memory.engine.llm import LLM, ChatMessage, LLMRequest, LLMResponse, TextBlock, ToolSpec
 from memory.engine.retries import Backoff, backoff_of
@@ -270,6 +271,7 @@ class Chronicler:
                 model=self._model,
                 tools=(JOURNEY_TOOL,),
                 force_tool=JOURNEY_TOOL.name,
+                payer=payer_of(thread),
             )
 
         outcome = await call_until_valid(

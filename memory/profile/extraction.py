@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Protocol
 
 from cards.character import CharacterBook
+from memory.budget.policy import payer_of
 from memory.engine.forced_tool import Outcome, OutputRejected, call_until_valid
 from memory.engine.llm import (
     LLM,
@@ -273,6 +274,7 @@ class ProfileExtractor:
             model=self._model,
             tools=(EXTRACTION_TOOL,),
             force_tool=EXTRACTION_TOOL.name,
+            payer=payer_of(conversation.thread),
         )
 
     async def _count(

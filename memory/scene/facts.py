@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Protocol
 
 from cards.character import CharacterBook
+from memory.budget.policy import payer_of
 from memory.engine.forced_tool import OutputRejected, call_until_valid
 from memory.engine.llm import LLM, ChatMessage, LLMRequest, LLMResponse, TextBlock
 from memory.integrity.gate import as_data
@@ -213,4 +214,5 @@ class SceneFacts:
             model=self._model,
             tools=(EXTRACTION_TOOL,),
             force_tool=EXTRACTION_TOOL.name,
+            payer=payer_of(conversation.thread),
         )

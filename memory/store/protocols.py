@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any, Protocol
 
+from memory.budget.ledger import BudgetLedger
 from memory.journey.model import Journey
 from memory.models import (
     Conversation,
@@ -392,6 +393,7 @@ class MemoryStore(
     Administration,
     Journeys,
     Scenes,
+    BudgetLedger,
     Protocol,
 ):
     """Everything a backend implements; held only by the composition root and the admin CLI."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from memory.budget.policy import payer_of
 from memory.engine.forced_tool import OutputRejected, call_until_valid
 from memory.engine.llm import (
     LLM,
@@ -232,6 +233,7 @@ class Summariser:
             model=self._model,
             tools=(SUMMARY_TOOL,),
             force_tool=SUMMARY_TOOL.name,
+            payer=payer_of(job.thread),
         )
 
     async def compact(self, job: CompactionInput, now: datetime) -> Summary | None:

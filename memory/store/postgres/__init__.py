@@ -8,6 +8,7 @@ from memory.store.postgres.base import (
     normalise_url,
     redact_url,
 )
+from memory.store.postgres.budgets import PgBudgetsMixin
 from memory.store.postgres.conversations import PgConversationsMixin
 from memory.store.postgres.copy import PgCopyMixin
 from memory.store.postgres.dead_letters import PgDeadLettersMixin
@@ -20,6 +21,7 @@ from memory.store.postgres.search import PgSearchMixin
 
 
 class PostgresStore(
+    PgBudgetsMixin,
     PgConversationsMixin,
     PgProfileMixin,
     PgSearchMixin,

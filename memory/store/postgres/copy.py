@@ -81,6 +81,9 @@ def _row_values(table: str, columns: tuple[str, ...], row: dict[str, Any]) -> tu
     if table == "llm_usage":  # SQLite may hand a whole number back for a REAL
         index = columns.index("latency_ms")
         values[index] = float(values[index])
+    if table == "budget_counters":  # as llm_usage's: REALs may come back whole
+        for name in ("spent", "reserved"):
+            values[columns.index(name)] = float(values[columns.index(name)])
     if table == "turns":
         spoken = row["role"] != "tool"
         values.append(search_vector(row["text"]) if spoken else None)

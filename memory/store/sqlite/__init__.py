@@ -3,6 +3,7 @@ FTS5 search, `PRAGMA data_version` as the change feed, and a background purge of
 bytes (index merge and WAL truncation)."""
 
 from memory.store.sqlite.base import available_migrations
+from memory.store.sqlite.budgets import BudgetsMixin
 from memory.store.sqlite.conversations import ConversationsMixin
 from memory.store.sqlite.copy import CopyMixin
 from memory.store.sqlite.dead_letters import DeadLettersMixin
@@ -14,6 +15,7 @@ from memory.store.sqlite.search import SearchMixin
 
 
 class SqliteStore(
+    BudgetsMixin,
     ConversationsMixin,
     ProfileMixin,
     SearchMixin,

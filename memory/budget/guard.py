@@ -1,0 +1,167 @@
+"""The one wrapper every LLM call passes through when budgets are on (bot/app.py wraps the
+provider in it, so no caller can forget it): before the call it reserves the request's worst
+case on every counter of its payer (memory/engine/llm.py Payer), all or none, atomically in the
+store; after it settles the real cost. A call that does not fit is refused with
+`BudgetExhausted` before the model is asked: the reply path answers with the reset time, a
+background job stays owed and runs again after the reset (memory/engine/forced_tool.py).
+
+Reserving the worst case is what keeps messages sent at once from overspending: a budget can
+only be exceeded by what a call really cost beyond its estimated worst case.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.budget.ledger import BudgetLedger
+from memory.budget.policy import GLOBAL, BudgetPolicy, Claim, Pricing
+from memory.engine.llm import (
+    LLM,
+    LLMError,
+    LLMRequest,
+    LLMResponse,
+    Payer,
+    StreamingLLM,
+    TextSink,
+)
+from memory.models import UsageRecord
+
+log = logging.getLogger(__name__)
+
+NOTICE_LEVELS = (80, 100)
+IDENTITIES_KEPT = 10_000
+# level (80, 100), spent, cap, unit: told to the operators once per level and day.
+Notice = Callable[[int, float, float, str], Awaitable[None]]
+
+RESETS = {
+    "es": "Has llegado al límite de uso {what}; podrás seguir hablando a partir del {when}.",
+    "en": "You have reached the {what} usage limit; you can keep talking from {when}.",
+}
+WHAT = {
+    "es": {"person": "de tu cuenta", "community": "de este grupo", "global": "del bot"},
+    "en": {"person": "of your account", "community": "of this group", "global": "of the bot"},
+}
+
+
+class BudgetExhausted(LLMError):
+    """A call refused before the model was asked: a budget of its payer is spent."""
+
+    def __init__(self, kind: str, resets_at: datetime) -> None:
+        super().__init__(f"budget: the {kind} budget is spent until {resets_at.isoformat()}")
+        self.kind = kind
+        self.resets_at = resets_at
+
+    def line(self, language: str) -> str:
+        """The one line a person is answered with: whose limit, and when it resets."""
+        lang = language if language in RESETS else "en"
+        when = f"{self.resets_at:%Y-%m-%d %H:%M} ({self.resets_at.tzname() or 'UTC'})"
+        return RESETS[lang].format(what=WHAT[lang][self.kind], when=when)
+
+
+@dataclass(frozen=True)
+class _Hold:
+    claims: tuple[Claim, ...]
+    amount: float
+
+
+class BudgetedLLM:
+    def __init__(
+        self,
+        llm: LLM,
+        ledger: BudgetLedger,
+        policy: BudgetPolicy,
+        pricing: Pricing,
+        clock: Callable[[], datetime],
+        notify: Notice | None = None,
+    ) -> None:
+        self._llm = llm
+        self._ledger = ledger
+        self._policy = policy
+        self._pricing = pricing
+        self._clock = clock
+        self._notify = notify
+        self._identities: dict[int, str] = {}
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        hold = await self.reserve(request)
+        return await self._settled(hold, self._llm.complete(request))
+
+    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
+        hold = await self.reserve(request)
+        if isinstance(self._llm, StreamingLLM):
+            return await self._settled(hold, self._llm.stream(request, on_text))
+        return await self._settled(hold, self._llm.complete(request))
+
+    async def check(self, seconds: float) -> None:
+        check = getattr(self._llm, "check", None)
+        if check is not None:
+            await check(seconds)
+
+    async def close(self) -> None:
+        close = getattr(self._llm, "close", None)
+        if close is not None:
+            await close()
+
+    async def reserve(self, request: LLMRequest) -> _Hold:
+        """The request's worst case reserved on every counter of its payer, or BudgetExhausted."""
+        person = await self._person(request.payer)
+        claims = tuple(self._policy.claims(person, request.payer.community, self._clock()))
+        amount = self._pricing.worst_case(request)
+        if not claims:
+            return _Hold((), amount)
+        refused = await self._ledger.reserve_budget(
+            [(c.scope, c.period, c.limit) for c in claims], amount
+        )
+        if refused is None:
+            return _Hold(claims, amount)
+        claim = claims[refused]
+        if claim.kind == "global":
+            await self._tell(claim, claim.limit, 100)
+        log.info(
+            "%s call refused: the %s budget %s is spent", request.kind, claim.kind, claim.scope
+        )
+        raise BudgetExhausted(claim.kind, claim.resets_at)
+
+    async def _settled(self, hold: _Hold, call: Awaitable[LLMResponse]) -> LLMResponse:
+        cost = 0.0
+        try:
+            response = await call
+            cost = self._pricing.cost(UsageRecord("", "", True).measured(response))
+            return response
+        finally:
+            # A failed call is released whole: providers do not bill a request they refused.
+            if hold.claims:
+                after = await self._ledger.settle_budget(
+                    [(c.scope, c.period) for c in hold.claims], hold.amount, cost
+                )
+                for claim, spent in zip(hold.claims, after, strict=True):
+                    if claim.scope == GLOBAL:
+                        await self._watch_global(claim, spent)
+
+    async def _watch_global(self, claim: Claim, spent: float) -> None:
+        for level in NOTICE_LEVELS:
+            if claim.limit > 0 and spent >= claim.limit * level / 100:
+                await self._tell(claim, spent, level)
+
+    async def _tell(self, claim: Claim, spent: float, level: int) -> None:
+        """The operators hear of each level once per day, whichever worker gets there first."""
+        if self._notify is None:
+            return
+        if await self._ledger.claim_budget_notice(claim.scope, claim.period, level):
+            await self._notify(level, spent, claim.limit, self._pricing.unit)
+
+    async def _person(self, payer: Payer) -> str | None:
+        """The person's platform identity: a forget that deletes their row and a new row on
+        their next message must not give them a fresh budget."""
+        if payer.person is None:
+            return None
+        known = self._identities.get(payer.person)
+        if known is None:
+            known = await self._ledger.platform_identity(payer.person) or f"id:{payer.person}"
+            if len(self._identities) >= IDENTITIES_KEPT:  # bounded: looked up again later
+                self._identities.clear()
+            self._identities[payer.person] = known
+        return known
