@@ -44,7 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: make `bench`, `bot` and `memory` importable
     sys.path.insert(0, str(REPO))
 
-from bench.load_common import emit  # noqa: E402
+from bench.common import emit  # noqa: E402
 from memory.budget.guard import BudgetedLLM, BudgetExhausted  # noqa: E402
 from memory.budget.ledger import BudgetLedger, Counter, Limit  # noqa: E402
 from memory.budget.policy import BudgetPolicy, Pricing, input_tokens  # noqa: E402
