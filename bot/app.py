@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from zoneinfo import ZoneInfo
 
@@ -178,6 +178,8 @@ def _jobs(
         followups,
         settings.followup_check_seconds,
         chronicler,
+        clock=clock,
+        letters_kept=timedelta(days=settings.dead_letter_no_sender_days),
     )
 
 
