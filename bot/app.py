@@ -53,6 +53,8 @@ class App:
     memory: MemoryService
     followups: FollowUpJob
     chronicler: Chronicler | None = None
+    # Starts the work owed since the last stop; open_app calls it unless told not to.
+    catch_up: Callable[[], None] = lambda: None
 
 
 def system_clock(settings: Settings) -> Callable[[], datetime]:
@@ -191,9 +193,11 @@ async def open_app(
     clock: Callable[[], datetime] | None = None,
     start_scheduler: bool = True,
     characters: CharacterBook | None = None,
+    catch_up: bool = True,
 ) -> AsyncIterator[App]:
     """Build everything once, in dependency order, and close it in reverse. `characters`
-    defaults to the folder, every file valid (CharacterFileError otherwise)."""
+    defaults to the folder, every file valid (CharacterFileError otherwise). With
+    `catch_up=False` the caller starts the owed work (`App.catch_up`) when it is ready."""
     characters = characters or CharacterBook.load(settings.characters_dir)
     # The gate's word lists and its learned model, read off the event loop: the first message
     # must not wait for them.
@@ -206,6 +210,8 @@ async def open_app(
     reloader = CharacterReloader(settings.characters_dir, characters)
     jobs = _jobs(settings, companion, extractor, reloader, store, clock, chronicler)
     jobs.wire()
+    if catch_up:
+        jobs.catch_up()
     scheduler = AsyncIOScheduler()
     jobs.schedule(scheduler)
     if start_scheduler:
@@ -233,6 +239,7 @@ async def open_app(
             memory_service,
             jobs.followups,
             chronicler,
+            jobs.catch_up,
         )
     finally:
         if scheduler.running:

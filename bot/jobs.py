@@ -55,13 +55,16 @@ class BackgroundJobs:
         self._letters_kept = letters_kept
 
     def wire(self) -> None:
-        """Connect the engine's events to the jobs, and start the extraction owed at start-up."""
+        """Connect the engine's events to the jobs."""
         self._companion.on_conversation_end(self._extract_later)
         # A forget stops the user's extraction (and chronicle) first.
         self._companion.on_forget(self._extractor.cancel_for)
         if self._chronicler is not None:
             self._companion.on_forget(self._chronicler.cancel_for)
-        # Work that was due when the process last stopped is found from the database.
+
+    def catch_up(self) -> None:
+        """Start the work that was due when the process last stopped, found from the database:
+        once whatever the jobs go through is connected (a worker's job claims, issue 35)."""
         self._companion.spawn(self._extractor.extract_pending())
         if self._chronicler is not None:
             self._companion.spawn(self._chronicler.write_pending())
