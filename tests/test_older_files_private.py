@@ -1,0 +1,77 @@
+"""What an older version left readable by others is made private when this one next uses it
+(issue 35, "faults"): the database's -wal and -shm files (0600), the log file (0600), and the
+exports folder (0700, as the terminal's /memoria exportar and `memory export` write into it).
+A folder the admin named (`--out`, the data folder) is warned about elsewhere, never changed."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import stat
+from pathlib import Path
+
+from bot.private_files import write_private_file
+from memory.store.sqlite import SqliteStore
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.test_cli import chat_as_ana, companion, env_for
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def open_by_an_older_version(path: Path) -> sqlite3.Connection:
+    """A connection that keeps the -wal and -shm files in place, all three made 0644."""
+    raw = sqlite3.connect(path, check_same_thread=False)
+    raw.execute("PRAGMA journal_mode=WAL")
+    raw.execute("CREATE TABLE IF NOT EXISTS older (x)")
+    raw.execute("INSERT INTO older VALUES (1)")
+    raw.commit()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").chmod(0o644)
+    return raw
+
+
+async def test_an_older_databases_wal_and_shm_are_made_private(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    await (await SqliteStore.open(path)).close()
+    raw = await asyncio.to_thread(open_by_an_older_version, path)
+    try:
+        assert {mode(Path(f"{path}{s}")) for s in ("", "-wal", "-shm")} == {0o644}
+        store = await SqliteStore.open(path)
+        try:
+            for suffix in ("", "-wal", "-shm"):
+                assert mode(Path(f"{path}{suffix}")) == 0o600, suffix
+        finally:
+            await store.close()
+    finally:
+        raw.close()
+
+
+async def test_an_older_log_file_and_exports_folder_are_made_private(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    log, exports = tmp_path / "companion.log", tmp_path / "exports"
+    log.write_text("2025-01-01 INFO an older version's line\n")
+    log.chmod(0o644)
+    exports.mkdir(mode=0o755)
+    exports.chmod(0o755)
+    code, _, err = await chat_as_ana(env_for(tmp_path, fake_anthropic), "Vivo en Deusto\n")
+    assert code == 0, err
+    assert mode(log) == 0o600
+    assert "an older version's line" in log.read_text()  # appended to, not replaced
+    export = ["memory", "export", "--platform", "terminal", "--user", "ana"]
+    code, _, err = await companion(
+        *export, "--character", "detective_bilbao", env=env_for(tmp_path, None)
+    )
+    assert code == 0, err
+    assert mode(exports) == 0o700
+    assert [mode(f) for f in exports.iterdir()] == [0o600]
+
+
+def test_the_terminals_exports_folder_is_made_private(tmp_path: Path) -> None:
+    exports = tmp_path / "exports"
+    exports.mkdir(mode=0o755)
+    exports.chmod(0o755)
+    written = write_private_file(exports, "memoria.json", b"{}")
+    assert (mode(exports), mode(written)) == (0o700, 0o600)
