@@ -6,14 +6,23 @@ A folder the admin named (`--out`, the data folder) is warned about elsewhere, n
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import stat
 from pathlib import Path
 
+import pytest
+
+from bot.logging_setup import configure_logging
 from bot.private_files import write_private_file
+from memory.models import Thread
+from memory.store import open_store
 from memory.store.sqlite import SqliteStore
-from tests.fakes.anthropic_api import FakeAnthropic
-from tests.test_cli import chat_as_ana, companion, env_for
+from tests.conftest import FakeClock
+from tests.test_cli import cli_database, companion, env_for
+from tests.test_log_payloads import restore_logging  # noqa: F401 (a fixture)
+
+NOW = FakeClock().now
 
 
 def mode(path: Path) -> int:
@@ -48,18 +57,28 @@ async def test_an_older_databases_wal_and_shm_are_made_private(tmp_path: Path) -
         raw.close()
 
 
-async def test_an_older_log_file_and_exports_folder_are_made_private(
-    tmp_path: Path, fake_anthropic: FakeAnthropic
-) -> None:
-    log, exports = tmp_path / "companion.log", tmp_path / "exports"
+@pytest.mark.usefixtures("restore_logging")
+def test_an_older_log_file_is_made_private_and_kept(tmp_path: Path) -> None:
+    log = tmp_path / "companion.log"
     log.write_text("2025-01-01 INFO an older version's line\n")
     log.chmod(0o644)
+    assert configure_logging("INFO", [], log, to_stderr=False) == log
+    logging.getLogger("companion").info("this version's line")
+    assert mode(log) == 0o600
+    assert log.read_text().splitlines()[0] == "2025-01-01 INFO an older version's line"
+
+
+async def test_memory_exports_default_folder_is_made_private(tmp_path: Path) -> None:
+    exports = tmp_path / "exports"
     exports.mkdir(mode=0o755)
     exports.chmod(0o755)
-    code, _, err = await chat_as_ana(env_for(tmp_path, fake_anthropic), "Vivo en Deusto\n")
-    assert code == 0, err
-    assert mode(log) == 0o600
-    assert "an older version's line" in log.read_text()  # appended to, not replaced
+    store = await open_store(cli_database(tmp_path))
+    try:
+        user = await store.upsert_user("terminal", "ana", "Ana", NOW)
+        thread = Thread(user.id, "detective_bilbao", "dm")
+        await store.add_turn(await store.start_conversation(thread, NOW), "user", "Hola", NOW)
+    finally:
+        await store.close()
     export = ["memory", "export", "--platform", "terminal", "--user", "ana"]
     code, _, err = await companion(
         *export, "--character", "detective_bilbao", env=env_for(tmp_path, None)
