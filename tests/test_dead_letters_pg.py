@@ -160,3 +160,42 @@ async def test_an_off_record_senders_refused_update_keeps_no_text(pg_base: str) 
     finally:
         await inbox.close()
         await store.close()
+
+
+REFUSE_FIRST_INSERTS = """
+CREATE SEQUENCE refusals;
+CREATE TABLE refuse_limit (n int NOT NULL);
+CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF nextval('refusals') <= (SELECT n FROM refuse_limit) THEN
+        RAISE EXCEPTION 'refused by the test';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER refuse BEFORE INSERT ON inbox FOR EACH ROW EXECUTE FUNCTION refuse();
+"""
+
+
+async def test_an_update_is_dead_lettered_only_after_its_third_failed_try(pg_base: str) -> None:
+    """The database refuses the first N inserts (a trigger counting on a sequence, which no
+    rollback undoes): the batch's try and two of the update's own fail and the third stores
+    it; when every try fails, it is tried three times, then kept as a dead letter."""
+    for refused, stored in ((3, True), (1000, False)):
+        url = await pg_fixtures.fresh_database(pg_base)
+        store, inbox = await open_store(url), await open_inbox(url)
+        connection = await asyncpg.connect(url)
+        try:
+            await connection.execute(REFUSE_FIRST_INSERTS)
+            await connection.execute("INSERT INTO refuse_limit VALUES ($1)", refused)
+            metrics = Metrics("platform")
+            keeper = InboxKeeper(inbox, store, metrics, [], retry_seconds=0.0)
+            message = {"id": "9", "channel_id": "7", "author": {"id": "41"}, "content": "hola"}
+            await keeper.keep("discord", [{"t": "MESSAGE_CREATE", "d": message}], arrival_of)
+            tries = await connection.fetchval("SELECT last_value FROM refusals")
+            kept = await connection.fetchval("SELECT count(*) FROM inbox")
+            assert (kept, metrics.dead_letters) == ((1, 0) if stored else (0, 1)), refused
+            assert tries == 4  # the batch's, then the update's three
+        finally:
+            await connection.close()
+            await inbox.close()
+            await store.close()
