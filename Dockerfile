@@ -24,13 +24,16 @@ COPY migrations ./migrations
 RUN pip install .
 COPY characters ./characters
 
-# A user without a login or a home of its own; it owns only the data volume. /app/data (where
-# the relative default ./data/companion.db, and a .env copied from .env.example, put the
+# A user without a login or a home of its own; it owns only the data volume, private to it
+# (0700: the database, its log and the exports are the users' memory; a new named volume takes
+# this mode, and the bot warns at every command when the folder is open to others). /app/data
+# (where the relative default ./data/companion.db, and a .env copied from .env.example, put the
 # database, its log and the exports) is the volume too, so whichever way .env names the data
 # folder it is written in the volume, and nothing else in /app is writable.
 RUN useradd --system --uid 10001 --no-create-home --home-dir /nonexistent companion \
     && mkdir /data \
     && chown companion:companion /data \
+    && chmod 700 /data \
     && ln -s /data /app/data
 USER companion
 VOLUME ["/data"]

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from zoneinfo import ZoneInfo
 
@@ -54,6 +54,8 @@ class App:
     memory: MemoryService
     followups: FollowUpJob
     chronicler: Chronicler | None = None
+    # Starts the work owed since the last stop; open_app calls it unless told not to.
+    catch_up: Callable[[], None] = lambda: None
 
 
 def system_clock(settings: Settings) -> Callable[[], datetime]:
@@ -179,6 +181,8 @@ def _jobs(
         followups,
         settings.followup_check_seconds,
         chronicler,
+        clock=clock,
+        letters_kept=timedelta(days=settings.dead_letter_no_sender_days),
     )
 
 
@@ -190,9 +194,11 @@ async def open_app(
     clock: Callable[[], datetime] | None = None,
     start_scheduler: bool = True,
     characters: CharacterBook | None = None,
+    catch_up: bool = True,
 ) -> AsyncIterator[App]:
     """Build everything once, in dependency order, and close it in reverse. `characters`
-    defaults to the folder, every file valid (CharacterFileError otherwise)."""
+    defaults to the folder, every file valid (CharacterFileError otherwise). With
+    `catch_up=False` the caller starts the owed work (`App.catch_up`) when it is ready."""
     characters = characters or CharacterBook.load(settings.characters_dir)
     # The gate's word lists and its learned model, read off the event loop: the first message
     # must not wait for them.
@@ -208,6 +214,8 @@ async def open_app(
     jobs = _jobs(settings, companion, extractor, reloader, store, clock, chronicler)
     jobs.wire()
     notices.followups = jobs.followups
+    if catch_up:
+        jobs.catch_up()
     scheduler = AsyncIOScheduler()
     jobs.schedule(scheduler)
     if start_scheduler:
@@ -235,6 +243,7 @@ async def open_app(
             memory_service,
             jobs.followups,
             chronicler,
+            jobs.catch_up,
         )
     finally:
         if scheduler.running:

@@ -30,7 +30,7 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
 
 def describe(letter: DeadLetter) -> str:
     """One line: when, where, whose, what the database said, and the start of the update."""
-    payload = letter.payload
+    payload = letter.payload or "(no text kept: the sender was off the record)"
     if len(payload) > PAYLOAD_CHARS:
         payload = payload[:PAYLOAD_CHARS] + "..."
     error = " ".join(letter.error.split())  # a database's message may span lines

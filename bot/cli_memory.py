@@ -20,7 +20,7 @@ from bot.app import system_clock
 from bot.cli_characters import book_of_valid_files
 from bot.cli_memory_view import format_admin_view
 from bot.config import Settings
-from bot.private_files import SymlinkRefused, write_private
+from bot.private_files import SymlinkRefused, private_folder, write_private
 from memory.errors import UserFacingError
 from memory.models import User
 from memory.privacy import MemoryService
@@ -123,6 +123,8 @@ async def run_memory(args: argparse.Namespace, settings: Settings) -> int:
             return 0
         if args.memory_action == "export":
             out = args.out or default_export_path(settings, user, args.character)
+            if args.out is None:  # the bot's own folder: private even if an older one was not
+                await asyncio.to_thread(private_folder, out.parent)
             return await _export(service, user, args.character, out, args.force)
         # Every character the database holds for the user, loaded now or not.
         everyone = [args.character] if args.character else await store.characters_of(user.id)

@@ -190,6 +190,10 @@ class Settings(BaseSettings):
     followup_window_days: int = Field(3, ge=0)
     followup_check_seconds: float = Field(300.0, gt=0)
 
+    # A dead letter that names no sender is reached by no forget: the sweep deletes it once it
+    # is this many days old (bot/jobs.py). One with a sender stays until purged or forgotten.
+    dead_letter_no_sender_days: float = Field(7.0, gt=0)
+
     timezone: str = "UTC"
     log_level: str = "INFO"
     # The model SDKs' own DEBUG logging writes every request in full (profile, summary,

@@ -7,6 +7,10 @@ work in the database, so what was due when the process stopped is done at the ne
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Protocol
+
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.followups import FollowUpJob
@@ -15,9 +19,13 @@ from memory.engine.companion import Companion
 from memory.journey.chronicler import Chronicler
 from memory.models import Conversation
 from memory.profile.extraction import ProfileExtractor
-from memory.store.protocols import Administration
+from memory.store.admin_protocols import Administration, DeadLetters
 
 IDLE_SWEEP_SECONDS = 60
+
+
+class SweptStore(Administration, DeadLetters, Protocol):
+    """What the sweep finishes in the store: the purges owed, the dead letters expired."""
 
 
 class BackgroundJobs:
@@ -28,10 +36,13 @@ class BackgroundJobs:
         companion: Companion,
         extractor: ProfileExtractor,
         reloader: CharacterReloader,
-        store: Administration,
+        store: SweptStore,
         followups: FollowUpJob,
         followup_seconds: float,
         chronicler: Chronicler | None = None,
+        *,
+        clock: Callable[[], datetime],
+        letters_kept: timedelta,
     ) -> None:
         self._companion = companion
         self._extractor = extractor
@@ -40,15 +51,20 @@ class BackgroundJobs:
         self.followups = followups
         self._followup_seconds = followup_seconds
         self._chronicler = chronicler
+        self._clock = clock
+        self._letters_kept = letters_kept
 
     def wire(self) -> None:
-        """Connect the engine's events to the jobs, and start the extraction owed at start-up."""
+        """Connect the engine's events to the jobs."""
         self._companion.on_conversation_end(self._extract_later)
         # A forget stops the user's extraction (and chronicle) first.
         self._companion.on_forget(self._extractor.cancel_for)
         if self._chronicler is not None:
             self._companion.on_forget(self._chronicler.cancel_for)
-        # Work that was due when the process last stopped is found from the database.
+
+    def catch_up(self) -> None:
+        """Start the work that was due when the process last stopped, found from the database:
+        once whatever the jobs go through is connected (a worker's job claims, issue 35)."""
         self._companion.spawn(self._extractor.extract_pending())
         if self._chronicler is not None:
             self._companion.spawn(self._chronicler.write_pending())
@@ -72,12 +88,14 @@ class BackgroundJobs:
         )
 
     async def sweep(self) -> None:
-        """Reload changed characters, end idle sessions, extract their profiles, finish purges."""
+        """Reload changed characters, end idle sessions, extract their profiles, expire the dead
+        letters nobody can forget, finish purges."""
         await self._reloader.check()
         await self._companion.end_idle_conversations()
         await self._extractor.extract_pending()
         if self._chronicler is not None:
             await self._chronicler.write_pending()
+        await self._store.expire_dead_letters(self._clock() - self._letters_kept)
         await self._store.resume_purge()  # owed by a crash or by another process's forget
 
     async def _extract_and_refresh(self, conversation: Conversation) -> None:

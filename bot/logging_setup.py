@@ -115,7 +115,11 @@ def _file_handler(path: Path) -> logging.Handler | None:
     folder cannot be written, so that a read-only data folder still lets commands run."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # the data folder, private
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.fchmod(descriptor, 0o600)  # a log an older version made was 0644
+        finally:
+            os.close(descriptor)
         return logging.FileHandler(path, encoding="utf-8")
     except OSError:
         return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from pathlib import Path
 
 
@@ -37,8 +38,18 @@ def write_private(path: Path, payload: bytes, *, overwrite: bool = False) -> Non
         os.close(descriptor)
 
 
+def private_folder(folder: Path) -> None:
+    """Make `folder` (0700), or make it 0700 when an older version left it open to others: for
+    the bot's own folders (the exports), never a folder a user named."""
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if stat.S_IMODE(folder.stat().st_mode) & 0o077:
+        folder.chmod(0o700)
+
+
 def write_private_file(folder: Path, name: str, payload: bytes) -> Path:
-    """Write `payload` as `folder/name`, or `name-2`, `name-3`... when taken; the path used."""
+    """Write `payload` as `folder/name` (the folder made private), or `name-2`, `name-3`...
+    when taken; the path used."""
+    private_folder(folder)
     base = Path(name)
     for attempt in range(1, 10_000):
         candidate = folder / (name if attempt == 1 else f"{base.stem}-{attempt}{base.suffix}")

@@ -129,15 +129,16 @@ async def _worker(
         llm = build_llm(settings)
         await check_provider(settings, llm)
     timed = TimedLLM(llm, metrics)
-    async with open_app(settings, llm=timed, start_scheduler=False) as app:
+    async with open_app(settings, llm=timed, start_scheduler=False, catch_up=False) as app:
         metrics.spend = spend_metrics(settings, app.store)
         url = settings.database_url.get_secret_value()
-        # Before the first await: the start-up extraction catch-up is spawned, not yet run.
         inbox = inbox_over(url)
         claim_background_jobs(app, inbox)
         limit, window = settings.rate_limit_messages, settings.rate_limit_window_seconds
         app.commands.use_rate_limiter(SharedRateLimiter(inbox, limit, window))
         await inbox.connect()
+        # Only now: the owed work's job claims go through the inbox's pool (issue 35).
+        app.catch_up()
         platforms = _platform_workers(app, inbox, me, metrics)
         try:
             async with serve_health(settings, metrics, inbox.stats) as health:
@@ -168,6 +169,8 @@ async def _worker(
         finally:
             for platform in platforms.values():
                 await platform.stop()
+            # The background work still running claims through the inbox: done before it closes.
+            await app.companion.drain()
             await inbox.close()
     log.info("stopped cleanly")
     return 0

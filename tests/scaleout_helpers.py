@@ -40,6 +40,7 @@ class FakeChatLLM:
         self.bodies: list[str] = []
         self.hold_from: int | None = None  # requests from this number on wait for `release`
         self.release = asyncio.Event()
+        self.padding = ""  # appended to each answer (a reply long enough to be sent in parts)
         self.url = ""
         self._runner: web.AppRunner | None = None
 
@@ -69,7 +70,7 @@ class FakeChatLLM:
         found = [(int(u), int(m)) for u, m in MESSAGE.findall("\n".join(contents))]
         await asyncio.sleep(self._delay())
         user, newest = max(found, key=lambda f: f[1]) if found else (0, -1)
-        answer = f"Re: u{user}-m{newest} entendido" if found else "{}"
+        answer = f"Re: u{user}-m{newest} entendido{self.padding}" if found else "{}"
         return web.json_response(
             {
                 "model": "fake",

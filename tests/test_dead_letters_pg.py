@@ -5,6 +5,7 @@ Telegram, a fake LLM and a throwaway PostgreSQL; and `--role all` in this proces
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
@@ -15,6 +16,7 @@ from bot.app import open_app
 from bot.health import Metrics
 from bot.inbox.dead_letters import InboxKeeper
 from bot.inbox.discord_platform import arrival_of
+from memory.models import Thread
 from memory.store import open_inbox, open_store
 from tests import pg_fixtures
 from tests.conftest import FakeClock, make_settings
@@ -26,6 +28,7 @@ from tests.scaleout_helpers import FakeChatLLM, RoleProcess, role_env
 pytestmark = pg_fixtures.needs_postgres
 
 ANA, BEA, CARMEN = 4101, 4102, 4103
+NOW = datetime(2026, 11, 2, 18, 30, tzinfo=UTC)
 
 
 async def fetch(url: str, sql: str) -> list[asyncpg.Record]:
@@ -134,3 +137,65 @@ async def test_a_scene_message_refused_is_kept_under_its_sender(pg_base: str) ->
     finally:
         await inbox.close()
         await store.close()
+
+
+async def test_an_off_record_senders_refused_update_keeps_no_text(pg_base: str) -> None:
+    """Issue 35 item 3: the platform process's letter of a sender off the record (/incognito)
+    says that it failed, and whose it was, with none of the words, then and after `off`."""
+    url = await pg_fixtures.fresh_database(pg_base)
+    store, inbox = await open_store(url), await open_inbox(url)
+    try:
+        ana = await store.upsert_user("discord", "41", "Ana", NOW)
+        await store.set_off_record(Thread(ana.id, "detective_bilbao", "dm"), NOW)
+        keeper = InboxKeeper(inbox, store, Metrics("platform"), [], retry_seconds=0.0)
+        message = {
+            "id": "9", "channel_id": "7", "author": {"id": "41"}, "type": 0,
+            "content": "mi clave es tortuga42", "odd": float("inf"),
+        }  # fmt: skip
+        await keeper.keep("discord", [{"t": "MESSAGE_CREATE", "d": message}], arrival_of)
+        await store.clear_off_record(Thread(ana.id, "detective_bilbao", "dm"))
+        rows = await fetch(url, "SELECT * FROM dead_letters")
+        assert [(r["platform_user_id"], r["payload"]) for r in rows] == [("41", "")]
+        assert "tortuga42" not in repr(dict(rows[0])) and rows[0]["error"]
+    finally:
+        await inbox.close()
+        await store.close()
+
+
+REFUSE_FIRST_INSERTS = """
+CREATE SEQUENCE refusals;
+CREATE TABLE refuse_limit (n int NOT NULL);
+CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF nextval('refusals') <= (SELECT n FROM refuse_limit) THEN
+        RAISE EXCEPTION 'refused by the test';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER refuse BEFORE INSERT ON inbox FOR EACH ROW EXECUTE FUNCTION refuse();
+"""
+
+
+async def test_an_update_is_dead_lettered_only_after_its_third_failed_try(pg_base: str) -> None:
+    """The database refuses the first N inserts (a trigger counting on a sequence, which no
+    rollback undoes): the batch's try and two of the update's own fail and the third stores
+    it; when every try fails, it is tried three times, then kept as a dead letter."""
+    for refused, stored in ((3, True), (1000, False)):
+        url = await pg_fixtures.fresh_database(pg_base)
+        store, inbox = await open_store(url), await open_inbox(url)
+        connection = await asyncpg.connect(url)
+        try:
+            await connection.execute(REFUSE_FIRST_INSERTS)
+            await connection.execute("INSERT INTO refuse_limit VALUES ($1)", refused)
+            metrics = Metrics("platform")
+            keeper = InboxKeeper(inbox, store, metrics, [], retry_seconds=0.0)
+            message = {"id": "9", "channel_id": "7", "author": {"id": "41"}, "content": "hola"}
+            await keeper.keep("discord", [{"t": "MESSAGE_CREATE", "d": message}], arrival_of)
+            tries = await connection.fetchval("SELECT last_value FROM refusals")
+            kept = await connection.fetchval("SELECT count(*) FROM inbox")
+            assert (kept, metrics.dead_letters) == ((1, 0) if stored else (0, 1)), refused
+            assert tries == 4  # the batch's, then the update's three
+        finally:
+            await connection.close()
+            await inbox.close()
+            await store.close()

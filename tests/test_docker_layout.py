@@ -15,6 +15,7 @@ import shlex
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -124,6 +125,8 @@ def container(tmp_path: Path) -> Iterator[Container]:
         container.path(made).mkdir(parents=True)
         if container.uid is not None and f"chown {user}:{user} {made}" in run:
             os.chown(container.path(made), container.uid, container.uid)
+    for mode, changed in re.findall(r"chmod (\d+) (\S+)", run):
+        container.path(changed).chmod(int(mode, 8))
     for target, link in re.findall(r"ln -s (\S+) (\S+)", run):
         container.path(link).symlink_to(container.path(target))
     # The tree readable by the image's user, /app writable by nobody but root.
@@ -169,6 +172,9 @@ def test_migrate_in_the_image_writes_the_database_in_the_volume(
     )
     assert done.returncode == 0, done.stderr
     data = volume(container)
+    # Private to the image's user, so no command warns that others can enter it (issue 35).
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    assert "can be entered by other users" not in done.stderr, done.stderr
     assert (data / "companion.db").is_file()
     assert (data / "companion.log").is_file()  # the log beside it, in the volume too
     app = container.path(workdir)

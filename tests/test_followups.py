@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,7 @@ import pytest
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.app import App, open_app
 from bot.followups import FollowUpPolicy
-from memory.models import Fact, FollowUpCandidate, FollowUpState
+from memory.models import Fact, FollowUpCandidate, FollowUpState, Thread
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, Text
 from tests.fakes.discord_api import FakeDiscord
@@ -223,5 +223,28 @@ async def test_no_follow_up_while_the_conversation_is_off_the_record(
     # Still owed: back on the record, the follow-up goes out.
     bot.fake.send_command(ANA, ANA, "incognito", "off", first_name="Ana")
     await bot.fake.wait_for_messages(ANA, 3)
+    assert await bot.app.followups.run() == 1
+    assert bot.fake.sent_messages(ANA)[-1]["text"] == "¿Qué tal la entrevista?"
+
+
+async def test_no_follow_up_for_a_person_whose_off_record_flag_is_stored(
+    bot: Bot, clock: FakeClock
+) -> None:
+    """After a restart no off-record session is in RAM: the stored flag alone must stop it."""
+    bot.fake.send_command(ANA, ANA, "avisos", "on", first_name="Ana")
+    await bot.fake.wait_for_messages(ANA, 1)
+    user = await bot.app.store.find_user("telegram", str(ANA))
+    assert user is not None
+    assert await bot.app.store.offer_followups_once(user.id, DETECTIVE, clock())
+    await learn(bot.app, dated(user.id, "entrevista de trabajo", THURSDAY, clock()), clock())
+    clock.now = datetime(2026, 11, 6, 12, 0, tzinfo=clock.now.tzinfo)
+    thread = Thread(user.id, DETECTIVE, "dm")
+    # What the process that was told /incognito left behind it before it stopped.
+    await bot.app.store.set_off_record(thread, clock() + timedelta(minutes=30))
+    assert not bot.app.companion.is_off_record(thread)
+    bot.llm.queue(Text("¿Qué tal la entrevista?"))
+    assert await bot.app.followups.run() == 0
+    assert bot.llm.bodies() == [] and len(bot.fake.sent_messages(ANA)) == 1
+    assert await bot.app.store.clear_off_record(thread)  # still owed, once back on the record
     assert await bot.app.followups.run() == 1
     assert bot.fake.sent_messages(ANA)[-1]["text"] == "¿Qué tal la entrevista?"

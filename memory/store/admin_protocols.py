@@ -5,6 +5,7 @@ them from here or from there."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Protocol
 
 from memory.models import DeadLetter
@@ -12,7 +13,8 @@ from memory.models import DeadLetter
 
 class DeadLetters(Protocol):
     """Updates the platform process could not store (bot/inbox/dead_letters.py); a forget
-    deletes the sender's (Erasure.forget)."""
+    deletes the sender's (Erasure.forget). One whose sender is off the record when it is
+    written keeps no text: no payload, the error's type alone."""
 
     async def record_dead_letter(self, letter: DeadLetter) -> bool:
         """Keep it; False when this update (platform, update_key) is kept already."""
@@ -26,6 +28,11 @@ class DeadLetters(Protocol):
 
     async def purge_dead_letters(self) -> int:
         """Delete them all; how many were deleted."""
+        ...
+
+    async def expire_dead_letters(self, before: datetime) -> int:
+        """Delete those that name no sender (no forget reaches them) written before `before`;
+        how many were deleted."""
         ...
 
 

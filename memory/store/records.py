@@ -8,7 +8,7 @@ records read back are the very ones written.
 from __future__ import annotations
 
 import json
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
 from memory.models import (
@@ -32,6 +32,16 @@ class Row(Protocol):
 
 def ts(moment: datetime) -> str:
     return moment.isoformat()
+
+
+def utc_ts(moment: datetime) -> str:
+    """One zone for the rows compared as text (the dead letters' age)."""
+    return moment.astimezone(UTC).isoformat()
+
+
+def error_kind(error: str) -> str:
+    """The type alone of an error said as "Type: message": the message may quote user text."""
+    return error.split(":", 1)[0].strip()
 
 
 def dt(text: str | None) -> datetime | None:
