@@ -27,6 +27,7 @@ from memory.models import (
 )
 from memory.search.terms import query_terms
 from memory.store import MemoryStore, open_store
+from memory.store.access import AccessRule
 from memory.store.copy import COPY_TABLES, CopyRefused, copy_deployment
 from memory.store.sqlite import SqliteStore
 from tests import pg_fixtures
@@ -89,6 +90,10 @@ async def populate(store: MemoryStore) -> Thread:
     scene = await store.start_conversation(witness, NOW)
     said = Speaker("Bea", person_id=thread.user_id)
     await store.add_user_turn(scene, "Hola a todos", NOW, "7", "telegram:-100:7", said)
+    # Who may talk (migration 0023): a rule, a switch, a refused person told once.
+    await store.set_access_rule(AccessRule("telegram", "user", "666", "block"), True, "cli", NOW)
+    await store.set_access_flag("dms", False)
+    await store.claim_access_notice("telegram", "666", NOW, NOW - timedelta(days=1))
     return thread
 
 

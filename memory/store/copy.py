@@ -114,6 +114,9 @@ COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
         ("platform", "channel_id", "character_id", "added_by", "added_at"),
         None,
     ),
+    "access_rules": (("platform", "kind", "target_id", "effect", "set_by", "set_at"), None),
+    "access_settings": (("name", "value"), None),
+    "access_notices": (("platform", "user_id", "told_at"), None),
 }  # fmt: skip
 PRIMARY_KEYS = {
     "character_choices": "user_id, channel_key",
@@ -121,6 +124,9 @@ PRIMARY_KEYS = {
     "followup_settings": "user_id, character_id",
     "off_record_threads": "user_id, character_id, scope",
     "scene_members": "platform, channel_id, character_id",
+    "access_rules": "platform, kind, target_id, effect",
+    "access_settings": "name",
+    "access_notices": "platform, user_id",
 }
 IDENTITY_TABLES = ("users", "conversations", "turns", "summaries", "llm_usage", "facts",
                     "fact_history", "memory_rejections", "followups", "dead_letters",

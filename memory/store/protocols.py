@@ -32,6 +32,7 @@ from memory.models import (
     UserTurn,
 )
 from memory.search.terms import Term
+from memory.store.access import AccessRules
 from memory.store.admin_protocols import Administration, DeadLetters, DeploymentCopy
 
 # (first turn id of its exchange, next exchange's first turn id, previous exchange's last, turn)
@@ -392,7 +393,7 @@ class MemoryStore(
     Administration,
     Journeys,
     Scenes,
+    AccessRules,
     Protocol,
 ):
     """Everything a backend implements; held only by the composition root and the admin CLI."""
-
