@@ -80,9 +80,7 @@ async def test_the_told_time_holds_across_restarts(
     async with telegram_bot(tmp_path, fake_anthropic, clock, access_blocked=blocked) as bot:
         bot.fake.languages[BEA] = "en"
         bot.fake.send_private_text(BEA, "one")
-        assert (await bot.fake.wait_for_messages(BEA, 1))[0]["text"] == text(
-            "en", "access_blocked"
-        )
+        assert (await bot.fake.wait_for_messages(BEA, 1))[0]["text"] == text("en", "access_blocked")
     reads = ReadClock(clock.now)
     async with telegram_bot(tmp_path, fake_anthropic, reads, access_blocked=blocked) as again:
         again.fake.languages[BEA] = "en"
