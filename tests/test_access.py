@@ -216,3 +216,17 @@ async def test_only_operators_change_the_rules_and_yo_tells_ones_ids(
         bot.fake.send_command(GROUP, BEA, "/yo", chat_type="supergroup", addressed=True)
         ids = (await bot.fake.wait_for_messages(BEA, 2))[-1]["text"]  # privately
         assert ids == text("es", "whoami", ids=f"telegram:user:{BEA}, telegram:group:{GROUP}")
+
+
+async def test_a_blocked_persons_photo_is_not_fetched_nor_described(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    blocked = [f"telegram:user:{BEA}"]
+    async with telegram_bot(tmp_path, fake_anthropic, clock, access_blocked=blocked) as bot:
+        bot.fake.languages[BEA] = "es"
+        bot.fake.send_photo(BEA, BEA, caption="canario de la foto")
+        [line] = await bot.fake.wait_for_messages(BEA, 1)
+        assert line["text"] == text("es", "access_blocked")
+        assert not bot.fake.calls_to("getFile")  # the bytes were never asked for
+        assert not fake_anthropic.bodies()  # no vision call
+        assert traces_of(bot.app.settings, "canario") == []
