@@ -183,6 +183,8 @@ async def test_a_blocked_person_keeps_export_and_forget_and_the_block_outlives_t
         assert changed.startswith(text("es", "access_changed"))
         assert f"telegram:user:{BEA}" in changed
         bot.fake.send_command(BEA, BEA, "/memoria", "exportar")
+        exported = (await bot.fake.wait_for_messages(BEA, 2))[1]["text"]
+        assert exported == text("es", "mem_export", name="Koldo Arrieta")  # not the refusal
         documents = await bot.fake.wait_for_calls("sendDocument", 1)
         assert documents[0]["chat_id"] == BEA
         bot.fake.send_command(BEA, BEA, "/memoria", "olvidar")

@@ -150,3 +150,13 @@ async def test_companion_access_changes_a_running_bot(
         code, _, err = await companion("access", "allow", "telegram:nadie:1", env=env)
         assert code == 2 and "PLATFORM:KIND:ID" in err
     assert not fake_anthropic.bodies()
+
+
+async def test_a_group_refusal_says_nothing_and_records_no_notice(any_store: Any) -> None:
+    await any_store.set_access_rule(rule("discord:user:7", "block"), True, "t", NOW)
+    access = Access(any_store, [], FakeClock(NOW))
+    silent = await access.refusal(member(), "es")
+    assert silent is not None and silent.text == ""
+    # Nobody was told, so the person's first private message is still told.
+    told = await access.refusal(Caller("discord", "7", "Carol", "dm", "3"), "es")
+    assert told is not None and told.text == text("es", "access_blocked")
