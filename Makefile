@@ -48,14 +48,14 @@ mutants: install
 LOCOMO ?= ../shared/data/locomo_dev.json
 
 bench: install
-	$(VENV)/bin/python bench/context_growth.py $(LOCOMO)
-	$(VENV)/bin/python bench/scene.py
-	$(VENV)/bin/python bench/profile.py $(LOCOMO)
-	$(VENV)/bin/python bench/locomo_retrieval.py $(LOCOMO)
-	$(VENV)/bin/python bench/throughput.py --sweep 1,2,4,6
-	$(VENV)/bin/python bench/throughput_floor.py
-	$(VENV)/bin/python bench/overhead.py
-	$(VENV)/bin/python bench/memory_bound.py
-	$(VENV)/bin/python bench/poison.py
-	$(VENV)/bin/python bench/scaleout.py
-	$(VENV)/bin/python bench/purge_traffic.py --turns 1e5 --runs 5
+	$(VENV)/bin/python -m bench context_growth $(LOCOMO)
+	$(VENV)/bin/python -m bench scene
+	$(VENV)/bin/python -m bench profile $(LOCOMO)
+	$(VENV)/bin/python -m bench locomo_retrieval $(LOCOMO)
+	$(VENV)/bin/python -m bench throughput --sweep 1,2,4,6
+	$(VENV)/bin/python -m bench throughput_floor
+	$(VENV)/bin/python -m bench overhead
+	$(VENV)/bin/python -m bench memory_bound
+	$(VENV)/bin/python -m bench poison
+	$(VENV)/bin/python -m bench scaleout
+	$(VENV)/bin/python -m bench purge_traffic --turns 1e5 --runs 5

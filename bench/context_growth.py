@@ -44,13 +44,13 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: make `bench`, `bot` and `memory` importable
     sys.path.insert(0, str(REPO))
 
-from bench.cache_sim import CacheResult, PromptCache, cacheable_prefix_tokens  # noqa: E402
+from bench.cache_sim import PromptCache, cacheable_prefix_tokens  # noqa: E402
+from bench.common import percentile, target  # noqa: E402
 from bench.context_growth_report import (  # noqa: E402
     SHORT_WORDS,
+    TurnFigures,
     checkpoint_figures,
     format_table,
-    percentile,
-    target,
     targets,
 )
 from bench.locomo import Script, ScriptedTurn, load_script  # noqa: E402
@@ -65,25 +65,6 @@ CHARACTER = "lighthouse_keeper"
 SHIPPED = ("lighthouse_keeper", "detective_bilbao")  # characters/ as the project ships it
 SHORT_READ_TARGET = 0.85
 CHECKPOINTS = (20, 60, 120, 300)
-READ_WEIGHT, WRITE_WEIGHT = 0.1, 1.25
-
-
-@dataclass(frozen=True)
-class TurnFigures:
-    index: int
-    prompt_tokens: int
-    full_history_tokens: int
-    cache: CacheResult
-    cacheable_prefix: int  # tokens up to the last breakpoint
-    profile_tokens: int
-    summary_tokens: int
-    compaction: bool  # the first request after the summary changed
-    opens_session: bool  # first message after an inactivity gap: the 5-minute cache is cold
-
-    @property
-    def cost(self) -> float:
-        c = self.cache
-        return READ_WEIGHT * c.read + WRITE_WEIGHT * c.write + c.uncached
 
 
 @dataclass(frozen=True)

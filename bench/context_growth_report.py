@@ -3,13 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
-if TYPE_CHECKING:  # the figures are made there; this module only reads them
-    from bench.context_growth import TurnFigures
+from bench.cache_sim import CacheResult
+from bench.common import target
 
 SHORT_WORDS = 6  # the short run: every message and reply cut to its first words
 GROWTH_LIMIT, FULL_SHARE_LIMIT, STEADY_READ_TARGET = 1.15, 0.25, 0.90
+READ_WEIGHT, WRITE_WEIGHT = 0.1, 1.25  # the price of a cache read and write against plain input
+
+
+@dataclass(frozen=True)
+class TurnFigures:
+    index: int
+    prompt_tokens: int
+    full_history_tokens: int
+    cache: CacheResult
+    cacheable_prefix: int  # tokens up to the last breakpoint
+    profile_tokens: int
+    summary_tokens: int
+    compaction: bool  # the first request after the summary changed
+    opens_session: bool  # first message after an inactivity gap: the 5-minute cache is cold
+
+    @property
+    def cost(self) -> float:
+        c = self.cache
+        return READ_WEIGHT * c.read + WRITE_WEIGHT * c.write + c.uncached
 
 
 def format_table(result: dict[str, Any]) -> str:
@@ -63,11 +83,6 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
     ]
 
 
-def percentile(values: Sequence[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
-
-
 def checkpoint_figures(turns: list[TurnFigures], checkpoints: Sequence[int]) -> dict[str, Any]:
     by_index = {t.index: t for t in turns}
     chosen = [by_index[c] for c in checkpoints if c in by_index]
@@ -101,8 +116,3 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
     steady = result["cache_read_share_steady"]
     found.append(target("cache_read_share_steady", steady, STEADY_READ_TARGET, ">="))
     return found
-
-
-def target(name: str, value: float, limit: float, op: str) -> dict[str, Any]:
-    ok = value <= limit if op == "<=" else value >= limit
-    return {"name": name, "value": round(value, 4), "limit": limit, "op": op, "pass": ok}

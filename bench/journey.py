@@ -17,7 +17,9 @@ import argparse
 import asyncio
 import json
 import re
+import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -240,19 +242,20 @@ async def run(path: Path, cap: int) -> dict[str, Any]:
     }
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", type=Path, help="LoCoMo JSON (../shared/data/locomo_dev.json)")
     parser.add_argument("--cap", type=int, default=JOURNEY_MAX_TOKENS, help="JOURNEY_MAX_TOKENS")
     parser.add_argument("--json", action="store_true", help="one JSON line")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     result = asyncio.run(run(args.data, args.cap))
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
-        return
+        return 0
     for key, value in result.items():
         print(f"{key}: {value}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -30,6 +30,7 @@ from functools import wraps
 from pathlib import Path
 from typing import Any
 
+from bench.common import REPO
 from bot.answers import Caller
 from bot.app import App
 from bot.config import Settings
@@ -41,7 +42,6 @@ from memory.store import MemoryStore
 from memory.store.sqlite import SqliteStore
 from memory.summary.rolling import SUMMARY_TOOL
 
-REPO = Path(__file__).resolve().parent.parent
 BENCH_MODEL = "bench-fixed-latency"
 FOLDED_ID = re.compile(r"^\[(\d+)\] ", re.MULTILINE)
 REPLY = "Entiendo. Cuéntame un poco más de eso, que me interesa."
@@ -189,20 +189,6 @@ def count_round_trips(store: SqliteStore) -> WorkerLoad:
 
     store._run = run  # type: ignore[method-assign]
     return load
-
-
-def percentile(values: Sequence[float], share: float) -> float:
-    """Nearest-rank percentile; 0.0 for no values."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
-
-
-def distribution_ms(seconds: Sequence[float]) -> dict[str, float]:
-    return {
-        f"p{int(q * 100)}": round(percentile(seconds, q) * 1000, 3) for q in (0.5, 0.95, 0.99)
-    } | {"max": round(max(seconds, default=0.0) * 1000, 3), "n": len(seconds)}
 
 
 def rss_mb() -> tuple[float, float]:
@@ -354,12 +340,3 @@ def answered_as_child(argv: list[str], child: Callable[[list[str]], dict[str, An
 def numbers(text: str, kind: Callable[[str], Any]) -> list[Any]:
     """A comma-separated option ("100,1000") as a list of `kind`."""
     return [kind(part) for part in text.split(",") if part.strip()]
-
-
-def emit(result: dict[str, Any], table: str, as_json: bool) -> None:
-    """With --json stdout holds the one JSON object and the table goes to stderr, for people."""
-    if as_json:
-        print(table, file=sys.stderr)
-        print(json.dumps(result, ensure_ascii=False))
-    else:
-        print(table)

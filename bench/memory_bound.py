@@ -33,6 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: make `bench`, `bot` and `memory` importable
     sys.path.insert(0, str(REPO))
 
+from bench.common import emit  # noqa: E402
 from bench.load_common import (  # noqa: E402
     FixedLatencyLLM,
     add_common_arguments,
@@ -41,7 +42,6 @@ from bench.load_common import (  # noqa: E402
     caller,
     characters_with_retrieval,
     closing_lines,
-    emit,
     load_average,
     numbers,
     rss_mb,

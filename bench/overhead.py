@@ -48,6 +48,7 @@ if str(REPO) not in sys.path:  # run as a script: make `bench`, `bot` and `memor
     sys.path.insert(0, str(REPO))
 
 from bench.backends import BACKENDS, Databases, add_backend_arguments  # noqa: E402
+from bench.common import distribution_ms, emit  # noqa: E402
 from bench.load_common import (  # noqa: E402
     CURRENT,
     FixedLatencyLLM,
@@ -56,8 +57,6 @@ from bench.load_common import (  # noqa: E402
     bench_settings,
     characters_with_retrieval,
     closing_lines,
-    distribution_ms,
-    emit,
     load_average,
     time_store_calls,
 )

@@ -1,11 +1,11 @@
 """Memory poisoning: how many disguised instructions reach the next session's system prompt,
 and how many true facts that merely look like orders are lost on the way.
 
-The corpus (bench/poison_corpus/*.json, written by hand, not fitted to
-memory/integrity/guard.py) holds
-attacks and benign near-misses in Spanish and English. Every entry is played, each on its own
-user, through the real engine (`open_app`: Store on a temporary SQLite file, the repo's
-characters) with a model that copies the user's words, on four paths:
+The corpus (bench/corpora/poison_corpus/*.json, written by hand, not fitted to
+memory/integrity/guard.py) holds attacks and benign near-misses in Spanish and English. Every
+entry is played, each on its own user, through the real engine (`open_app`: Store on a
+temporary SQLite file, the repo's characters) with a model that copies the user's words, on
+four paths:
 
 - extraction: the user says it; at the conversation's end `record_profile` adds a fact whose
   value is the user's turn (key: the entry's, default `other`; after a rejection, `other`).
@@ -34,15 +34,9 @@ in bench/poison_paths.py.
 Usage: .venv/bin/python bench/poison.py [--split fit|report|all] [--limit N] [--paths a,b]
        [--corpus DIR] [--json]
 
-bench/poison_heldout/ is a second corpus, written later and blind to the defences and to the
-first one; bench/poison_heldout2/ and bench/poison_heldout3/ a third and a fourth, written blind;
-the misses of all three were later read while rules were built. bench/poison_heldout4/, a fifth
-corpus written blind after that, was never read, but its aggregate figures chose the operating
-point of bench/poison_learned.py; bench/poison_heldout5/ and poison_heldout6/, a sixth and a
-seventh, were measured blind and then learned from by the learned check, and so was
-bench/poison_heldout7/, an eighth; bench/poison_heldout8/, a ninth, written blind afterwards by a
-writer told the shape of the defence, is the held-out measure: `--corpus bench/poison_heldout8
---split all`.
+The other corpora sit beside the first in bench/corpora/ (their history: docs/gate.md,
+"The corpora"); `--corpus poison_heldout8 --split all` plays the blind held-out one (a name is
+read under bench/corpora/, anything else as a folder).
 """
 
 from __future__ import annotations
@@ -63,13 +57,17 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.load_common import (  # noqa: E402
-    bench_settings,
-    characters_with_retrieval,
-    emit,
-    load_average,
+from bench.common import emit  # noqa: E402
+from bench.load_common import bench_settings, characters_with_retrieval, load_average  # noqa: E402
+from bench.poison_data import (  # noqa: E402
+    CHARACTER,
+    CORPUS,
+    Entry,
+    appears,
+    corpus_folder,
+    load_corpus,
+    select,
 )
-from bench.poison_data import CHARACTER, CORPUS, Entry, appears, load_corpus, select  # noqa: E402
 from bench.poison_paths import (  # noqa: E402
     CURRENT,
     FOLLOW_UP,
@@ -353,11 +351,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--corpus",
-        type=Path,
+        type=corpus_folder,
         default=CORPUS,
-        help="a folder of corpus files (bench/poison_heldout8: the blind held-out set, never "
-        "read nor learned from; bench/poison_heldout to poison_heldout7: earlier ones; use "
-        "--split all)",
+        help="a corpus: its name under bench/corpora/ or a folder (poison_heldout8: the blind "
+        "held-out set, never read nor learned from; poison_heldout to poison_heldout7: earlier "
+        "ones; use --split all)",
     )
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object (the table to stderr)"

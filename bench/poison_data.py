@@ -1,4 +1,4 @@
-"""The poisoning corpus (bench/poison_corpus/*.json): entries, their FIT/REPORT split, and the
+"""The poisoning corpora (bench/corpora/*/): entries, their FIT/REPORT split, and the
 test of whether an entry's payload appears in a prompt."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 
 from memory.integrity.render import as_data
 
-CORPUS = Path(__file__).resolve().parent / "poison_corpus"
+CORPORA_DIR = Path(__file__).resolve().parent / "corpora"
+CORPUS = CORPORA_DIR / "poison_corpus"
 FIT_SHARE = 0.25  # of ids by hash; the issue allows at most 30 %
 CHARACTER = {"es": "detective_bilbao", "en": "lighthouse_keeper", "mixed": "detective_bilbao"}
 ORDER_WORD = {"es": "pedido", "en": "order", "mixed": "pedido"}
@@ -166,3 +167,9 @@ def _payload_end(payload: Sequence[str], message: str) -> int | None:
         if end is not None:
             return end
     return None
+
+
+def corpus_folder(given: str) -> Path:
+    """A corpus by its name under bench/corpora/ (`poison_heldout8`), else the folder given."""
+    named = CORPORA_DIR / given
+    return named if "/" not in given and named.is_dir() else Path(given)

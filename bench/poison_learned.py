@@ -12,7 +12,8 @@ The other side is memory nobody wrote to look like an order: LoCoMo's observatio
 summaries (as in bench/locomo_gate.py), scored by a model trained on all the corpora. With
 `--with-locomo`, half of LoCoMo's conversations join the training as true memories and the other
 half is scored, to see whether the model can learn narrative text is harmless without losing
-the attacks. Every fold (and the shipped model) also learns from bench/poison_narrative/, 240
+the attacks. Every fold (and the shipped model) also learns from
+bench/corpora/poison_narrative/, 240
 summary sentences written as true memories, since the corpora's true facts are all first-person.
 
 `--blind CORPUS` keeps a corpus out of every training fold and out of the threshold: it is only
@@ -41,7 +42,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.poison_data import load_corpus  # noqa: E402
+from bench.poison_data import CORPORA_DIR, load_corpus  # noqa: E402
 from memory.integrity.learned import (  # noqa: E402
     Labelled,
     LearnedCheck,
@@ -56,7 +57,7 @@ DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo_dev.json"
 # Summary sentences of the kind the summariser writes (third person, Spanish and English),
 # written for the model as true memories: the corpora's true facts are all first-person
 # near-misses, and a model that never saw narrative text refuses some of it.
-NARRATIVE = REPO / "bench" / "poison_narrative" / "claims.json"
+NARRATIVE = CORPORA_DIR / "poison_narrative" / "claims.json"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -70,7 +71,7 @@ class Entry:
 def corpus_entries(name: str) -> list[Entry]:
     return [
         Entry(e.id, tuple(model_reading(m) for m in e.messages), e.kind == "attack")
-        for e in load_corpus(REPO / "bench" / name)
+        for e in load_corpus(CORPORA_DIR / name)
         if e.kind in ("attack", "benign")
     ]
 
@@ -164,7 +165,7 @@ def narrative_rows() -> list[Labelled]:
 
 
 def corpora_present() -> dict[str, list[Entry]]:
-    return {name: corpus_entries(name) for name in CORPORA if (REPO / "bench" / name).is_dir()}
+    return {name: corpus_entries(name) for name in CORPORA if (CORPORA_DIR / name).is_dir()}
 
 
 def shipped_model(share: float, blind: Sequence[str]) -> tuple[LearnedCheck, dict[str, Any]]:

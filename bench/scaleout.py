@@ -42,7 +42,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: make `bench`, `bot` and `memory` importable
     sys.path.insert(0, str(REPO))
 
-from bench.load_common import emit, numbers  # noqa: E402
+from bench.common import emit  # noqa: E402
+from bench.load_common import numbers  # noqa: E402
 from bench.scaleout_load import Config, Step, measure  # noqa: E402
 from bench.scaleout_procs import child_main  # noqa: E402
 from tests.pg_server import running_server_async  # noqa: E402

@@ -15,7 +15,8 @@ from typing import Any
 import aiohttp
 import asyncpg
 
-from bench.load_common import REPO, distribution_ms, user_line
+from bench.common import REPO, distribution_ms
+from bench.load_common import user_line
 from bench.scaleout_procs import (
     FIRST_USER_ID,
     MARKER,

@@ -21,7 +21,8 @@ from typing import Any
 
 import asyncpg
 
-from bench.load_common import REPO, FixedLatencyLLM, bench_settings
+from bench.common import REPO
+from bench.load_common import FixedLatencyLLM, bench_settings
 from bench.load_common import seed_history as load_seed_history
 from bot.answers import Caller
 from bot.app import open_app

@@ -31,7 +31,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -41,8 +40,9 @@ if str(REPO) not in sys.path:  # run as a script: make `bench`, `bot` and `memor
     sys.path.insert(0, str(REPO))
 
 from bench.cache_sim import PromptCache  # noqa: E402
-from bench.scene_llm import SceneLLM, SceneRequest  # noqa: E402
+from bench.scene_llm import SceneLLM  # noqa: E402
 from bench.scene_report import format_table, summarise, transcript  # noqa: E402
+from bench.scene_run import SceneRun, SpokenLine  # noqa: E402
 from bench.scene_script import (  # noqa: E402
     CAST,
     FIRST_CAST,
@@ -85,14 +85,6 @@ GROUP = {
 }
 
 
-@dataclass(frozen=True)
-class SpokenLine:
-    message: int  # the human message whose turn it belongs to
-    character: str
-    text: str
-    ok: bool
-
-
 class RecordingSink:
     """The group as the engine writes to it: every character line, in order.
 
@@ -113,19 +105,6 @@ class RecordingSink:
         self.lines.append(SpokenLine(self.message, character_id, reply.text, reply.ok))
         if self._settle is not None:
             await self._settle()
-
-
-@dataclass
-class SceneRun:
-    script: SceneScript
-    requests: list[SceneRequest]
-    lines: list[SpokenLine]
-    engine: dict[str, Any]
-    facts: list[Fact] = field(default_factory=list)  # the group facts the extraction stored
-    speakers: dict[int, int | None] = field(default_factory=dict)  # turn id -> person id
-    person_ids: dict[str, int] = field(default_factory=dict)
-    rejections: list[str] = field(default_factory=list)
-    foreign_attempts: int = 0
 
 
 def cast_folder(folder: Path, retrieval: str | None = None) -> Path:

@@ -14,13 +14,11 @@ who said what.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from bench.scene_run import SceneRun
 from bench.scene_script import CAST, PEOPLE
 from bench.scripted_llm import parse_turns
-
-if TYPE_CHECKING:
-    from bench.scene import SceneRun
 
 FRAGMENT_LINE = re.compile(r"^\[\d{4}-\d{2}-\d{2}\] (.+?): (.*)$")
 

@@ -9,17 +9,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from itertools import pairwise
 from statistics import mean
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bench.cache_sim import LOOKBACK_BLOCKS, TTL_5M, Block, blocks_of
-from bench.context_growth_report import percentile, target
+from bench.common import percentile, target
 from bench.scene_findings import findings
 from bench.scene_llm import SceneRequest
+from bench.scene_run import SceneRun
 from bench.scene_script import CAST, FIRST_CAST, LATE, Role
 from memory.engine.tokens import TokenEstimator
-
-if TYPE_CHECKING:  # the run is made there; this module only reads it
-    from bench.scene import SceneRun
 
 GROWTH_LIMIT, READ_TARGET = 1.15, 0.85
 SHIPPED = tuple(role.id for role in FIRST_CAST)

@@ -45,6 +45,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: make `bench`, `bot` and `memory` importable
     sys.path.insert(0, str(REPO))
 
+from bench.common import distribution_ms, emit  # noqa: E402
 from bench.load_common import (  # noqa: E402
     CURRENT,
     FixedLatencyLLM,
@@ -55,8 +56,6 @@ from bench.load_common import (  # noqa: E402
     caller,
     characters_with_retrieval,
     count_round_trips,
-    distribution_ms,
-    emit,
     load_average,
     numbers,
     rss_mb,

@@ -4,7 +4,7 @@ and no /memoria usage line (the admin's commands are `companion memory ...`)."""
 
 from __future__ import annotations
 
-from bot.memoria import KINDS, plain_summary
+from bot.memoria import KINDS, dated_paragraphs, plain_summary
 from bot.texts import fact_key_label, format_date
 from memory.models import User
 from memory.privacy import MemoryView
@@ -25,7 +25,7 @@ def who(user: User) -> str:
 
 def format_admin_view(view: MemoryView, character: str, user: User) -> str:
     """What `character` remembers about `user`: facts by kind, those awaiting the user's
-    review, the summary of the conversation now."""
+    review, the summary (of the conversation now, or of the last one), the journey."""
     sections: list[list[str]] = []
     for kind in KINDS:
         active = [v for v in view.facts if v.fact.kind == kind and v.fact.status == "active"]
@@ -51,7 +51,11 @@ def format_admin_view(view: MemoryView, character: str, user: User) -> str:
         sections.append(lines)
     summary = plain_summary(view.summary.fields, "en") if view.summary is not None else []
     if summary:
-        sections.append(["The conversation now:", *(f"  {line}" for line in summary)])
+        heading = "The conversation now:" if view.summary_current else "The last conversation:"
+        sections.append([heading, *(f"  {line}" for line in summary)])
+    if view.journey is not None and view.journey.journey.paragraphs:
+        story = dated_paragraphs(view.journey, "en")
+        sections.append(["Their story (the journey):", *(f"  {p}" for p in story)])
     heading = f"== {character}: what it remembers about {who(user)}"
     if not sections:
         return f"{heading}\nnothing yet"

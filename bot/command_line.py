@@ -14,8 +14,10 @@ from memory.errors import UserFacingError
 
 def _arg_usage(arg: Arg, language: str) -> str:
     if arg.shown is not None:
-        return arg.shown.get(language)
-    return "|".join(arg.choices) if arg.choices else arg.names.get(language).upper()
+        shown = arg.shown.get(language)
+    else:
+        shown = "|".join(arg.choices) if arg.choices else arg.names.get(language).upper()
+    return f"[{shown}]" if arg.optional else shown
 
 
 def top_level(word: str) -> Command | None:
@@ -72,7 +74,8 @@ def shape_args(command: Command, words: list[str], language: str) -> list[str]:
     if command.args and command.args[-1].rest and len(words) > len(command.args):
         keep = len(command.args) - 1
         words = [*words[:keep], " ".join(words[keep:])]
-    bad = len(words) < len(command.args) or any(
+    required = sum(not arg.optional for arg in command.args)
+    bad = len(words) < required or any(
         (arg.kind == "int" and not word.lstrip("#").isdigit())
         or (arg.choices and word.casefold() not in arg.choices)
         for arg, word in zip(command.args, words, strict=False)

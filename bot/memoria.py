@@ -96,7 +96,14 @@ def format_view(view: MemoryView, name: str, lang: str) -> str:
         lines += [f"#{f.id} {fact_key_label(lang, f.key)}: {f.value}" for f in pending]
     summary = plain_summary(view.summary.fields, lang) if view.summary is not None else []
     if summary:  # a summary with no claim left is no heading
-        lines += ["", f"{text(lang, 'mem_summary')}:", *summary]
+        heading = "mem_summary" if view.summary_current else "mem_summary_past"
+        lines += ["", f"{text(lang, heading)}:", *summary]
+    if view.journey is not None and view.journey.journey.paragraphs:
+        lines += [
+            "",
+            f"{text(lang, 'story_title', name=name)}:",
+            *dated_paragraphs(view.journey, lang),
+        ]
     if not lines:  # nothing shown: no title over an empty screen (superseded facts only, say)
         return f"{text(lang, 'mem_none')}\n\n{usage}"
     return "\n".join([f"{text(lang, 'mem_title', name=name)}:", *lines, "", usage])

@@ -204,6 +204,7 @@ MEMORIA = Command(
                 "choice",
                 ("ver", "borrar", "show", "delete"),
                 shown=Words("ver|borrar", "show|delete"),
+                optional=True,  # bare `/memoria historia` shows the story
             ),
         ),
         _sub(

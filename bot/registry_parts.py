@@ -36,6 +36,7 @@ class Arg:
     # The choices a usage line shows in each language, when they are words of a language
     # (`choices` then holds both languages' words, all accepted).
     shown: Words | None = None
+    optional: bool = False  # may be left out (the handler has a default)
 
 
 @dataclass(frozen=True)

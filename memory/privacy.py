@@ -18,7 +18,7 @@ from memory.errors import UserFacingError
 from memory.integrity.gate import check_fact, check_reply, check_text, check_turn
 from memory.integrity.together import filter_claims
 from memory.journey.imports import gate_journeys
-from memory.journey.model import Journey
+from memory.journey.model import JOURNEY_SCOPE, Journey
 from memory.journey.source import JourneyReader, drop_citing, resolving_journey
 from memory.models import (
     Fact,
@@ -51,6 +51,8 @@ class MemoryView:
     facts: tuple[FactView, ...]
     summary: Summary | None
     review_mode: bool
+    journey: JourneyView | None = None  # a private thread's story (never a group's)
+    summary_current: bool = False  # the summary covers the open conversation (not an ended one)
 
 
 @dataclass(frozen=True)
@@ -131,8 +133,21 @@ class MemoryService:
         for fact in facts:
             history = await self._store.fact_history(user.id, fact.id)
             views.append(FactView(fact, self._lifetimes.state(fact, now), tuple(history)))
-        summary = await self._store.latest_summary(Thread(user.id, character_id, scope))
-        return MemoryView(tuple(views), summary, await self._store.review_mode(user.id))
+        thread = Thread(user.id, character_id, scope)
+        summary = await self._store.latest_summary(thread)
+        journey = await self.journey(user, character_id) if scope == JOURNEY_SCOPE else None
+        review = await self._store.review_mode(user.id)
+        current = await self._covers_open(thread, summary)
+        return MemoryView(tuple(views), summary, review, journey, current)
+
+    async def _covers_open(self, thread: Thread, summary: Summary | None) -> bool:
+        """Whether the summary folds turns of the conversation still open: after /reset or a
+        timeout it tells of one that ended."""
+        conversation = await self._store.open_conversation(thread)
+        if summary is None or conversation is None:
+            return False
+        turns = await self._store.conversation_turns(conversation.id)
+        return any(t.id <= summary.covers_up_to_turn_id for t in turns)
 
     async def correct(self, user: User, character_id: str, fact_id: int, value: str) -> Fact:
         """The user's correction is stored as stated; the old value goes to the history."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections import Counter
 from typing import Any
 
@@ -38,9 +37,7 @@ REQUIRED_ATTACK_CLASSES = {
 
 
 def test_a_small_slice_reports_every_path_and_its_controls() -> None:
-    started = time.perf_counter()
     result = run(limit=2)
-    assert time.perf_counter() - started < 30
     assert result["errors"] == []
     assert (result["split"], result["attempts"], result["benign"]) == ("report", 2, 2)
     for key in ("attack_admitted_share_by_path", "benign_refused_share_by_path"):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +59,7 @@ def write_locomo(folder: Path) -> Path:
 
 
 def test_one_extraction_per_session_and_facts_reach_the_store(tmp_path: Path) -> None:
-    began = time.perf_counter()
     result = run(write_locomo(tmp_path))
-    assert time.perf_counter() - began < 5
     for key in ("extraction_calls_per_session", "profile_tokens_p95", "llm_calls_per_session"):
         assert key in result
     assert result["sessions"] == 3

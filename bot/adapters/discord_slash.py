@@ -73,7 +73,12 @@ def _callback(
         "interaction", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=discord.Interaction
     )
     options = [
-        inspect.Parameter(a.key, inspect.Parameter.KEYWORD_ONLY, annotation=_annotation(a))
+        inspect.Parameter(
+            a.key,
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=_annotation(a),
+            default=None if a.optional else inspect.Parameter.empty,  # optional on Discord
+        )
         for a in leaf.args
     ]
     callback.__signature__ = inspect.Signature([first, *options])  # type: ignore[attr-defined]

@@ -12,7 +12,7 @@ layer under them would mask.
 
 The model is data, not code: `memory/integrity/learned_model.json`, written by
 `python bench/poison_learned.py --write-model` from the corpora it names and from summary
-sentences written as true memories (bench/poison_narrative/), with the threshold
+sentences written as true memories (bench/corpora/poison_narrative/), with the threshold
 that refuses `benign_share` of the true facts of corpora it had not seen (leave one corpus out).
 Its features are the words, word pairs and 4-letter pieces of the skeleton
 (memory/integrity/normalise.py), so look-alike letters and leetspeak read as plain letters, of

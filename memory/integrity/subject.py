@@ -61,3 +61,18 @@ def _pattern(names: tuple[str, ...]) -> re.Pattern[str]:
 def character_subject(text: str, names: Sequence[str]) -> re.Match[str] | None:
     """The clause of ``text`` (a skeleton) that opens with the character as its subject."""
     return _pattern(tuple(names)).search(text)
+
+
+@lru_cache(maxsize=64)
+def _named(names: tuple[str, ...]) -> re.Pattern[str] | None:
+    named = "|".join(re.escape(skeleton(n)) for n in names if len(skeleton(n)) >= 3)
+    return re.compile(rf"\b(?:{named})\s+(?!{_NOT_A_PREDICATE})[a-z]\w*") if named else None
+
+
+def character_subjects(text: str, names: Sequence[str]) -> list[re.Match[str]]:
+    """Every clause of ``text`` (a skeleton) that opens with the character as its subject, and
+    every other place its name is followed by a predicate ("that night Koldo vowed"): a story
+    puts the subject after a time or a place without a comma."""
+    found = list(_pattern(tuple(names)).finditer(text))
+    named = _named(tuple(names))
+    return found + (list(named.finditer(text)) if named else [])

@@ -14,6 +14,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from memory.engine.tokens import TokenEstimator
+from memory.integrity.bound import commitment
 from memory.integrity.credentials import mask_credentials
 from memory.integrity.gate import CITE_CODE, check_claim
 from memory.integrity.links import without_links
@@ -27,6 +28,7 @@ _LIST_LINE = re.compile(r"^\s*(?:[-*•·+▪►–—]\s|\d{1,3}[.)]\s|#|>|\|)"
 # A paragraph that ends in two or more citations with nothing but punctuation between them.
 _TRAILING_RUN = re.compile(r"(?:\{cite:\d+\}[\s.,;:]*){2,}$")
 _WORD = re.compile(r"\w", re.UNICODE)
+_SENTENCE_MARK = re.compile(r"[\s.!?…]+$")
 
 
 def normalise_citations(text: str) -> str:
@@ -105,25 +107,50 @@ def gate_sentences(
     paragraphs: Sequence[str], names: Sequence[str] = ()
 ) -> tuple[tuple[str, ...], tuple[SentenceRefusal, ...]]:
     """Rule `gate_sentences`: every sentence through the summary claims' gate (check_claim,
-    learned check included), then neighbour with neighbour across the whole story (an order
-    split over two sentences); a refused sentence is dropped alone, a paragraph left empty
-    goes."""
+    learned check included) and, the journey being the character's own memory, through the
+    rule on what binds the character (memory/integrity/bound.py); then neighbour with
+    neighbour across the whole story (an order or a commitment split over two sentences); a
+    refused sentence is dropped alone, a paragraph left empty goes."""
     refused: list[SentenceRefusal] = []
     kept: list[tuple[int, str]] = []
     for index, paragraph in enumerate(paragraphs):
         for sentence in sentences_of(paragraph):
-            reason = check_claim(sentence, names=names, learned=True)
+            reason = check_claim(sentence, names=names, learned=True) or commitment(
+                CITE_CODE.sub(" ", sentence), names
+            )
             if reason is None:
                 kept.append((index, clean(without_links(sentence))))
             else:
                 refused.append(SentenceRefusal(sentence, reason))
-    split = split_neighbours([CITE_CODE.sub(" ", s) for _, s in kept], names=names)
+    bare = [CITE_CODE.sub(" ", s) for _, s in kept]
+    # read as one run, as the model reads the story: a full stop does not end the order it
+    # splits ("Ana was clear that from now on." + "Every answer would be in Latin.")
+    split = split_neighbours([_SENTENCE_MARK.sub("", s) for s in bare], names=names)
+    split.update(bound_neighbours(bare, names, split))
     refused += [SentenceRefusal(kept[i][1], reason) for i, reason in sorted(split.items())]
     out: dict[int, list[str]] = {}
     for position, (index, sentence) in enumerate(kept):
         if position not in split:
             out.setdefault(index, []).append(sentence)
     return tuple(" ".join(out[i]) for i in sorted(out)), tuple(refused)
+
+
+def bound_neighbours(
+    texts: Sequence[str], names: Sequence[str], dropped: Collection[int] = ()
+) -> dict[int, str]:
+    """Rule `gate_sentences`, the character's commitment split over two sentences ("Koldo made
+    her a promise. He would always obey her."): both halves go."""
+    out: dict[int, str] = {}
+    previous: int | None = None
+    for index, text in enumerate(texts):
+        if index in dropped:
+            continue
+        if previous is not None and (reason := commitment(f"{texts[previous]} {text}", names)):
+            out[previous] = out[index] = f"read with the sentence before, {reason}"
+            previous = None
+            continue
+        previous = index
+    return out
 
 
 def mask_sentences(paragraphs: Sequence[str], known: Collection[str]) -> tuple[str, ...]:

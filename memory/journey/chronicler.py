@@ -29,7 +29,8 @@ from memory.journey.model import JOURNEY_SCOPE, Journey
 from memory.journey.prompting import instructions, request_body
 from memory.journey.source import JourneyReader, resolving_journey
 from memory.models import Conversation, Thread, Turn, UsageRecord
-from memory.store.protocols import Usage
+from memory.store.protocols import Facts, Usage
+from memory.summary.supersede import date_journey
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ JOURNEY_TOOL = ToolSpec(
 )
 
 
-class ChroniclerStore(JourneyReader, Usage, Protocol):
+class ChroniclerStore(JourneyReader, Facts, Usage, Protocol):
     """What the chronicler reads (the conversation's turns, the journey) and writes."""
 
     async def record_rejection(
@@ -300,6 +301,9 @@ class Chronicler:
             await self._store.mark_journey_run(conversation, "nothing", now)
             return "nothing"
         journey = Journey(thread.user_id, thread.character_id, checked.paragraphs, None, now)
+        # written from turns that may predate a change the profile has recorded since
+        language = self._characters.language_of(thread.character_id)
+        journey = await date_journey(self._store, thread, journey, language)
         previous_id = previous.id if previous is not None else None
         if not await self._store.save_journey(journey, conversation.id, previous_id, now):
             return "forgotten"  # the conversation or the journey changed while the model wrote

@@ -9,6 +9,12 @@ about the change itself), leaves them and is kept in established facts as "Antes
 2026-11): ...". Claims that cite only turns newer than the change are left alone: they were
 written knowing it.
 
+The journey (memory/journey/) is dated the same way: a sentence naming a superseded value is
+kept where it stands in the story, prefixed as past ("Antes (hasta 2026-11): Ana contó que vivía
+en Getxo"), when the extraction records the change (`retire_in_journey`) and at every chronicle's
+save (`date_journey`, with the history read then), so a chronicle written from turns before the
+change does not bring the old value back as current.
+
 Two background jobs follow a conversation and race: its extraction (which changes facts) and its
 compaction (which writes the next summary from the previous one it was given, maybe older than
 the newest). So the dating holds at every summary save, whichever lands last: a compaction's
@@ -30,8 +36,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
+from memory.journey.model import JOURNEY_SCOPE, Journey, sentences_of
 from memory.models import Fact, Summary, SummaryFields, Thread
-from memory.store.protocols import Facts, Summaries
+from memory.store.protocols import Facts, Journeys, Summaries
 
 log = logging.getLogger(__name__)
 _CITE = re.compile(r"\{cite:(\d+)\}")
@@ -64,8 +71,8 @@ class ValueChange:
     through_turn_id: int
 
 
-class ClaimsStore(Facts, Summaries, Protocol):
-    """The profile's history, and the summary whose claims it dates."""
+class ClaimsStore(Facts, Summaries, Journeys, Protocol):
+    """The profile's history, and the summary and the journey it dates."""
 
 
 def _words(text: str) -> set[str]:
@@ -116,6 +123,50 @@ def retire_superseded(
     if not dated:
         return fields
     return _with_dated(fields, kept["established_facts"], kept["canon"], dated)
+
+
+def date_sentences(
+    paragraphs: Sequence[str], changes: Sequence[ValueChange], language: str
+) -> tuple[str, ...]:
+    """The journey's paragraphs with each sentence that names a superseded value (as a claim
+    would, `_stale`) marked as past where it stands; a sentence dated before is left as it is."""
+    if not changes:
+        return tuple(paragraphs)
+    prefix = _BEFORE.get(language, _BEFORE["en"])
+    out = []
+    for paragraph in paragraphs:
+        sentences = []
+        for sentence in sentences_of(paragraph):
+            change = next((c for c in changes if _stale(sentence, c)), None)
+            if change is not None and not _is_dated(sentence):
+                sentence = prefix.format(month=f"{change.until:%Y-%m}") + sentence
+            sentences.append(sentence)
+        out.append(" ".join(sentences))
+    return tuple(out)
+
+
+class JourneyDatingStore(Facts, Journeys, Protocol):
+    """The profile's history, and the journey whose sentences it dates."""
+
+
+async def date_journey(store: Facts, thread: Thread, journey: Journey, language: str) -> Journey:
+    """A chronicle about to be saved, dated against the fact history as it is now."""
+    changes = await superseded_values(store, thread)
+    return replace(journey, paragraphs=date_sentences(journey.paragraphs, changes, language))
+
+
+async def retire_in_journey(
+    store: JourneyDatingStore, thread: Thread, changes: Sequence[ValueChange], language: str
+) -> bool:
+    """After the profile changed: the pair's journey with the sentences naming a replaced
+    value marked as past, rewritten in place (True when something was dated)."""
+    journey = await store.journey(thread.user_id, thread.character_id)
+    if journey is None or not changes:
+        return False
+    dated = date_sentences(journey.paragraphs, changes, language)
+    if dated == journey.paragraphs:
+        return False
+    return await store.rewrite_journey(replace(journey, paragraphs=dated))
 
 
 def _with_dated(
@@ -200,7 +251,10 @@ async def retire_in_latest_summary(
     store: ClaimsStore, thread: Thread, changes: Sequence[ValueChange], language: str, now: datetime
 ) -> Summary | None:
     """After the profile changed: the thread's newest summary without the superseded claims,
-    stored as a new summary row (older rows are never edited). None when nothing changed."""
+    stored as a new summary row (older rows are never edited). None when nothing changed. A
+    private thread's journey has its sentences naming a replaced value dated too, in place."""
+    if thread.scope == JOURNEY_SCOPE:
+        await retire_in_journey(store, thread, changes, language)
     for _ in range(SAVE_ATTEMPTS):
         latest = await store.latest_summary(thread)
         if latest is None or not changes:
