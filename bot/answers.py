@@ -32,6 +32,10 @@ class Caller:
     channel_kind: Literal["dm", "group"]
     channel_id: str
     locale: str | None = None  # the user's language as the platform reports it ("es-ES")
+    # Discord: the server of a guild channel, and the member's role ids there (access rules,
+    # bot/access.py); Telegram's community is the group itself (channel_id).
+    guild_id: str | None = None
+    role_ids: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # A display name comes from the platform as is; see clean_input.

@@ -137,6 +137,7 @@ def _commands(
         settings.rate_limit_messages,
         settings.rate_limit_window_seconds,
         followups_per_week=settings.followups_per_week,
+        access_refresh_seconds=settings.access_refresh_seconds,
     )
     commands = Commands(
         companion,
@@ -151,7 +152,13 @@ def _commands(
     vision = settings.llm_vision and settings.llm_provider == "anthropic"
     describer = PhotoDescriber(llm, store, clock, settings.llm_summary_model) if vision else None
     commands.photos = Photos(
-        describer, settings.photo_max_bytes, store, commands.character_for, commands.submit, clock
+        describer,
+        settings.photo_max_bytes,
+        store,
+        commands.character_for,
+        commands.submit,
+        clock,
+        commands.access.refusal,
     )
     return commands
 
@@ -229,6 +236,7 @@ async def open_app(
         names_of=partial(character_names, characters),
     )
     commands = _commands(settings, companion, store, memory_service, reloader, llm, clock)
+    await commands.access.merge(settings.access_start(), clock())  # .env's rules (bot/access.py)
     try:
         yield App(
             settings,

@@ -34,6 +34,7 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from bot.cli_access import register as register_access
     from bot.cli_admin import register as register_admin
     from bot.cli_db import register as register_db
     from bot.cli_inbox import register as register_inbox
@@ -73,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_db(commands)
     register_inbox(commands)
     register_eval(commands)
+    register_access(commands)
     return parser
 
 
@@ -202,6 +204,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings, log_file: Path | Non
         return asyncio.run(run_inbox(args, settings))
     if args.command == "eval":
         return asyncio.run(run_eval_command(args, settings))
+    if args.command == "access":
+        from bot.cli_access import run_access
+
+        return asyncio.run(run_access(args, settings))
     return 1
 
 

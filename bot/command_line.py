@@ -30,13 +30,27 @@ def leaves() -> Iterator[Command]:
         yield from command.leaves()
 
 
+def path_of(command: Command) -> list[Command]:
+    """The commands from the top down to `command` (itself included)."""
+
+    def walk(node: Command, trail: list[Command]) -> list[Command] | None:
+        if node is command:
+            return [*trail, node]
+        found = (walk(sub, [*trail, node]) for sub in node.subcommands)
+        return next((path for path in found if path is not None), None)
+
+    return next((p for p in (walk(c, []) for c in REGISTRY) if p is not None), [command])
+
+
 def menu(language: str) -> list[tuple[str, str]]:
     """(name, description) of the top-level commands, for a platform's command menu."""
     return [(c.names.get(language), c.help.get(language)) for c in REGISTRY if not c.admin]
 
 
 def help_lines(language: str) -> str:
-    return "\n".join(f"/{c.names.get(language)}: {c.help.get(language)}" for c in REGISTRY)
+    return "\n".join(
+        f"/{c.names.get(language)}: {c.help.get(language)}" for c in REGISTRY if not c.admin
+    )
 
 
 def resolve(command: Command, words: list[str]) -> tuple[Command, list[str]]:
@@ -79,12 +93,14 @@ def _leaf_usage(command: Command, language: str) -> str:
 
 def usage_of(command: Command, language: str) -> str:
     """'/memoria ver | corregir NUMERO VALOR | ...' or '/memoria corregir NUMERO VALOR'."""
-    if command.subcommands:
-        subs = (_leaf_usage(c, language) for c in command.subcommands if not c.admin)
-        return f"/{command.names.get(language)} " + " | ".join(subs)
-    parent = next((c for c in REGISTRY if command in c.subcommands), None)
-    prefix = f"/{parent.names.get(language)} " if parent else "/"
-    return prefix + _leaf_usage(command, language)
+    names = [c.names.get(language) for c in path_of(command)[:-1]]
+    above = "/" + "".join(f"{name} " for name in names)
+    if command.subcommands:  # an admin's command lists its admin subcommands
+        subs = (
+            _leaf_usage(c, language) for c in command.subcommands if command.admin or not c.admin
+        )
+        return f"{above}{command.names.get(language)} " + " | ".join(subs)
+    return above + _leaf_usage(command, language)
 
 
 async def run(
@@ -93,6 +109,8 @@ async def run(
     """One command with its words (as typed, or an option per argument from Discord)."""
     language = await commands.language(caller)
     leaf, rest = resolve(command, [clean_input(word) for word in words])
+    if (refused := await commands.access_commands.refused(caller, leaf.key)) is not None:
+        return refused  # a refused person keeps /memoria and /yo only (bot/access.py)
     args = shape_args(leaf, rest, language)
     assert leaf.handler is not None
     return await leaf.handler(commands, caller, args)
@@ -117,6 +135,6 @@ async def run_line(commands: CommandSurface, caller: Caller, line: str) -> Answe
     command, name, words = parsed
     if command is None:
         language = await commands.language(caller)
-        valid = ", ".join(f"/{c.names.get(language)}" for c in REGISTRY)
+        valid = ", ".join(f"/{c.names.get(language)}" for c in REGISTRY if not c.admin)
         return Answer(text(language, "unknown_command", given=name, valid=valid), ok=False)
     return await run(commands, caller, command, words)

@@ -29,6 +29,16 @@ class SceneCommands(Protocol):
     async def remove(self, caller: Caller, character_id: str) -> Answer: ...
 
 
+class AccessCommandFace(Protocol):
+    """/yo, /admin acceso, and a refused person's commands (bot/access_commands.py)."""
+
+    async def refused(self, caller: Caller, command_key: str) -> Answer | None: ...
+
+    async def whoami(self, caller: Caller) -> Answer: ...
+
+    async def run(self, caller: Caller, action: str, args: list[str]) -> Answer: ...
+
+
 class CommandSurface(Protocol):
     """The methods the registry's handlers call, one per command family."""
 
@@ -37,6 +47,9 @@ class CommandSurface(Protocol):
 
     @property
     def scenes(self) -> SceneCommands: ...
+
+    @property
+    def access_commands(self) -> AccessCommandFace: ...
 
     async def language(self, caller: Caller) -> str: ...
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from bot.access import Access
+from bot.access_commands import AccessCommands
 from bot.answers import Answer, Button, Caller, clean_input, is_blank
 from bot.command_line import help_lines
 from bot.greeting import greeting
@@ -24,6 +26,7 @@ from memory.engine.companion import Companion
 from memory.engine.llm import TextSink
 from memory.errors import UserFacingError
 from memory.models import Reply
+from memory.store.access import AccessRules
 from memory.store.protocols import Channels, FollowUps, Preferences, Scenes, Users
 
 
@@ -37,10 +40,13 @@ class Limits:
     memoria_limit: int = 3
     memoria_window_seconds: float = 600.0
     followups_per_week: int = 2
+    # How often a process looks whether another one changed the access rules (bot/access.py).
+    access_refresh_seconds: float = 2.0
 
 
-class CommandStore(Users, Channels, Preferences, FollowUps, Scenes, Protocol):
-    """Who the user is, which character answers them where, their time zone, and scenes."""
+class CommandStore(Users, Channels, Preferences, FollowUps, Scenes, AccessRules, Protocol):
+    """Who the user is, which character answers them where, their time zone, scenes, and who
+    may talk."""
 
 
 Notify = Callable[[Answer], Awaitable[None]]
@@ -87,6 +93,8 @@ class Commands:
             companion, store, clock, self.language, self.character_for, limits.followups_per_week
         )
         self._default_setting = default_character
+        self.access = Access(store, admin_ids, clock, limits.access_refresh_seconds)
+        self.access_commands = AccessCommands(self.access, self.language)
         self.scenes = SceneRoom(companion, store, self, clock)
 
     def is_admin(self, caller: Caller) -> bool:
@@ -159,6 +167,8 @@ class Commands:
     ) -> Awaitable[Answer]:
         character = await self.character_for(caller)
         language = pick_language(caller.locale, character.language)
+        if (refused := await self.access.refusal(caller, language)) is not None:
+            return _ready(refused)  # before anything is stored or asked of the model
         if is_blank(message):  # zero-width characters alone are no text either
             return _ready(Answer(text(language, "empty"), ok=False))
         if len(message) > self._limits.max_message_chars:
@@ -333,7 +343,8 @@ class Commands:
         """A pressed button: switching character, confirming a forget, reviewing a fact."""
         kind, _, value = data.partition(":")
         if kind == "char":
-            return await self.switch(caller, value)
+            refused = await self.access_commands.refused(caller, "personaje.cambiar")
+            return refused or await self.switch(caller, value)
         character = await self.character_for(caller)
         language = pick_language(caller.locale, character.language)
         user = await self._store.upsert_user(

@@ -19,12 +19,14 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from bot.access import parse_rules
 from memory.budget.policy import BudgetPolicy, parse_people
 from memory.engine.prompt import Budgets, min_cacheable_tokens
 from memory.engine.settings import EngineSettings
 from memory.models import FACT_KINDS
 from memory.profile.view import Lifetimes
 from memory.store import POSTGRES_SCHEMES, public_name
+from memory.store.access import AccessState
 from memory.usage_stats import Prices, PriceTable, parse_model_prices
 
 # Keys that compose.yaml reads from .env for its own services (the PostgreSQL container's
@@ -116,6 +118,16 @@ class Settings(BaseSettings):
 
     # People
     admin_ids: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Who may talk (bot/access.py, docs/deploy.md "Before opening to the public"): rules as
+    # PLATFORM:KIND:ID, KIND one of user, group, server, channel, role (telegram:user:123,
+    # discord:role:456). Added to the database's rules at every start (with DMs off and
+    # invite-only on when set so); changed live with /admin acceso or `companion access`.
+    access_allowed: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    access_blocked: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    access_dms: bool = True
+    access_invite_only: bool = False
+    # How often each process looks whether the rules changed (another worker, the CLI).
+    access_refresh_seconds: float = Field(2.0, gt=0, le=60)
 
     # Platforms (used by the adapters)
     telegram_bot_token: SecretStr | None = None
@@ -243,7 +255,19 @@ class Settings(BaseSettings):
             ) from exc
         return value
 
-    @field_validator("admin_ids", mode="before")
+    @field_validator("access_allowed", "access_blocked")
+    @classmethod
+    def _rules_parse(cls, value: list[str]) -> list[str]:
+        parse_rules(value, "allow")
+        return value
+
+    def access_start(self) -> AccessState:
+        """The starting rules of `.env` (bot/access.py)."""
+        rules = [*parse_rules(self.access_allowed, "allow")]
+        rules += parse_rules(self.access_blocked, "block")
+        return AccessState(frozenset(rules), self.access_dms, self.access_invite_only)
+
+    @field_validator("admin_ids", "access_allowed", "access_blocked", mode="before")
     @classmethod
     def _split_ids(cls, value: object) -> object:
         if isinstance(value, str):

@@ -21,6 +21,7 @@ Notify = Callable[[Answer], Awaitable[None]]
 Submit = Callable[
     [Caller, str, str | None, Notify | None, TextSink | None], Awaitable[Awaitable[Answer]]
 ]
+Refusal = Callable[[Caller, str], Awaitable[Answer | None]]
 
 
 class Fetch(Protocol):
@@ -42,6 +43,7 @@ class Photos:
         character_for: Callable[[Caller], Awaitable[Character]],
         submit: Submit,
         clock: Callable[[], datetime],
+        refusal: Refusal,  # who may talk (bot/access.py): checked before the vision call
     ) -> None:
         self._describer = describer
         self._max_bytes = max_bytes
@@ -49,6 +51,7 @@ class Photos:
         self._character_for = character_for
         self._submit = submit
         self._clock = clock
+        self._refusal = refusal
 
     async def submit(
         self,
@@ -66,14 +69,14 @@ class Photos:
             return _ready(turn)
         return await self._submit(caller, turn, message_id, notify, on_text)
 
-    async def describe(
-        self, caller: Caller, size: int, fetch: Fetch, caption: str
-    ) -> str | Answer:
+    async def describe(self, caller: Caller, size: int, fetch: Fetch, caption: str) -> str | Answer:
         """The photo as the user's turn (its description and caption), or a refusal: what a
         private chat hands to the engine, and a group to its scene (bot/scenes.py)."""
         caption = clean_input(caption)  # it goes to the vision call before any store
         character = await self._character_for(caller)
         language = pick_language(caller.locale, character.language)
+        if (refused := await self._refusal(caller, language)) is not None:
+            return refused
         limit_mb = f"{self._max_bytes / 1_000_000:g}"
         if self._describer is None:
             return Answer(text(language, "photo_no_vision"), ok=False)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from bot.access import Access
 from bot.answers import Answer, Caller, clean_input, is_blank
 from bot.pacing import ArrivalOrder
 from bot.texts import pick_language, text
@@ -37,10 +38,13 @@ class SceneStore(Channels, Scenes, Users, Protocol):
 
 
 class SceneHost(Protocol):
-    """What the scenes ask of the commands (bot/commands.py): admins, the default character,
-    the limits and the rate gate in use."""
+    """What the scenes ask of the commands (bot/commands.py): admins, who may talk, the
+    default character, the limits and the rate gate in use."""
 
     def is_admin(self, caller: Caller) -> bool: ...
+
+    @property
+    def access(self) -> Access: ...
 
     @property
     def default_id(self) -> str: ...
@@ -117,8 +121,10 @@ class SceneRoom:
         bound = await self._store.bound_character(caller.platform, caller.channel_id)
         if not (mentioned or bound or replied or names_a_character(message, cast)):
             return None
-        message = clean_input(message)
         language = pick_language(caller.locale, cast[0].language)
+        if await self._host.access.refusal(caller, language) is not None:
+            return None  # refused in a group: nothing said, nothing stored (bot/access.py)
+        message = clean_input(message)
         if refusal := self._refusal(message, language):
             return _ready(SceneResult(refusal=refusal))
 

@@ -22,6 +22,15 @@ TEXTS: dict[str, dict[str, str]] = {
         "bound": "Este canal queda vinculado a {name}: contestará a todos los mensajes.",
         "unbound": "Este canal ya no está vinculado a ningún personaje.",
         "admins_only": "Solo un administrador puede hacer eso.",
+        # Who may talk (bot/access.py): one line, at most once a day, in a private chat.
+        "access_blocked": "No puedo hablar contigo. /memoria sigue a tu disposición.",
+        "access_dms_off": "No contesto por privado; búscame en un grupo o servidor. /memoria "
+        "sigue a tu disposición.",
+        "access_invite_only": "Solo hablo con quien está invitado. /yo te da tu id para "
+        "pedirlo; /memoria sigue a tu disposición.",
+        "access_changed": "Hecho.",
+        "access_unchanged": "Ya estaba así.",
+        "whoami": "Tus ids: {ids}",
         "reset": "Conversación terminada. Lo importante queda guardado; la próxima empieza "
         "de cero.",
         "reset_none": "No había ninguna conversación abierta.",
@@ -161,6 +170,14 @@ TEXTS: dict[str, dict[str, str]] = {
         "bound": "This channel is now bound to {name}: they will answer every message.",
         "unbound": "This channel is no longer bound to a character.",
         "admins_only": "Only an admin can do that.",
+        "access_blocked": "I can't talk with you. /memory is still yours to use.",
+        "access_dms_off": "I don't answer private messages; find me in a group or server. "
+        "/memory is still yours to use.",
+        "access_invite_only": "I only talk with people who are invited. /whoami gives your id "
+        "to ask for it; /memory is still yours to use.",
+        "access_changed": "Done.",
+        "access_unchanged": "It was already so.",
+        "whoami": "Your ids: {ids}",
         "reset": "Conversation ended. What matters is kept; the next one starts fresh.",
         "reset_none": "There was no open conversation.",
         "rate_limited": "You're going fast: I'll answer all of it in {seconds} s.",

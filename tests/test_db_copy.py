@@ -27,6 +27,7 @@ from memory.models import (
 )
 from memory.search.terms import query_terms
 from memory.store import MemoryStore, open_store
+from memory.store.access import AccessRule
 from memory.store.copy import COPY_TABLES, CopyRefused, copy_deployment
 from memory.store.sqlite import SqliteStore
 from tests import pg_fixtures
@@ -94,6 +95,10 @@ async def populate(store: MemoryStore) -> Thread:
     await store.reserve_budget(counters, 0.25)
     await store.settle_budget([(s, p) for s, p, _ in counters], 0.25, 0.125)
     await store.reserve_budget(counters, 0.5)
+    # Who may talk (migration 0023): a rule, a switch, a refused person told once.
+    await store.set_access_rule(AccessRule("telegram", "user", "666", "block"), True, "cli", NOW)
+    await store.set_access_flag("dms", False)
+    await store.claim_access_notice("telegram", "666", NOW, NOW - timedelta(days=1))
     return thread
 
 

@@ -132,6 +132,8 @@ async def test_start_connects_syncs_commands_and_stop_restores_discord_py(
         "incognito",
         "avisos",
         "start",
+        "yo",
+        "admin",
     }
     memoria = next(c for c in h.fake.registered_commands[None] if c["name"] == "memoria")
     subcommands = {o["name"]: o["description"] for o in memoria["options"]}

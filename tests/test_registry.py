@@ -17,8 +17,8 @@ from pytest import MonkeyPatch
 
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.app import App, open_app
-from bot.command_line import leaves, menu
-from bot.registry import REGISTRY, Command
+from bot.command_line import leaves, menu, path_of
+from bot.registry import Command
 from bot.terminal import run_chat
 from bot.texts import text
 from memory.models import Fact
@@ -68,18 +68,22 @@ def samples(fact: int) -> dict[str, Sample]:
         "incognito.off": ([], text("es", "incognito_off")),
         "avisos": (["on"], "Avisos activados"),
         "start": ([], "(/ayuda: qué puedo hacer"),  # after the pinned greeting
+        "yo": ([], "Tus ids: "),
+        # The operator's access rules (bot/access.py), changed and put back.
+        "admin.acceso.lista": ([], "invite-only: off"),
+        "admin.acceso.permitir": (["persona", "77"], "allow: "),
+        "admin.acceso.bloquear": (["rol", "88"], "role:88"),
+        "admin.acceso.revocar": (["persona", "77"], "allow: -"),
+        "admin.acceso.desbloquear": (["rol", "88"], "block: -"),
+        "admin.acceso.privados": (["on"], "dms: on"),
+        "admin.acceso.invitacion": (["off"], "invite-only: off"),
     }
 
 
-def parent_of(leaf: Command) -> Command | None:
-    return next((c for c in REGISTRY if leaf in c.subcommands), None)
-
-
 def typed_line(leaf: Command, words: list[str], language: str) -> str:
-    """The leaf as a user types it: "/memoria historial 4", or "/memory history 4"."""
-    parent = parent_of(leaf)
-    names = [parent.names.get(language)] if parent else []
-    return "/" + " ".join([*names, leaf.names.get(language), *words])
+    """The leaf as a user types it: "/memoria historial 4", or "/admin access list"."""
+    names = [c.names.get(language) for c in path_of(leaf)]
+    return "/" + " ".join([*names, *words])
 
 
 async def seed_fact(app: App, platform: str, user_id: str, now: datetime) -> int:
@@ -140,14 +144,21 @@ async def test_every_command_works_on_discord(
         fact = await seed_fact(h.app, "discord", str(ALICE_DC), clock())
         by_key = {leaf.key: leaf for leaf in leaves()}
         for key, (words, expected) in samples(fact).items():
-            leaf, parent = by_key[key], parent_of(by_key[key])
+            leaf, *above = reversed(path_of(by_key[key]))
             options: dict[str, object] = {
                 arg.key: int(word) if arg.kind == "int" else word
                 for arg, word in zip(leaf.args, words, strict=True)
             }
-            if parent is None:
+            if not above:
                 interaction = await fake.slash_command(leaf.names.es, options, ALICE_DC, False)
+            elif len(above) == 2:  # /admin acceso lista: a subcommand of a subgroup
+                top, middle = above[1], above[0]
+                interaction = await fake.slash_command(
+                    top.names.es, options, ALICE_DC, False, group=middle.names.es,
+                    subcommand=leaf.names.es,
+                )  # fmt: skip
             else:
+                parent = above[0]
                 group = parent.names.es + ("-admin" if leaf.admin else "")
                 interaction = await fake.slash_command(
                     group, options, ALICE_DC, False, subcommand=leaf.names.es
@@ -205,6 +216,13 @@ async def test_discord_tree_is_localised_admin_hidden_and_synced_only_when_chang
         assert admin["default_member_permissions"] not in (None, "")
         assert {o["name"] for o in admin["options"]} == {"vincular", "desvincular", "recargar"}
         assert synced["personaje"]["default_member_permissions"] is None
+        operator = synced["admin"]  # one hidden group, its rules a subgroup: /admin acceso ...
+        assert operator["default_member_permissions"] not in (None, "")
+        assert "admin-admin" not in synced
+        [acceso] = operator["options"]
+        assert acceso["name"] == "acceso" and acceso["name_localizations"]["en-US"] == "access"
+        assert {o["name"] for o in acceso["options"]} >= {"lista", "bloquear", "solo-invitados"}
+        assert synced["yo"]["name_localizations"]["en-US"] == "whoami"
         assert {o["name"] for o in synced["personaje"]["options"]} == {"lista", "cambiar"}
         state = subs["revisar"]["options"][0]
         assert [c["value"] for c in state["choices"]] == ["on", "off"]
@@ -228,7 +246,7 @@ async def test_a_typed_command_that_does_not_exist_lists_the_real_ones(
         fake.send_command(ANA_TG + 1, ANA_TG + 1, "/memory", "nonsense")
         unknown = (await fake.wait_for_messages(ANA_TG, 1))[0]["text"]
         usage = (await fake.wait_for_messages(ANA_TG + 1, 1))[0]["text"]
-    valid = "/personaje, /reset, /ayuda, /memoria, /zona, /incognito, /avisos, /start, /escena"
+    valid = "/personaje, /reset, /ayuda, /memoria, /zona, /incognito, /avisos, /start, /escena, /yo"
     assert unknown == text("es", "unknown_command", given="memorai", valid=valid)
     assert usage.startswith("Usage: /memory view | fix NUMBER VALUE | delete NUMBER")
     assert not fake_anthropic.bodies()

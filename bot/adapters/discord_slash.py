@@ -107,12 +107,32 @@ def _slash(
     return slash
 
 
-def _group(command: Command, suffix: str, admin: bool) -> app_commands.Group:
+def _group(
+    command: Command, suffix: str, admin: bool, parent: app_commands.Group | None = None
+) -> app_commands.Group:
     return app_commands.Group(
         name=_localised(command.names.es + suffix, command.names.en + suffix),
         description=_localised(command.help.es[:100], command.help.en[:100]),
-        default_permissions=ADMIN_PERMISSIONS if admin else None,
+        default_permissions=ADMIN_PERMISSIONS if admin and parent is None else None,
+        parent=parent,
     )
+
+
+def _add_children(
+    group: app_commands.Group,
+    subs: list[Command],
+    commands: Commands,
+    responder: InteractionAnswers,
+) -> None:
+    """A group's subcommands; one with subcommands of its own is a subgroup (Discord nests
+    two levels: /admin acceso lista)."""
+    for sub in subs:
+        if not sub.subcommands:
+            group.add_command(_slash(sub, commands, responder, group))
+            continue
+        inner = _group(sub, "", sub.admin, group)
+        for leaf in sub.subcommands:
+            inner.add_command(_slash(leaf, commands, responder, inner))
 
 
 def add_slash_commands(
@@ -133,9 +153,9 @@ def add_slash_commands(
             subs = [c for c in command.subcommands if c.admin == admin]
             if not subs:
                 continue
-            group = _group(command, suffix, admin)
-            for sub in subs:
-                group.add_command(_slash(sub, commands, responder, group))
+            # An admin's command (/admin) is its own hidden group, with no "-admin" sibling.
+            group = _group(command, "" if command.admin else suffix, admin)
+            _add_children(group, subs, commands, responder)
             tree.add_command(group)
 
 

@@ -45,10 +45,24 @@ Send = dict[str, Any]
 Press = Callable[[discord.Interaction, str], Awaitable[None]]
 
 
+def role_ids(person: discord.User | discord.Member) -> tuple[str, ...]:
+    """A guild member's role ids (for role rules, bot/access.py); none in a DM."""
+    roles = getattr(person, "roles", None) or ()
+    return tuple(str(role.id) for role in roles)
+
+
 def message_caller(message: discord.Message) -> Caller:
     kind = "dm" if message.guild is None else "group"
-    author = message.author
-    return Caller(PLATFORM, str(author.id), author.display_name, kind, str(message.channel.id))
+    author, guild = message.author, message.guild
+    return Caller(
+        PLATFORM,
+        str(author.id),
+        author.display_name,
+        kind,
+        str(message.channel.id),
+        guild_id=str(guild.id) if guild else None,
+        role_ids=role_ids(author),
+    )
 
 
 def interaction_caller(interaction: discord.Interaction) -> Caller:
@@ -61,6 +75,8 @@ def interaction_caller(interaction: discord.Interaction) -> Caller:
         kind,
         str(interaction.channel_id),
         str(interaction.locale.value),
+        guild_id=str(interaction.guild_id) if interaction.guild_id else None,
+        role_ids=role_ids(user),
     )
 
 

@@ -118,6 +118,9 @@ COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
         ("scope", "period", "spent", "reserved", "calls", "refused", "notified"),
         None,
     ),
+    "access_rules": (("platform", "kind", "target_id", "effect", "set_by", "set_at"), None),
+    "access_settings": (("name", "value"), None),
+    "access_notices": (("platform", "user_id", "told_at"), None),
 }  # fmt: skip
 PRIMARY_KEYS = {
     "character_choices": "user_id, channel_key",
@@ -126,6 +129,9 @@ PRIMARY_KEYS = {
     "off_record_threads": "user_id, character_id, scope",
     "scene_members": "platform, channel_id, character_id",
     "budget_counters": "scope, period",
+    "access_rules": "platform, kind, target_id, effect",
+    "access_settings": "name",
+    "access_notices": "platform, user_id",
 }
 IDENTITY_TABLES = ("users", "conversations", "turns", "summaries", "llm_usage", "facts",
                     "fact_history", "memory_rejections", "followups", "dead_letters",

@@ -33,6 +33,7 @@ from memory.models import (
     UserTurn,
 )
 from memory.search.terms import Term
+from memory.store.access import AccessRules
 from memory.store.admin_protocols import Administration, DeadLetters, DeploymentCopy
 
 # (first turn id of its exchange, next exchange's first turn id, previous exchange's last, turn)
@@ -394,7 +395,7 @@ class MemoryStore(
     Journeys,
     Scenes,
     BudgetLedger,
+    AccessRules,
     Protocol,
 ):
     """Everything a backend implements; held only by the composition root and the admin CLI."""
-

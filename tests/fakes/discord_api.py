@@ -183,6 +183,16 @@ class FakeDiscord:
         self.world.guild_members.add(user_id)
         return self.world.user(user_id, username, bot=bot)
 
+    def add_role(self, name: str) -> int:
+        """A role of the guild (in GUILD_CREATE: add it before connecting); its id."""
+        role_id = self.world.ids.next()
+        self.world.roles[role_id] = name
+        return role_id
+
+    def give_role(self, user_id: int, role_id: int) -> None:
+        """The member holds the role in every member object sent from now on."""
+        self.world.member_roles.setdefault(user_id, []).append(role_id)
+
     def dm_channel_id(self, user_id: int) -> int:
         """The DM channel with this user; the same id the bot gets from create_dm."""
         return self.world.dm_channel_id(user_id)

@@ -103,6 +103,9 @@ class FakeWorld:
         self.channels: dict[int, str] = {self.ids.next(): name for name in channel_names}
         self.users: dict[int, FakeUser] = {self.bot.id: self.bot}
         self.guild_members: set[int] = {self.bot.id}
+        # The guild's roles beside @everyone (id -> name), and each member's role ids.
+        self.roles: dict[int, str] = {}
+        self.member_roles: dict[int, list[int]] = {}
         self.dm_channels: dict[int, int] = {}
         self.messages: dict[int, JSON] = {}
         self.attachments: dict[int, FakeAttachment] = {}
@@ -158,7 +161,7 @@ class FakeWorld:
 
     def member_payload(self, user_id: int, *, with_user: bool = True) -> JSON:
         member: JSON = {
-            "roles": [],
+            "roles": [str(role) for role in self.member_roles.get(user_id, [])],
             "joined_at": self.created_at,
             "deaf": False,
             "mute": False,
@@ -169,6 +172,12 @@ class FakeWorld:
         if with_user:
             member["user"] = self.user(user_id).payload()
         return member
+
+    def role_payload(self, role_id: int, name: str) -> JSON:
+        return {
+            "id": str(role_id), "name": name, "permissions": "0", "position": 1, "color": 0,
+            "hoist": False, "managed": False, "mentionable": False, "flags": 0,
+        }  # fmt: skip
 
     def guild_create(self) -> JSON:
         everyone = {
@@ -193,7 +202,7 @@ class FakeWorld:
             # Equal to len(members) so discord.py considers the guild chunked and never waits.
             "member_count": len(members),
             "members": members,
-            "roles": [everyone],
+            "roles": [everyone, *(self.role_payload(i, n) for i, n in self.roles.items())],
             "channels": [self.channel_payload(cid) for cid in self.channels],
             "threads": [],
             "presences": [],

@@ -2,6 +2,7 @@
 per concern as in the SQLite backend. Open it with `await PostgresStore.open("postgresql://...")`
 (or through `memory.store.open_store`)."""
 
+from memory.store.postgres.access import PgAccessMixin
 from memory.store.postgres.base import (
     available_pg_migrations,
     connection_problem,
@@ -31,6 +32,7 @@ class PostgresStore(
     PgDeadLettersMixin,
     PgJourneysMixin,
     PgScenesMixin,
+    PgAccessMixin,
 ):
     """Everything the engine keeps, on PostgreSQL 15 or later."""
 

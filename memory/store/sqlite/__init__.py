@@ -2,6 +2,7 @@
 FTS5 search, `PRAGMA data_version` as the change feed, and a background purge of a forget's
 bytes (index merge and WAL truncation)."""
 
+from memory.store.sqlite.access import AccessMixin
 from memory.store.sqlite.base import available_migrations
 from memory.store.sqlite.budgets import BudgetsMixin
 from memory.store.sqlite.conversations import ConversationsMixin
@@ -24,6 +25,7 @@ class SqliteStore(
     CopyMixin,
     DeadLettersMixin,
     JourneysMixin,
+    AccessMixin,
 ):
     """Every interface of memory/store/protocols.py on one SQLite file:
     `await SqliteStore.open(path)`."""
