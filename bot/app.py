@@ -144,6 +144,8 @@ def _commands(
         settings.admin_ids,
         clock,
         settings.default_character,
+        settings.community_characters,
+        settings.mature_dms,
     )
     vision = settings.llm_vision and settings.llm_provider == "anthropic"
     describer = PhotoDescriber(llm, store, clock, settings.llm_summary_model) if vision else None

@@ -28,6 +28,8 @@ class SceneCommands(Protocol):
 
     async def remove(self, caller: Caller, character_id: str) -> Answer: ...
 
+    async def mature(self, caller: Caller, on: bool) -> Answer: ...
+
 
 class CommandSurface(Protocol):
     """The methods the registry's handlers call, one per command family."""

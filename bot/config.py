@@ -115,6 +115,13 @@ class Settings(BaseSettings):
 
     # People
     admin_ids: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Communities (bot/community.py): the characters each group or server may use, as JSON
+    # {"telegram:<chat id>": [ids], "discord:<guild id>": [ids]}; one not listed may use all.
+    community_characters: dict[str, list[str]] = Field(default_factory=dict)
+    # How long a Telegram group's admin list is trusted before asking Telegram again.
+    community_admins_cache_seconds: float = Field(300.0, ge=0)
+    # Mature characters (rating: mature) may speak in private chats.
+    mature_dms: bool = False
 
     # Platforms (used by the adapters)
     telegram_bot_token: SecretStr | None = None

@@ -89,6 +89,8 @@ async def populate(store: MemoryStore) -> Thread:
     scene = await store.start_conversation(witness, NOW)
     said = Speaker("Bea", person_id=thread.user_id)
     await store.add_user_turn(scene, "Hola a todos", NOW, "7", "telegram:-100:7", said)
+    # A group marked for adults (migration 0025).
+    await store.mark_chat_mature("telegram", "-100", True, "admin", NOW)
     return thread
 
 

@@ -114,6 +114,10 @@ COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
         ("platform", "channel_id", "character_id", "added_by", "added_at"),
         None,
     ),
+    "chat_ratings": (
+        ("platform", "channel_id", "mature", "marked_by", "marked_at", "notice_character"),
+        None,
+    ),
 }  # fmt: skip
 PRIMARY_KEYS = {
     "character_choices": "user_id, channel_key",
@@ -121,6 +125,7 @@ PRIMARY_KEYS = {
     "followup_settings": "user_id, character_id",
     "off_record_threads": "user_id, character_id, scope",
     "scene_members": "platform, channel_id, character_id",
+    "chat_ratings": "platform, channel_id",
 }
 IDENTITY_TABLES = ("users", "conversations", "turns", "summaries", "llm_usage", "facts",
                     "fact_history", "memory_rejections", "followups", "dead_letters",

@@ -15,6 +15,7 @@ from memory.store.postgres.journeys import PgJourneysMixin
 from memory.store.postgres.presence import PgPresenceMixin
 from memory.store.postgres.privacy import PgPrivacyMixin
 from memory.store.postgres.profile import PgProfileMixin
+from memory.store.postgres.ratings import PgRatingsMixin
 from memory.store.postgres.scenes import PgScenesMixin
 from memory.store.postgres.search import PgSearchMixin
 
@@ -29,6 +30,7 @@ class PostgresStore(
     PgDeadLettersMixin,
     PgJourneysMixin,
     PgScenesMixin,
+    PgRatingsMixin,
 ):
     """Everything the engine keeps, on PostgreSQL 15 or later."""
 

@@ -10,6 +10,7 @@ from memory.store.sqlite.journeys import JourneysMixin
 from memory.store.sqlite.presence import PresenceMixin
 from memory.store.sqlite.privacy import PrivacyMixin
 from memory.store.sqlite.profile import ProfileMixin
+from memory.store.sqlite.ratings import RatingsMixin
 from memory.store.sqlite.search import SearchMixin
 
 
@@ -22,6 +23,7 @@ class SqliteStore(
     CopyMixin,
     DeadLettersMixin,
     JourneysMixin,
+    RatingsMixin,
 ):
     """Every interface of memory/store/protocols.py on one SQLite file:
     `await SqliteStore.open(path)`."""
