@@ -243,9 +243,8 @@ class Commands:
     async def bind(self, caller: Caller, character_id: str | None) -> Answer:
         """Admin: make a group channel answer every message as one character (None unbinds)."""
         language = await self.language(caller)
-        if not self.community.can_manage(caller):
-            refusal = self.community.who_manages(caller)
-            return Answer(text(language, refusal), ok=False, private=True)
+        if refused := self.community.not_managing(caller, language):
+            return refused
         if character_id is not None and (refused := await self.unusable(caller, character_id)):
             return refused
         await self._store.bind_channel(
@@ -261,18 +260,10 @@ class Commands:
         return Answer(text(language, "bound", name=bound.name))
 
     async def unusable(self, caller: Caller, character_id: str) -> Answer | None:
-        """Why this character cannot be chosen here: unknown, not allowed in this community,
-        or mature where adults are not; None when it can."""
+        """Why this character cannot be chosen here (bot/community.py), or None."""
         book, language = self._companion.characters, await self.language(caller)
-        character, rules = book.get(character_id), self.community
-        mature = await rules.mature_here(caller)
-        if character is None:
-            valid = ", ".join(c.id for c in book.all() if not rules.refusal(caller, c, mature))
-            words = text(language, "unknown_character", given=character_id, valid=valid)
-            return Answer(words, ok=False)
-        if key := rules.refusal(caller, character, mature):
-            return Answer(text(language, key, name=character.name), ok=False)
-        return None
+        return await self.community.unusable(caller, book.get(character_id), character_id,
+                                             book, language)  # fmt: skip
 
     async def reload(self, caller: Caller) -> Answer:
         """Admin: reload the character files now; a broken file is refused, with its error."""

@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from bot.answers import Caller
-from cards.character import Character
+from bot.answers import Answer, Caller
+from bot.texts import text
+from cards.character import Character, CharacterBook
 from memory.store.protocols import ChatRatings
 
 Usable = Callable[[Character], bool]
@@ -42,6 +43,12 @@ class Community:
         if self.is_operator(caller):
             return True
         return caller.channel_kind == "group" and caller.role == "admin"
+
+    def not_managing(self, caller: Caller, language: str) -> Answer | None:
+        """The private refusal saying who can manage this chat, when the caller cannot."""
+        if self.can_manage(caller):
+            return None
+        return Answer(text(language, self.who_manages(caller)), ok=False, private=True)
 
     @staticmethod
     def who_manages(caller: Caller) -> str:
@@ -76,3 +83,21 @@ class Community:
         """A test of which characters may speak in this chat, read once per message."""
         mature = await self.mature_here(caller)
         return lambda character: self.refusal(caller, character, mature) is None
+
+    async def unusable(
+        self,
+        caller: Caller,
+        character: Character | None,
+        given: str,
+        book: CharacterBook,
+        language: str,
+    ) -> Answer | None:
+        """Why a character cannot be chosen, bound or added here: unknown (naming the ones
+        that can), not allowed in this community, or mature where adults are not."""
+        mature = await self.mature_here(caller)
+        if character is None:
+            valid = ", ".join(c.id for c in book.all() if not self.refusal(caller, c, mature))
+            return Answer(text(language, "unknown_character", given=given, valid=valid), ok=False)
+        if key := self.refusal(caller, character, mature):
+            return Answer(text(language, key, name=character.name), ok=False)
+        return None

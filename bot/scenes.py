@@ -191,9 +191,11 @@ class SceneRoom:
             return refused
         cast = await self.cast(caller)
         language, rules = pick_language(caller.locale, cast[0].language), self._host.community
-        joining = self._companion.character(character_id)
-        if key := rules.refusal(caller, joining, await rules.mature_here(caller)):
-            return Answer(text(language, key, name=joining.name), ok=False)
+        book = self._companion.characters
+        if refused := await rules.unusable(
+            caller, book.get(character_id), character_id, book, language
+        ):
+            return refused
         added = await self._store.scene_members(caller.platform, caller.channel_id)
         by, now = f"{caller.platform}:{caller.user_id}", self._clock()
         if not added:  # the implicit character stays, with everything it witnessed
@@ -229,8 +231,8 @@ class SceneRoom:
         cast = await self.cast(caller)
         language = pick_language(caller.locale, cast[0].language)
         rules = self._host.community
-        if not rules.can_manage(caller):
-            return Answer(text(language, rules.who_manages(caller)), ok=False, private=True)
+        if refused := rules.not_managing(caller, language):
+            return refused
         if caller.channel_kind != "group":
             return Answer(text(language, "scene_groups_only"), ok=False)
         book = self._companion.characters
@@ -244,8 +246,8 @@ class SceneRoom:
         """Admin: mark this Telegram group for adults (its mature characters may speak)."""
         cast = await self.cast(caller)
         language, rules = pick_language(caller.locale, cast[0].language), self._host.community
-        if not rules.can_manage(caller):
-            return Answer(text(language, rules.who_manages(caller)), ok=False, private=True)
+        if refused := rules.not_managing(caller, language):
+            return refused
         if caller.channel_kind != "group":
             return Answer(text(language, "scene_groups_only"), ok=False)
         if caller.platform == "discord":  # Discord's own age gate decides (channel.nsfw)
@@ -260,8 +262,8 @@ class SceneRoom:
         cast = await self.cast(caller)
         language = pick_language(caller.locale, cast[0].language)
         rules = self._host.community
-        if not rules.can_manage(caller):
-            return Answer(text(language, rules.who_manages(caller)), ok=False, private=True)
+        if refused := rules.not_managing(caller, language):
+            return refused
         owner = await self._store.find_user(caller.platform, scene_owner_id(caller.channel_id))
         ended = False
         if owner is not None:
