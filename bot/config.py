@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -117,7 +118,7 @@ class Settings(BaseSettings):
     admin_ids: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # Communities (bot/community.py): the characters each group or server may use, as JSON
     # {"telegram:<chat id>": [ids], "discord:<guild id>": [ids]}; one not listed may use all.
-    community_characters: dict[str, list[str]] = Field(default_factory=dict)
+    community_characters: Annotated[dict[str, list[str]], NoDecode] = Field(default_factory=dict)
     # How long a Telegram group's admin list is trusted before asking Telegram again.
     community_admins_cache_seconds: float = Field(300.0, ge=0)
     # Mature characters (rating: mature) may speak in private chats.
@@ -241,6 +242,14 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("community_characters", mode="before")
+    @classmethod
+    def _community_json(cls, value: object) -> object:
+        try:
+            return json.loads(value.strip() or "{}") if isinstance(value, str) else value
+        except json.JSONDecodeError as exc:
+            raise ValueError(f'not JSON like {{"telegram:<chat id>": ["<id>"]}}: {exc}') from exc
 
     @field_validator("model_prices")
     @classmethod
