@@ -79,10 +79,19 @@ async def refused_privately(scene: Scene, user: int, words: str, chat: int = GRO
     if not scene.fake.sent_messages(user):
         scene.fake.send_command(user, user, "/ayuda")
         await scene.fake.wait_for_messages(user, 1)
-    before = len(scene.fake.sent_messages(user))
+    fake, pointer = scene.fake, text("es", "private_pointer")
+    mine, theirs = len(fake.sent_messages(user)), len(fake.sent_messages(chat))
+
+    def answered() -> bool:  # privately, or (not refused) in the group
+        in_group = [m["text"] for m in fake.sent_messages(chat)[theirs:]]
+        return len(fake.sent_messages(user)) > mine or any(t != pointer for t in in_group)
+
     name, _, args = words.partition(" ")
-    scene.fake.send_command(chat, user, name, args, "supergroup")
-    return str((await scene.fake.wait_for_messages(user, before + 1))[-1]["text"])
+    fake.send_command(chat, user, name, args, "supergroup")
+    await fake.wait_until(answered)
+    if len(fake.sent_messages(user)) > mine:
+        return str(fake.sent_messages(user)[-1]["text"])
+    return "answered in the group: " + str(fake.sent_messages(chat)[-1]["text"])
 
 
 async def test_a_group_admin_manages_the_scene_and_the_binding(stage: Stage) -> None:
@@ -115,6 +124,9 @@ async def test_a_plain_member_is_refused_and_told_who_can(stage: Stage) -> None:
 async def test_an_admin_of_one_group_cannot_manage_another(stage: Stage) -> None:
     async with stage() as scene:
         scene.fake.chat_admins[OTHER_GROUP] = {MEMBER: "creator"}
+        # An admin here (and known to be: the bot has read this group's admins)...
+        await command(scene, ADMIN, "/escena añadir lighthouse_keeper")
+        # ...is a plain member of the other group.
         for words in ("/escena añadir lighthouse_keeper", "/personaje vincular lighthouse_keeper"):
             refused = await refused_privately(scene, ADMIN, words, chat=OTHER_GROUP)
             assert refused == text("es", "manage_telegram")
@@ -205,3 +217,17 @@ async def test_mature_dms_let_a_mature_character_speak_in_private(stage: Stage) 
         scene.fake.send_private_text(MEMBER, "Hola")
         await scene.fake.wait_for_messages(MEMBER, 2)
         assert [scene.speaker_of(b) for b in scene.llm.bodies()] == [ITZIAR]
+
+
+async def test_the_operator_restricts_which_characters_a_community_may_use(stage: Stage) -> None:
+    only_koldo = {f"telegram:{GROUP}": ["detective_bilbao"]}
+    async with stage(community_characters=only_koldo) as scene:
+        refused = await command(scene, ADMIN, "/escena añadir lighthouse_keeper")
+        assert refused == text("es", "character_not_here", name=MAGGIE)
+        refused = await command(scene, ADMIN, "/personaje vincular lighthouse_keeper")
+        assert refused == text("es", "character_not_here", name=MAGGIE)
+        listed = await command(scene, ADMIN, "/personaje")
+        assert MAGGIE not in listed and KOLDO in listed
+        # Another community is not restricted (the operator manages every group).
+        joined = await command(scene, OPERATOR, "/escena añadir lighthouse_keeper", OTHER_GROUP)
+        assert joined == text("es", "scene_joined", name=MAGGIE)
