@@ -171,7 +171,7 @@ def _jobs(
         settings.followup_quiet_end_hour,
         settings.followup_window_days,
     )
-    followups = FollowUpJob(companion, store, policy, clock)
+    followups = FollowUpJob(companion, store, policy, clock, settings.mature_dms)
     return BackgroundJobs(
         companion,
         extractor,

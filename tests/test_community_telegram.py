@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from bot.texts import text
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.telegram_api import FakeTelegram
+from tests.test_followups import THURSDAY, dated, learn
 from tests.test_scenes import GROUP, ITZIAR, KOLDO, MAGGIE, Scene, cast_folder
 
 OPERATOR, ADMIN, MEMBER = 1001, 1002, 1003  # ADMIN runs GROUP on Telegram; MEMBER does not
@@ -231,3 +233,34 @@ async def test_the_operator_restricts_which_characters_a_community_may_use(stage
         # Another community is not restricted (the operator manages every group).
         joined = await command(scene, OPERATOR, "/escena añadir lighthouse_keeper", OTHER_GROUP)
         assert joined == text("es", "scene_joined", name=MAGGIE)
+
+
+@pytest.mark.parametrize("mature_dms", [False, True])
+async def test_a_mature_character_writes_follow_ups_only_with_mature_dms(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock, mature_dms: bool
+) -> None:
+    """Follow-ups are private messages: a mature character sends none (not even the offer)
+    unless the operator allows mature private chats."""
+    folder = mature_cast(tmp_path)
+    async with FakeTelegram() as fake:
+        settings = make_settings(
+            tmp_path, fake_anthropic, telegram_bot_token=fake.token,
+            telegram_api_base_url=fake.url, characters_dir=folder,
+            default_character="detective_bilbao", mature_dms=mature_dms,
+        )  # fmt: skip
+        async with open_app(settings, clock=clock, start_scheduler=False) as app:
+            adapter = TelegramAdapter(settings, app.commands)
+            await adapter.start()
+            app.followups.use(adapter)
+            try:
+                fake.send_command(MEMBER, MEMBER, "/ayuda")  # Bob has started the bot
+                await fake.wait_for_messages(MEMBER, 1)
+                user = await app.store.upsert_user("telegram", str(MEMBER), "Bob", clock())
+                event = dated(user.id, "entrevista de trabajo", THURSDAY, clock())
+                await learn(app, replace(event, character_id=TABERNERA), clock())
+                await app.followups.run()
+                offers = [m["text"] for m in fake.sent_messages(MEMBER)[1:]]
+                assert offers == ([text("es", "followups_offer", name=ITZIAR)] if mature_dms
+                                  else [])  # fmt: skip
+            finally:
+                await adapter.stop()
