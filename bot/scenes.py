@@ -217,11 +217,13 @@ class SceneRoom:
         cast = await self.cast(caller)
         language = pick_language(caller.locale, cast[0].language)
         name = self._companion.character(character_id).name
-        if character_id not in {c.id for c in cast}:
-            return Answer(text(language, "scene_absent", name=name), ok=False)
-        if len(cast) == 1:
-            return Answer(text(language, "scene_last", name=name), ok=False)
         added = await self._store.scene_members(caller.platform, caller.channel_id)
+        # A member silent here (not allowed in this chat) may leave: the others stay.
+        silent = character_id in added and character_id not in {c.id for c in cast}
+        if character_id not in {c.id for c in cast} and not silent:
+            return Answer(text(language, "scene_absent", name=name), ok=False)
+        if len(cast) == 1 and not silent:
+            return Answer(text(language, "scene_last", name=name), ok=False)
         if not added:
             return Answer(text(language, "scene_last", name=name), ok=False)
         await self._store.remove_scene_member(caller.platform, caller.channel_id, character_id)

@@ -174,6 +174,11 @@ async def test_a_mature_character_speaks_only_in_a_group_marked_mature(stage: St
         await command(scene, ADMIN, "/escena madura off")
         cast = await command(scene, MEMBER, "/escena")
         assert ITZIAR not in cast and KOLDO in cast
+        # She may still be taken out of it (she stays out when the group is marked again).
+        left = await command(scene, ADMIN, f"/escena quitar {TABERNERA}")
+        assert left == text("es", "scene_left", name=ITZIAR)
+        await command(scene, ADMIN, "/escena madura on")
+        assert ITZIAR not in await command(scene, MEMBER, "/escena")
 
 
 async def test_a_bound_mature_character_gives_way_and_the_admins_are_told_once(
