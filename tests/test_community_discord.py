@@ -17,7 +17,7 @@ from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.discord_world import MANAGE_CHANNELS, MANAGE_GUILD, MEMBER_PERMISSIONS
 from tests.test_community_telegram import mature_cast
-from tests.test_discord_scenes import ANA, BEA, BOB, ITZIAR, MAGGIE, Stage, staged
+from tests.test_discord_scenes import ANA, BEA, BOB, ITZIAR, KOLDO, MAGGIE, Stage, staged
 
 CAROL = 7474  # manages channels, not the server
 
@@ -88,3 +88,21 @@ async def test_a_mature_character_speaks_only_in_an_age_restricted_channel(
     marked = await in_channel(stage, general, BEA, "escena-admin", "madura", estado="on")
     assert marked == text("es", "scene_mature_discord")
     assert not await stage.h.app.store.chat_is_mature("discord", str(general))
+
+
+async def test_a_channel_bound_to_a_mature_character_answers_with_the_default(
+    stage: Stage, clock: FakeClock
+) -> None:
+    """Bound before the character was rated mature (or the channel's age gate was turned off):
+    the default character answers, and the channel's admins are told why, once."""
+    general = stage.channel
+    await stage.h.app.store.bind_channel("discord", str(general), "tabernera", "op", clock())
+    await stage.say(BOB, "Buenas tardes")
+    [line] = await stage.lines_said(1)
+    assert line.message["author"]["username"] == KOLDO
+    reason = text("es", "mature_discord", name=ITZIAR)
+    notice = text("es", "mature_fallback", name=ITZIAR, reason=reason, fallback=KOLDO)
+    await stage.say(BOB, "¿Hay alguien?")
+    await stage.lines_said(2)
+    said = [m.content for m in stage.fake.sent_messages(general)]
+    assert said.count(notice) == 1
