@@ -32,8 +32,14 @@ class Caller:
     channel_kind: Literal["dm", "group"]
     channel_id: str
     locale: str | None = None  # the user's language as the platform reports it ("es-ES")
-    # Discord: the server of a guild channel, and the member's role ids there (access rules,
-    # bot/access.py); Telegram's community is the group itself (channel_id).
+    # The caller's standing in this group as the platform reports it (bot/community.py):
+    # "admin" for a Telegram group's creator or administrators and a Discord member with Manage
+    # Server or Manage Channels here. Filled by the adapter for the commands that need it.
+    role: Literal["member", "admin"] = "member"
+    # The platform marks this channel for adults (a Discord age-restricted channel).
+    age_restricted: bool = False
+    # Discord: the server of a guild channel (its community; a Telegram group is its own), and
+    # the member's role ids there (access rules, bot/access.py).
     guild_id: str | None = None
     role_ids: tuple[str, ...] = ()
 
@@ -44,6 +50,11 @@ class Caller:
     @property
     def channel_key(self) -> str:
         return "dm" if self.channel_kind == "dm" else f"group:{self.platform}:{self.channel_id}"
+
+    @property
+    def community(self) -> str:
+        """The community this group belongs to: "telegram:<chat id>", "discord:<server id>"."""
+        return f"{self.platform}:{self.guild_id or self.channel_id}"
 
     def incoming(self, character_id: str, message: str, message_id: str | None = None) -> Incoming:
         return Incoming(

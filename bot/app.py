@@ -148,6 +148,8 @@ def _commands(
         settings.admin_ids,
         clock,
         settings.default_character,
+        settings.community_characters,
+        settings.mature_dms,
     )
     vision = settings.llm_vision and settings.llm_provider == "anthropic"
     describer = PhotoDescriber(llm, store, clock, settings.llm_summary_model) if vision else None
@@ -179,7 +181,7 @@ def _jobs(
         settings.followup_quiet_end_hour,
         settings.followup_window_days,
     )
-    followups = FollowUpJob(companion, store, policy, clock)
+    followups = FollowUpJob(companion, store, policy, clock, settings.mature_dms)
     return BackgroundJobs(
         companion,
         extractor,

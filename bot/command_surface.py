@@ -28,6 +28,8 @@ class SceneCommands(Protocol):
 
     async def remove(self, caller: Caller, character_id: str) -> Answer: ...
 
+    async def mature(self, caller: Caller, on: bool) -> Answer: ...
+
 
 class AccessCommandFace(Protocol):
     """/yo, /admin acceso, and a refused person's commands (bot/access_commands.py)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -12,6 +12,7 @@ from bot.access import Access
 from bot.access_commands import AccessCommands
 from bot.answers import Answer, Button, Caller, clean_input, is_blank
 from bot.command_line import help_lines
+from bot.community import ChatRatings, Community, Usable
 from bot.greeting import greeting
 from bot.memoria import Memoria, is_forget, is_heavy
 from bot.pacing import ArrivalOrder, RateLimiter
@@ -44,9 +45,11 @@ class Limits:
     access_refresh_seconds: float = 2.0
 
 
-class CommandStore(Users, Channels, Preferences, FollowUps, Scenes, AccessRules, Protocol):
-    """Who the user is, which character answers them where, their time zone, scenes, and who
-    may talk."""
+class CommandStore(
+    Users, Channels, Preferences, FollowUps, Scenes, AccessRules, ChatRatings, Protocol
+):
+    """Who the user is, which character answers them where, their time zone, scenes, who may
+    talk, and the chats marked mature."""
 
 
 Notify = Callable[[Answer], Awaitable[None]]
@@ -75,13 +78,17 @@ class Commands:
         admin_ids: list[str],
         clock: Callable[[], datetime],
         default_character: str | None = None,
+        community_characters: Mapping[str, list[str]] | None = None,
+        mature_dms: bool = False,
     ) -> None:
         self._companion = companion
         self._store = store
         self._memoria = memoria
         self._reloader = reloader
         self._limits = limits
-        self._admins = set(admin_ids)
+        self.community = Community(
+            frozenset(admin_ids), dict(community_characters or {}), mature_dms, store
+        )
         self._clock = clock
         self._rate: CallGate = RateLimiter(
             limits.rate_limit_messages, limits.rate_limit_window_seconds
@@ -98,18 +105,29 @@ class Commands:
         self.scenes = SceneRoom(companion, store, self, clock)
 
     def is_admin(self, caller: Caller) -> bool:
-        return f"{caller.platform}:{caller.user_id}" in self._admins
+        """The operator (ADMIN_IDS): budgets, access rules, reloading the characters."""
+        return self.community.is_operator(caller)
 
     async def character_for(self, caller: Caller) -> Character:
         """In a group, the scene's first character (bot/scenes.py); else the caller's choice
-        here, else the default."""
-        book = self._companion.characters
+        here if it may speak here (a mature one only when MATURE_DMS), else the default."""
         if caller.channel_kind == "group":
             return await self.scenes.character_for(caller)
         chosen = await self._store.chosen_character_of(
             caller.platform, caller.user_id, caller.channel_key
         )
-        return self._companion.character(chosen if chosen and book.get(chosen) else self.default_id)
+        usable = await self.community.usable(caller)
+        found = self._companion.characters.get(chosen) if chosen else None
+        return found if found is not None and usable(found) else self.default_for(usable)
+
+    def default_for(self, usable: Usable) -> Character:
+        """The default character, or when it may not speak here the first that may (the
+        default still, when none may: the operator's choice)."""
+        book = self._companion.characters
+        default = self._companion.character(self.default_id)
+        if usable(default):
+            return default
+        return next((c for c in book.all() if usable(c)), default)
 
     @property
     def max_message_chars(self) -> int:
@@ -206,30 +224,24 @@ class Commands:
         return [(c.id, c.name) for c in self._companion.characters.all()]
 
     async def characters(self, caller: Caller) -> Answer:
+        """The characters that may speak here (a mature one only where adults are)."""
         current = await self.character_for(caller)
+        usable = await self.community.usable(caller)
+        offered = [c for c in self._companion.characters.all() if usable(c)]
         lines = [text(await self.language(caller), "characters", current=current.name)]
         lines += [
             f"- {c.id}: {c.name}" + (f" ({c.identity.trade})" if c.identity.trade else "")
-            for c in self._companion.characters.all()
+            for c in offered
         ]
-        buttons = tuple(Button(c.name, f"char:{c.id}") for c in self._companion.characters.all())
+        buttons = tuple(Button(c.name, f"char:{c.id}") for c in offered)
         return Answer("\n".join(lines), buttons=buttons)
 
     async def switch(self, caller: Caller, character_id: str) -> Answer:
         """Choose the caller's character in this DM/channel (its memory stays separate)."""
         if caller.channel_kind == "group":  # a group's characters are its scene's
             return Answer(text(await self.language(caller), "scene_switch"), ok=False)
-        book = self._companion.characters
-        if book.get(character_id) is None:
-            return Answer(
-                text(
-                    await self.language(caller),
-                    "unknown_character",
-                    given=character_id,
-                    valid=", ".join(book.ids()),
-                ),
-                ok=False,
-            )
+        if refused := await self.unusable(caller, character_id):
+            return refused
         now = self._clock()
         user = await self._store.upsert_user(
             caller.platform, caller.user_id, caller.display_name, now
@@ -242,18 +254,10 @@ class Commands:
     async def bind(self, caller: Caller, character_id: str | None) -> Answer:
         """Admin: make a group channel answer every message as one character (None unbinds)."""
         language = await self.language(caller)
-        if not self.is_admin(caller):
-            return Answer(text(language, "admins_only"), ok=False, private=True)
-        if character_id is not None and self._companion.characters.get(character_id) is None:
-            return Answer(
-                text(
-                    language,
-                    "unknown_character",
-                    given=character_id,
-                    valid=", ".join(self._companion.characters.ids()),
-                ),
-                ok=False,
-            )
+        if refused := self.community.not_managing(caller, language):
+            return refused
+        if character_id is not None and (refused := await self.unusable(caller, character_id)):
+            return refused
         await self._store.bind_channel(
             caller.platform,
             caller.channel_id,
@@ -265,6 +269,12 @@ class Commands:
             return Answer(text(language, "unbound"))
         bound = self._companion.character(character_id)
         return Answer(text(language, "bound", name=bound.name))
+
+    async def unusable(self, caller: Caller, character_id: str) -> Answer | None:
+        """Why this character cannot be chosen here (bot/community.py), or None."""
+        book, language = self._companion.characters, await self.language(caller)
+        return await self.community.unusable(caller, book.get(character_id), character_id,
+                                             book, language)  # fmt: skip
 
     async def reload(self, caller: Caller) -> Answer:
         """Admin: reload the character files now; a broken file is refused, with its error."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -128,6 +129,13 @@ class Settings(BaseSettings):
     access_invite_only: bool = False
     # How often each process looks whether the rules changed (another worker, the CLI).
     access_refresh_seconds: float = Field(2.0, gt=0, le=60)
+    # Communities (bot/community.py): the characters each group or server may use, as JSON
+    # {"telegram:<chat id>": [ids], "discord:<guild id>": [ids]}; one not listed may use all.
+    community_characters: Annotated[dict[str, list[str]], NoDecode] = Field(default_factory=dict)
+    # How long a Telegram group's admin list is trusted before asking Telegram again.
+    community_admins_cache_seconds: float = Field(300.0, ge=0)
+    # Mature characters (rating: mature) may speak in private chats.
+    mature_dms: bool = False
 
     # Platforms (used by the adapters)
     telegram_bot_token: SecretStr | None = None
@@ -273,6 +281,14 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("community_characters", mode="before")
+    @classmethod
+    def _community_json(cls, value: object) -> object:
+        try:
+            return json.loads(value.strip() or "{}") if isinstance(value, str) else value
+        except json.JSONDecodeError as exc:
+            raise ValueError(f'not JSON like {{"telegram:<chat id>": ["<id>"]}}: {exc}') from exc
 
     @field_validator("model_prices")
     @classmethod

@@ -62,8 +62,10 @@ class FollowUpJob:
         store: FollowUps,
         policy: FollowUpPolicy,
         clock: Callable[[], datetime],
+        mature_dms: bool = False,
     ) -> None:
         self._companion = companion
+        self._mature_dms = mature_dms
         self._store = store
         self._policy = policy
         self._clock = clock
@@ -86,7 +88,9 @@ class FollowUpJob:
         for due in await self._store.followup_offers_due():
             sender = self._senders.get(due.platform)
             fact = due.fact
-            if sender is None or not await self._store.offer_followups_once(
+            if sender is None or not self._may_write(fact.character_id):
+                continue
+            if not await self._store.offer_followups_once(
                 fact.user_id, fact.character_id, self._clock()
             ):
                 continue
@@ -98,6 +102,11 @@ class FollowUpJob:
             )
             offered += 1
         return offered
+
+    def _may_write(self, character_id: str) -> bool:
+        """A character rated mature writes in private only when MATURE_DMS allows it."""
+        character = self._companion.characters.get(character_id)
+        return character is None or character.rating != "mature" or self._mature_dms
 
     async def run(self) -> int:
         """Offer follow-ups where owed, then write and send every follow-up due now; how many
@@ -114,7 +123,7 @@ class FollowUpJob:
         for due in await self._store.followup_candidates(earliest, today):
             owner = (due.fact.user_id, due.fact.character_id)
             sender = self._senders.get(due.platform)
-            if sender is None or owner in done:
+            if sender is None or owner in done or not self._may_write(owner[1]):
                 continue
             state = await self._store.followup_state(*owner)
             if not self._policy.allows(due, state, now):

@@ -29,6 +29,9 @@ FACT = Arg(
     Words("El número en /memoria ver", "The number in /memory view"),
     "int",
 )
+STATE = Arg(
+    "estado", Words("estado", "state"), Words("on u off", "on or off"), "choice", ("on", "off")
+)
 CHARACTER = Arg(
     "id", Words("id", "id"), Words("El personaje (su id)", "The character (its id)"), "character"
 )
@@ -182,13 +185,7 @@ MEMORIA = Command(
             "Los recuerdos nuevos esperan tu visto bueno (on/off)",
             "New memories wait for your approval (on/off)",
             _memoria("revisar"),
-            Arg(
-                "estado",
-                Words("estado", "state"),
-                Words("on u off", "on or off"),
-                "choice",
-                ("on", "off"),
-            ),
+            STATE,
         ),
         _sub(
             "memoria.historia",
@@ -283,13 +280,7 @@ AVISOS = Command(
     ),
     lambda c, who, a: c.presence.followups(who, on=a[0].casefold() == "on"),
     (
-        Arg(
-            "estado",
-            Words("estado", "state"),
-            Words("on u off", "on or off"),
-            "choice",
-            ("on", "off"),
-        ),
+        STATE,
     ),
 )
 ESCENA = Command(
@@ -326,6 +317,17 @@ ESCENA = Command(
             "Admin: a character leaves the scene",
             lambda c, who, a: c.scenes.remove(who, a[0]),
             CHARACTER,
+            admin=True,
+            public=True,
+        ),
+        _sub(
+            "escena.madura",
+            "madura",
+            "mature",
+            "Admin: los personajes para adultos pueden hablar en este grupo (on/off)",
+            "Admin: characters for adults may speak in this group (on/off)",
+            lambda c, who, a: c.scenes.mature(who, a[0].casefold() == "on"),
+            STATE,
             admin=True,
             public=True,
         ),

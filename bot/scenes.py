@@ -20,6 +20,7 @@ from typing import Protocol
 
 from bot.access import Access
 from bot.answers import Answer, Caller, clean_input, is_blank
+from bot.community import ChatRatings, Community, Usable
 from bot.pacing import ArrivalOrder
 from bot.texts import pick_language, text
 from cards.character import Character, CharacterBook
@@ -33,21 +34,22 @@ from memory.store.protocols import Channels, Scenes, Users
 Notify = Callable[[Answer], Awaitable[None]]
 
 
-class SceneStore(Channels, Scenes, Users, Protocol):
-    """Bindings and scene members, and the rows of the people and of each scene."""
+class SceneStore(Channels, Scenes, Users, ChatRatings, Protocol):
+    """Bindings, scene members and the chats marked mature, and the rows of the people and of
+    each scene."""
 
 
 class SceneHost(Protocol):
-    """What the scenes ask of the commands (bot/commands.py): admins, who may talk, the
-    default character, the limits and the rate gate in use."""
-
-    def is_admin(self, caller: Caller) -> bool: ...
+    """What the scenes ask of the commands (bot/commands.py): who may talk, who manages what,
+    the default character, the limits and the rate gate in use."""
 
     @property
     def access(self) -> Access: ...
 
     @property
-    def default_id(self) -> str: ...
+    def community(self) -> Community: ...
+
+    def default_for(self, usable: Usable) -> Character: ...
 
     @property
     def max_message_chars(self) -> int: ...
@@ -92,16 +94,18 @@ class SceneRoom:
         (the look-ups before the engine would otherwise let a later one overtake)."""
         return self._order.hold(f"{caller.platform}:scene:{caller.channel_id}")
 
-    async def cast(self, platform: str, channel_id: str) -> tuple[Character, ...]:
-        """The characters present, in the order they joined (see the module's docstring)."""
-        members = await self._store.scene_members(platform, channel_id)
-        bound = await self._store.bound_character(platform, channel_id)
-        book = self._companion.characters
-        return tuple(cast_of(members, bound, book, self._host.default_id))
+    async def cast(self, caller: Caller) -> tuple[Character, ...]:
+        """The characters present, in the order they joined (see the module's docstring),
+        among those that may speak in this chat (bot/community.py)."""
+        members = await self._store.scene_members(caller.platform, caller.channel_id)
+        bound = await self._store.bound_character(caller.platform, caller.channel_id)
+        usable = await self._host.community.usable(caller)
+        book, fallback = self._companion.characters, self._host.default_for(usable)
+        return tuple(cast_of(members, bound, book, fallback.id, usable))
 
     async def character_for(self, caller: Caller) -> Character:
         """The scene's character a command speaks of: the first present."""
-        return (await self.cast(caller.platform, caller.channel_id))[0]
+        return (await self.cast(caller))[0]
 
     async def hear(
         self,
@@ -116,7 +120,7 @@ class SceneRoom:
     ) -> Awaitable[SceneResult] | None:
         """Hand a group message to its scene; None when the scene does not hear it (nothing
         is stored). The wait is for the turn's lines, which `outlet` has sent by then."""
-        cast = await self.cast(caller.platform, caller.channel_id)
+        cast = await self.cast(caller)
         replied = _character_named(replied_name, cast)
         bound = await self._store.bound_character(caller.platform, caller.channel_id)
         if not (mentioned or bound or replied or names_a_character(message, cast)):
@@ -125,6 +129,8 @@ class SceneRoom:
         if await self._host.access.refusal(caller, language) is not None:
             return None  # refused in a group: nothing said, nothing stored (bot/access.py)
         message = clean_input(message)
+        if bound and notify is not None and (notice := await self._bound_notice(caller, bound)):
+            await notify(notice)
         if refusal := self._refusal(message, language):
             return _ready(SceneResult(refusal=refusal))
 
@@ -145,6 +151,24 @@ class SceneRoom:
         pending = self._companion.scene(scene_message, outlet, self._host.gate_for(caller), held)
         return _lines_of(pending)
 
+    async def _bound_notice(self, caller: Caller, bound: str) -> Answer | None:
+        """Once per channel and character: why the bound character does not speak here."""
+        character = self._companion.characters.get(bound)
+        rules = self._host.community
+        if character is None:
+            return None
+        key = rules.refusal(caller, character, await rules.mature_here(caller))
+        if key is None or not await self._store.claim_rating_notice(
+            caller.platform, caller.channel_id, bound, self._clock()
+        ):
+            return None
+        language = pick_language(caller.locale, character.language)
+        fallback = (await self.cast(caller))[0].name
+        reason = text(language, key, name=character.name)
+        words = text(language, "mature_fallback", name=character.name, reason=reason,
+                     fallback=fallback)  # fmt: skip
+        return Answer(words)
+
     def _refusal(self, message: str, language: str) -> Answer | None:
         if is_blank(message):
             return Answer(text(language, "empty"), ok=False)
@@ -159,7 +183,7 @@ class SceneRoom:
 
     async def show(self, caller: Caller) -> Answer:
         """/escena: who is present."""
-        cast = await self.cast(caller.platform, caller.channel_id)
+        cast = await self.cast(caller)
         language = pick_language(caller.locale, cast[0].language)
         if caller.channel_kind != "group":
             return Answer(text(language, "scene_groups_only"), ok=False)
@@ -171,8 +195,13 @@ class SceneRoom:
         refused = await self._admin_refusal(caller, character_id)
         if refused is not None:
             return refused
-        cast = await self.cast(caller.platform, caller.channel_id)
-        language = pick_language(caller.locale, cast[0].language)
+        cast = await self.cast(caller)
+        language, rules = pick_language(caller.locale, cast[0].language), self._host.community
+        book = self._companion.characters
+        if refused := await rules.unusable(
+            caller, book.get(character_id), character_id, book, language
+        ):
+            return refused
         added = await self._store.scene_members(caller.platform, caller.channel_id)
         by, now = f"{caller.platform}:{caller.user_id}", self._clock()
         if not added:  # the implicit character stays, with everything it witnessed
@@ -191,24 +220,27 @@ class SceneRoom:
         refused = await self._admin_refusal(caller, character_id)
         if refused is not None:
             return refused
-        cast = await self.cast(caller.platform, caller.channel_id)
+        cast = await self.cast(caller)
         language = pick_language(caller.locale, cast[0].language)
         name = self._companion.character(character_id).name
-        if character_id not in {c.id for c in cast}:
-            return Answer(text(language, "scene_absent", name=name), ok=False)
-        if len(cast) == 1:
-            return Answer(text(language, "scene_last", name=name), ok=False)
         added = await self._store.scene_members(caller.platform, caller.channel_id)
+        # A member silent here (not allowed in this chat) may leave: the others stay.
+        silent = character_id in added and character_id not in {c.id for c in cast}
+        if character_id not in {c.id for c in cast} and not silent:
+            return Answer(text(language, "scene_absent", name=name), ok=False)
+        if len(cast) == 1 and not silent:
+            return Answer(text(language, "scene_last", name=name), ok=False)
         if not added:
             return Answer(text(language, "scene_last", name=name), ok=False)
         await self._store.remove_scene_member(caller.platform, caller.channel_id, character_id)
         return Answer(text(language, "scene_left", name=name))
 
     async def _admin_refusal(self, caller: Caller, character_id: str) -> Answer | None:
-        cast = await self.cast(caller.platform, caller.channel_id)
+        cast = await self.cast(caller)
         language = pick_language(caller.locale, cast[0].language)
-        if not self._host.is_admin(caller):
-            return Answer(text(language, "admins_only"), ok=False, private=True)
+        rules = self._host.community
+        if refused := rules.not_managing(caller, language):
+            return refused
         if caller.channel_kind != "group":
             return Answer(text(language, "scene_groups_only"), ok=False)
         book = self._companion.characters
@@ -218,13 +250,28 @@ class SceneRoom:
             return Answer(words, ok=False)
         return None
 
+    async def mature(self, caller: Caller, on: bool) -> Answer:
+        """Admin: mark this Telegram group for adults (its mature characters may speak)."""
+        cast = await self.cast(caller)
+        language, rules = pick_language(caller.locale, cast[0].language), self._host.community
+        if refused := rules.not_managing(caller, language):
+            return refused
+        if caller.channel_kind != "group":
+            return Answer(text(language, "scene_groups_only"), ok=False)
+        if caller.platform == "discord":  # Discord's own age gate decides (channel.nsfw)
+            return Answer(text(language, "scene_mature_discord"), ok=False)
+        by, now = f"{caller.platform}:{caller.user_id}", self._clock()
+        await self._store.mark_chat_mature(caller.platform, caller.channel_id, on, by, now)
+        return Answer(text(language, "scene_mature_on" if on else "scene_mature_off"))
+
     async def reset(self, caller: Caller) -> Answer:
         """Admin: end the scene's conversation now, for every character present (each folds
         its window into its summary, and the people's facts are extracted)."""
-        cast = await self.cast(caller.platform, caller.channel_id)
+        cast = await self.cast(caller)
         language = pick_language(caller.locale, cast[0].language)
-        if not self._host.is_admin(caller):
-            return Answer(text(language, "admins_only"), ok=False, private=True)
+        rules = self._host.community
+        if refused := rules.not_managing(caller, language):
+            return refused
         owner = await self._store.find_user(caller.platform, scene_owner_id(caller.channel_id))
         ended = False
         if owner is not None:
@@ -244,7 +291,7 @@ class SceneRoom:
             return SceneErasure(0, 0, 0)
         owner = await self._store.find_user(caller.platform, scene_owner_id(caller.channel_id))
         scope = scene_scope(caller.platform, caller.channel_id)
-        present = [c.id for c in await self.cast(caller.platform, caller.channel_id)]
+        present = [c.id for c in await self.cast(caller)]
         witnesses = sorted(set(present) | set(self._companion.characters.ids()))
         async with self._companion.holding_scene(owner, witnesses, scope):
             return await self._store.forget_scene_lines(person.id, scope)
@@ -256,14 +303,20 @@ def names_a_character(text: str, cast: Sequence[Character]) -> bool:
 
 
 def cast_of(
-    members: Sequence[str], bound: str | None, book: CharacterBook, default: str
+    members: Sequence[str],
+    bound: str | None,
+    book: CharacterBook,
+    default: str,
+    usable: Usable = lambda character: True,
 ) -> list[Character]:
-    """The characters present (see the module's docstring): the members still in the book,
-    else the bound character, else the default."""
-    present = [c for c in (book.get(i) for i in members) if c is not None]
+    """The characters present (see the module's docstring): the members still in the book
+    that may speak here, else the bound character if it may, else the default."""
+    present = [c for c in (book.get(i) for i in members) if c is not None and usable(c)]
     if present:
         return present
     chosen = book.get(bound) if bound else None
+    if chosen is not None and not usable(chosen):
+        chosen = None
     return [chosen or book.get(default) or book.get(book.default_id)]  # type: ignore[list-item]
 
 

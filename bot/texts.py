@@ -21,7 +21,27 @@ TEXTS: dict[str, dict[str, str]] = {
         "unknown_character": "No conozco a «{given}». Disponibles: {valid}.",
         "bound": "Este canal queda vinculado a {name}: contestará a todos los mensajes.",
         "unbound": "Este canal ya no está vinculado a ningún personaje.",
-        "admins_only": "Solo un administrador puede hacer eso.",
+        "admins_only": "Solo el operador del bot puede hacer eso (su id está en ADMIN_IDS).",
+        "manage_telegram": "Solo los administradores de este grupo (o el operador del bot) "
+        "pueden hacer eso.",
+        "manage_discord": "Solo quien tiene el permiso Gestionar servidor (o Gestionar canales "
+        "en este canal), o el operador del bot, puede hacer eso.",
+        "character_not_here": "{name} no está disponible en esta comunidad: lo decide el "
+        "operador del bot.",
+        "mature_discord": "{name} es un personaje para adultos: solo habla en canales con "
+        "restricción de edad.",
+        "mature_telegram": "{name} es un personaje para adultos: solo habla en grupos que sus "
+        "administradores han marcado con /escena madura on.",
+        "mature_dm": "{name} es un personaje para adultos y el operador del bot no los permite "
+        "por privado.",
+        "mature_fallback": "Para los administradores: este canal está vinculado a {name}, pero "
+        "{reason} Mientras tanto contesta {fallback}.",
+        "scene_mature_on": "Este grupo queda marcado para adultos: los personajes para adultos "
+        "pueden hablar aquí.",
+        "scene_mature_off": "Este grupo ya no está marcado para adultos: los personajes para "
+        "adultos no hablan aquí.",
+        "scene_mature_discord": "En Discord lo decide el propio canal: márcalo con restricción de "
+        "edad en sus ajustes para que hablen los personajes para adultos.",
         # Who may talk (bot/access.py): one line, at most once a day, in a private chat.
         "access_blocked": "No puedo hablar contigo. /memoria sigue a tu disposición.",
         "access_dms_off": "No contesto por privado; búscame en un grupo o servidor. /memoria "
@@ -169,7 +189,26 @@ TEXTS: dict[str, dict[str, str]] = {
         "unknown_character": "I don't know '{given}'. Available: {valid}.",
         "bound": "This channel is now bound to {name}: they will answer every message.",
         "unbound": "This channel is no longer bound to a character.",
-        "admins_only": "Only an admin can do that.",
+        "admins_only": "Only the bot's operator can do that (their id is in ADMIN_IDS).",
+        "manage_telegram": "Only this group's admins (or the bot's operator) can do that.",
+        "manage_discord": "Only members with Manage Server (or Manage Channels in this "
+        "channel), or the bot's operator, can do that.",
+        "character_not_here": "{name} is not available in this community: the bot's operator "
+        "decides that.",
+        "mature_discord": "{name} is a character for adults: they only speak in age-restricted "
+        "channels.",
+        "mature_telegram": "{name} is a character for adults: they only speak in groups whose "
+        "admins marked them with /scene mature on.",
+        "mature_dm": "{name} is a character for adults and the bot's operator does not allow "
+        "them in private chats.",
+        "mature_fallback": "For the admins: this channel is bound to {name}, but {reason} Until "
+        "then, {fallback} answers.",
+        "scene_mature_on": "This group is now marked for adults: characters for adults may "
+        "speak here.",
+        "scene_mature_off": "This group is no longer marked for adults: characters for adults "
+        "do not speak here.",
+        "scene_mature_discord": "On Discord the channel itself decides: mark it age-restricted "
+        "in its settings for characters for adults to speak.",
         "access_blocked": "I can't talk with you. /memory is still yours to use.",
         "access_dms_off": "I don't answer private messages; find me in a group or server. "
         "/memory is still yours to use.",

@@ -48,6 +48,8 @@ class Character(_Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,40}$")
     name: str = Field(min_length=1, max_length=80)
     language: Literal["es", "en"] = "en"
+    # Who the character is for: "mature" speaks only where adults are (bot/community.py).
+    rating: Literal["general", "mature"] = "general"
     identity: Identity
     traits: tuple[str, ...] = Field(default=(), max_length=8)  # lint warns outside 3-5
     speech_rules: tuple[str, ...] = Field(min_length=1, max_length=6)

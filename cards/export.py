@@ -24,12 +24,12 @@ if TYPE_CHECKING:  # cards/sillytavern.py re-exports this module's functions
 
 # The order a human reads a sheet in; model/temperature/retrieval/journey only when set.
 _KEY_ORDER = (
-    "id", "name", "language", "identity", "traits", "speech_rules", "does_not_know",
+    "id", "name", "language", "rating", "identity", "traits", "speech_rules", "does_not_know",
     "opening_messages", "reminder", "model", "temperature", "retrieval", "journey",
     "journey_reason", "aliases", "talkativeness", "card_passthrough",
 )  # fmt: skip
 _DEFAULTS: dict[str, object] = {
-    "retrieval": "auto", "journey": True, "journey_reason": "", "aliases": [],
+    "rating": "general", "retrieval": "auto", "journey": True, "journey_reason": "", "aliases": [],
     "talkativeness": 0.5,
 }  # fmt: skip
 _COMMENTS = {
@@ -41,7 +41,7 @@ _COMMENTS = {
 }
 # What a card has no field for: carried under extensions.companion.
 _OURS = (
-    "id", "language", "speech_rules", "does_not_know", "reminder", "model", "temperature",
+    "id", "language", "rating", "speech_rules", "does_not_know", "reminder", "model", "temperature",
     "journey", "journey_reason", "aliases", "talkativeness",
 )  # fmt: skip
 
@@ -149,6 +149,7 @@ def card_from_character(
         data[key] = kept.get(key, "")
     for key in ("alternate_greetings", "tags"):
         data[key] = list(kept.get(key, []))
+    data["tags"] = rating_tags(data["tags"], character.rating)
     data["creator"] = kept.get("creator", "")
     data["character_version"] = kept.get("character_version", "")
     data["extensions"] = {**kept.get("extensions", {}), COMPANION_EXTENSION: ours}
@@ -159,6 +160,20 @@ def card_from_character(
     # Fields of newer specs (V3's nickname, assets…): readers of V2 ignore keys they lack.
     data.update({k: v for k, v in kept.items() if k not in data and k not in skip})
     return {"spec": "chara_card_v2", "spec_version": "2.0", "data": data}
+
+
+def is_nsfw_tag(tag: object) -> bool:
+    """SillyTavern's marker of a card for adults: a tag containing "nsfw", in any case."""
+    return isinstance(tag, str) and "nsfw" in tag.casefold()
+
+
+def rating_tags(tags: list[Any], rating: str) -> list[Any]:
+    """The card's tags saying the character's rating: an "NSFW" tag when mature, none when
+    general (the YAML's rating is the truth an admin edits)."""
+    others = [t for t in tags if not is_nsfw_tag(t)]
+    if rating != "mature":
+        return others
+    return tags if any(is_nsfw_tag(t) for t in tags) else [*tags, "NSFW"]
 
 
 def _personality(character: Character, original: object) -> object:

@@ -20,6 +20,17 @@ _NEGATIVE_START = re.compile(
 )
 
 
+# Words that make a sheet read as meant for adults, in English and Spanish. A reminder for the
+# admin who forgot `rating: mature`, not a filter: a sheet can be for adults without them, and
+# the rating, not this list, decides where a character speaks.
+MATURE_WORDS = re.compile(
+    r"(?<!\w)(nsfw|18\+|explicit\w*|expl[ií]cit[oa]s?|erotic\w*|er[oó]tic[oa]s?|sexual\w*|"
+    r"sexy|lewd|nudes?|naked|nudity|desnud[oa]s?|desnudez|porn\w*|fetish\w*|fetiches?|"
+    r"adults only|solo para adultos)(?!\w)",
+    re.IGNORECASE,
+)
+
+
 @dataclass(frozen=True)
 class LintWarning:
     character_id: str
@@ -67,6 +78,12 @@ def lint_character(character: Character, tokens: TokenEstimator | None = None) -
     missing = [k for k in ("age", "trade", "place") if getattr(character.identity, k) is None]
     if missing:
         warn("identity", f"no {', '.join(missing)}: the prompt leaves them out until you add them")
+    if character.rating != "mature" and (word := _reads_mature(character)):
+        warn(
+            "rating",
+            f"the sheet reads as meant for adults ('{word}') but the character is rated "
+            "general, so it speaks in every chat: add `rating: mature` if it is",
+        )
     if not character.journey and not character.journey_reason.strip():
         warn(
             "journey",
@@ -74,6 +91,19 @@ def lint_character(character: Character, tokens: TokenEstimator | None = None) -
             "of its conversations, only facts; set journey_reason, or remove `journey: false`",
         )
     return found
+
+
+def _reads_mature(character: Character) -> str | None:
+    """The first word of MATURE_WORDS in what the character says and is (sheet, openings,
+    the card's tags), or None."""
+    tags = character.card_passthrough.get("tags")
+    texts = [
+        render_character_sheet(character),
+        *(m.text for m in character.opening_messages),
+        *(t for t in (tags if isinstance(tags, list) else []) if isinstance(t, str)),
+    ]
+    found = next((m for m in map(MATURE_WORDS.search, texts) if m), None)
+    return found.group(0) if found else None
 
 
 def lint_lore(

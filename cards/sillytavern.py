@@ -13,6 +13,7 @@ Mapping:
                                card's wording is kept too, so that export gives it back
   first_mes                 -> the pinned opening message
   character_book entries    -> lore pages (characters/<id>.lore/<slug>.md)
+  a tag containing "NSFW"    -> rating: mature (export writes the tag back from the rating)
   everything else           -> card_passthrough (example dialogue, alternate greetings,
                                system_prompt, post_history_instructions, tags, extensions…)
   {{char}} / {{user}}       -> kept in the file (export gives them back); expanded only for
@@ -43,7 +44,7 @@ from cards.checks import (
     check_card,
     json_depth,
 )
-from cards.export import card_from_character, character_yaml, save_imported
+from cards.export import card_from_character, character_yaml, is_nsfw_tag, save_imported
 from cards.lore_book import pages_from_book
 from cards.lore_files import LorePage, slugify
 from cards.png import PngError, is_png, text_chunks, with_text_chunks
@@ -206,6 +207,10 @@ def character_from_card(card: dict[str, Any], source: str = "card") -> ImportedC
         # The card's own wording ("brave, kind"), for export while the traits stay as derived.
         passthrough["personality"] = personality
     fields["card_passthrough"] = passthrough
+    tags = data.get("tags")
+    if isinstance(tags, list) and any(is_nsfw_tag(t) for t in tags):
+        fields["rating"] = "mature"
+        notes.append("rating: mature, from the card's NSFW tag: it speaks only where adults are")
     if ours is not None and ours.get("model"):
         notes.append(
             f"model: the card asks for '{ours['model']}': check that your provider serves it, "

@@ -99,6 +99,8 @@ async def populate(store: MemoryStore) -> Thread:
     await store.set_access_rule(AccessRule("telegram", "user", "666", "block"), True, "cli", NOW)
     await store.set_access_flag("dms", False)
     await store.claim_access_notice("telegram", "666", NOW, NOW - timedelta(days=1))
+    # A group marked for adults (migration 0025).
+    await store.mark_chat_mature("telegram", "-100", True, "admin", NOW)
     return thread
 
 

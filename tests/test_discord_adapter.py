@@ -314,7 +314,7 @@ async def test_unexpected_error_is_logged_and_apologised(
 
 async def test_bound_channel_answers_every_message(h: Harness) -> None:
     refused = await h.slash("personaje-admin", {"id": MAGGIE}, user_id=BOB, subcommand="vincular")
-    assert refused.ephemeral and refused.content == text("es", "admins_only")
+    assert refused.ephemeral and refused.content == text("es", "manage_discord")
     bound = await h.slash("personaje-admin", {"id": MAGGIE}, user_id=ALICE, subcommand="vincular")
     assert not bound.ephemeral and "Maggie Thornton" in (bound.content or "")
     h.llm.queue(Text("Hello, love."))

@@ -61,6 +61,7 @@ def samples(fact: int) -> dict[str, Sample]:
         "escena.lista": ([], text("es", "scene_groups_only")),
         "escena.anadir": (["lighthouse_keeper"], text("es", "scene_groups_only")),
         "escena.quitar": (["lighthouse_keeper"], text("es", "scene_groups_only")),
+        "escena.madura": (["on"], text("es", "scene_groups_only")),
         "memoria.olvidar": ([], text("es", "mem_ask_forget", name=KOLDO)),
         "memoria.borrar": ([str(fact)], text("es", "mem_deleted", id=fact)),
         "zona": (["Europe/Madrid"], "Tu zona horaria es ahora Europe/Madrid"),

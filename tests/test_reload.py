@@ -62,7 +62,8 @@ async def test_a_broken_edit_is_refused_and_the_old_version_serves(
 async def test_the_admin_command_reports_the_error(live: tuple[App, Path]) -> None:
     app, path = live
     refused = await app.commands.reload(USER)
-    assert not refused.ok and refused.text == "Solo un administrador puede hacer eso."
+    operator_only = "Solo el operador del bot puede hacer eso (su id está en ADMIN_IDS)."
+    assert not refused.ok and refused.text == operator_only
     edit(path, "traits:", "trait:", 1_900_000_200)
     broken = await app.commands.reload(ADMIN)
     assert not broken.ok and broken.private

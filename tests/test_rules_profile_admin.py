@@ -11,6 +11,7 @@ import pytest
 
 from bot.answers import Caller
 from bot.app import App, open_app
+from bot.texts import text
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.helpers import dm, group
@@ -76,9 +77,10 @@ async def test_admin_commands_check_the_platform_and_the_id(admin_app: App) -> N
     commands = admin_app.commands
     for stranger in (in_group("telegram", "43"), in_group("discord", "42")):
         refused = await commands.bind(stranger, "lighthouse_keeper")
-        assert not refused.ok and refused.text == "Solo un administrador puede hacer eso."
+        assert not refused.ok and refused.text == text("es", f"manage_{stranger.platform}")
         reload = await commands.reload(stranger)
-        assert not reload.ok and reload.text == "Solo un administrador puede hacer eso."
+        assert not reload.ok and reload.text == text("es", "admins_only")
+        assert "ADMIN_IDS" in reload.text  # who can: the operator
         assert await admin_app.store.bound_character(stranger.platform, "-100") is None
     admin = in_group("telegram", "42")
     assert (await commands.bind(admin, "lighthouse_keeper")).ok

@@ -329,7 +329,7 @@ class DiscordAdapter:
             try:
                 # A scene is one queue: its messages reach the engine in arrival order.
                 async with self._order.hold(f"scene:{message.channel.id}"):
-                    cast = await scenes.cast(caller.platform, caller.channel_id)
+                    cast = await scenes.cast(caller)
                     outlet = DiscordSceneOutlet(self._webhooks, message, cast, self._settings)
                     to_scene, replied_name = await self._scene_reply(message)
                     pending = await scenes.hear(

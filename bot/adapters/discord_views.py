@@ -60,14 +60,18 @@ def message_caller(message: discord.Message) -> Caller:
         author.display_name,
         kind,
         str(message.channel.id),
+        age_restricted=age_restricted(message.channel),
         guild_id=str(guild.id) if guild else None,
         role_ids=role_ids(author),
     )
 
 
 def interaction_caller(interaction: discord.Interaction) -> Caller:
+    """The caller of a slash command or a button, with their standing in the channel: the
+    permissions Discord resolved for them there (Manage Server, or Manage Channels here)."""
     kind = "dm" if interaction.guild_id is None else "group"
-    user = interaction.user
+    user, permissions = interaction.user, interaction.permissions
+    manages = kind == "group" and (permissions.manage_guild or permissions.manage_channels)
     return Caller(
         PLATFORM,
         str(user.id),
@@ -75,9 +79,17 @@ def interaction_caller(interaction: discord.Interaction) -> Caller:
         kind,
         str(interaction.channel_id),
         str(interaction.locale.value),
+        role="admin" if manages else "member",
+        age_restricted=age_restricted(interaction.channel),
         guild_id=str(interaction.guild_id) if interaction.guild_id else None,
         role_ids=role_ids(user),
     )
+
+
+def age_restricted(channel: object) -> bool:
+    """Discord's age gate on the channel (a thread inherits its parent's)."""
+    is_nsfw = getattr(channel, "is_nsfw", None)
+    return bool(is_nsfw()) if callable(is_nsfw) else False
 
 
 def button_type(on_press: Press) -> type[discord.ui.DynamicItem[discord.ui.Button[Any]]]:

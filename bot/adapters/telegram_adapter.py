@@ -36,6 +36,7 @@ from bot.adapters.live import LiveReply
 from bot.adapters.split import split_html
 from bot.adapters.telegram_format import to_telegram_html
 from bot.adapters.telegram_parts import caller_of, keyboard, typing_shown
+from bot.adapters.telegram_roles import GroupAdmins
 from bot.adapters.telegram_scene import TelegramScenes
 from bot.answers import Answer, Caller
 from bot.command_line import menu, run, run_line
@@ -75,6 +76,7 @@ class TelegramAdapter:
         # commands' per-caller gate and the engine's per-session lock.
         self.application: Application = builder.concurrent_updates(True).build()  # type: ignore[type-arg]
         self._scenes = TelegramScenes(commands, settings, self.application)
+        self._admins = GroupAdmins(self.application.bot, settings.community_admins_cache_seconds)
         self._register()
 
     def _register(self) -> None:
@@ -291,8 +293,14 @@ class TelegramAdapter:
     def _on_command(self, command: Command) -> CommandCallback:
         """The handler of one registry command: its words go to the registry's runner."""
 
+        # Only a command that manages the group asks Telegram who its admins are.
+        manages = any(leaf.admin for leaf in command.leaves())
+
         async def handle(update: Update, context: Context) -> None:
-            work = run(self._commands, caller_of(update), command, list(context.args or []))
+            caller = caller_of(update)
+            if manages:
+                caller = await self._admins.with_role(caller)
+            work = run(self._commands, caller, command, list(context.args or []))
             await self._reply_command(update, work)
 
         return handle

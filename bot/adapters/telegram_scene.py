@@ -140,7 +140,7 @@ class TelegramScenes:
         scenes = self._commands.scenes
         mentioned, to_me = self.mentioned(message)
         async with scenes.arrival(caller):  # before any await: the scene keeps arrival order
-            names = {c.id: c.name for c in await scenes.cast(caller.platform, caller.channel_id)}
+            names = {c.id: c.name for c in await scenes.cast(caller)}
             outlet = TelegramSceneOutlet(self._application.bot, message, names, self._settings)
             pending = await scenes.hear(
                 caller,

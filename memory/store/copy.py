@@ -121,6 +121,10 @@ COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
     "access_rules": (("platform", "kind", "target_id", "effect", "set_by", "set_at"), None),
     "access_settings": (("name", "value"), None),
     "access_notices": (("platform", "user_id", "told_at"), None),
+    "chat_ratings": (
+        ("platform", "channel_id", "mature", "marked_by", "marked_at", "notice_character"),
+        None,
+    ),
 }  # fmt: skip
 PRIMARY_KEYS = {
     "character_choices": "user_id, channel_key",
@@ -132,6 +136,7 @@ PRIMARY_KEYS = {
     "access_rules": "platform, kind, target_id, effect",
     "access_settings": "name",
     "access_notices": "platform, user_id",
+    "chat_ratings": "platform, channel_id",
 }
 IDENTITY_TABLES = ("users", "conversations", "turns", "summaries", "llm_usage", "facts",
                     "fact_history", "memory_rejections", "followups", "dead_letters",

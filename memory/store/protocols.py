@@ -375,6 +375,23 @@ class Scenes(Protocol):
         ...
 
 
+class ChatRatings(Protocol):
+    """Ratings (migration 0025): the group chats marked for adults, and which bound character
+    each channel's admins were told does not speak there."""
+
+    async def chat_is_mature(self, platform: str, channel_id: str) -> bool: ...
+
+    async def mark_chat_mature(
+        self, platform: str, channel_id: str, mature: bool, by: str, now: datetime
+    ) -> None: ...
+
+    async def claim_rating_notice(
+        self, platform: str, channel_id: str, character_id: str, now: datetime
+    ) -> bool:
+        """True the first time for this channel and character (a new character, again)."""
+        ...
+
+
 class ConversationStore(
     Users, TurnLog, Summaries, Facts, Preferences, OffRecordFlags, ChangeFeed, Protocol
 ):
@@ -396,6 +413,7 @@ class MemoryStore(
     Scenes,
     BudgetLedger,
     AccessRules,
+    ChatRatings,
     Protocol,
 ):
     """Everything a backend implements; held only by the composition root and the admin CLI."""

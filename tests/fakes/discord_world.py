@@ -23,6 +23,9 @@ EPHEMERAL = 1 << 6
 LOADING = 1 << 7
 # Every permission bit; the fake never denies anything.
 ALL_PERMISSIONS = (1 << 50) - 1
+# What a plain member may do in a channel: view, send, read history, use application commands.
+MEMBER_PERMISSIONS = (1 << 10) | (1 << 11) | (1 << 16) | (1 << 31)
+MANAGE_CHANNELS, MANAGE_GUILD = 1 << 4, 1 << 5
 # GATEWAY_MESSAGE_CONTENT | GATEWAY_GUILD_MEMBERS: the privileged intents the bot may use.
 APPLICATION_FLAGS = (1 << 19) | (1 << 15)
 TEXT_CHANNEL, DM_CHANNEL = 0, 1
@@ -111,6 +114,10 @@ class FakeWorld:
         self.attachments: dict[int, FakeAttachment] = {}
         self.interactions: dict[str, InteractionState] = {}
         self.user_locale = "es-ES"  # what interactions report as the user's language
+        # Age-restricted channels (Discord's "nsfw" flag), set before the bot connects.
+        self.nsfw_channels: set[int] = set()
+        # A member's permissions as interactions resolve them (else MEMBER_PERMISSIONS).
+        self.member_permissions: dict[int, int] = {}
         self._tokens = itertools.count(1)
         self.created_at = now_iso()
 
@@ -148,7 +155,7 @@ class FakeWorld:
                 "position": position,
                 "permission_overwrites": [],
                 "parent_id": None,
-                "nsfw": False,
+                "nsfw": channel_id in self.nsfw_channels,
                 "topic": None,
                 "last_message_id": None,
                 "rate_limit_per_user": 0,
@@ -352,7 +359,7 @@ class FakeWorld:
         }
         if state.guild_id is not None:
             member = self.member_payload(user.id)
-            member["permissions"] = str(ALL_PERMISSIONS)
+            member["permissions"] = str(self.member_permissions.get(user.id, MEMBER_PERMISSIONS))
             payload.update(guild_id=str(state.guild_id), member=member, guild_locale="en-US")
             # context 0 = guild, 1 = the bot's DM; owners "0" = guild install, "1" = user install.
             payload.update(context=0, authorizing_integration_owners={"0": str(state.guild_id)})

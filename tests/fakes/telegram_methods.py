@@ -23,6 +23,7 @@ from tests.fakes.telegram_objects import (
     full_chat_info,
     inline_markup,
     make_message,
+    make_user,
     scope_key,
 )
 
@@ -62,6 +63,8 @@ class BotApiMethods:
         self.answered_callbacks: list[JSON] = []
         self.deleted_messages: list[tuple[int, int]] = []
         self.webhook: JSON | None = None
+        # Each group's creator and administrators: chat id -> {user id: "creator"|"administrator"}.
+        self.chat_admins: dict[int, dict[int, str]] = {}
         self.files: dict[str, tuple[str, bytes]] = {}
         # Files whose size the API does not tell (Telegram's file_size is optional).
         self.undeclared_sizes: set[str] = set()
@@ -90,6 +93,8 @@ class BotApiMethods:
             "deleteMessage": self.delete_message,
             "getChat": lambda params: full_chat_info(self._chat_for(params)),
             "getFile": self.get_file,
+            "getChatAdministrators": self.get_chat_administrators,
+            "getChatMember": self.get_chat_member,
         }
         return {name.lower(): handler for name, handler in table.items()}
 
@@ -235,6 +240,34 @@ class BotApiMethods:
             return self.chats[int(chat_id)]
         # Strict on purpose: a bot can only reach chats that have talked to it first.
         raise bad_request("chat not found")
+
+    # -- chat members --------------------------------------------------------------------------
+
+    def get_chat_administrators(self, params: JSON) -> list[JSON]:
+        chat = self._chat_for(params)
+        if chat["type"] == "private":
+            raise bad_request("there are no administrators in the private chat")
+        admins = self.chat_admins.get(chat["id"], {})
+        return [self._member(user_id, status) for user_id, status in admins.items()]
+
+    def get_chat_member(self, params: JSON) -> JSON:
+        chat = self._chat_for(params)
+        user_id = int(params["user_id"])
+        return self._member(user_id, self.chat_admins.get(chat["id"], {}).get(user_id, "member"))
+
+    def _member(self, user_id: int, status: str) -> JSON:
+        """A ChatMember of the Bot API: its status and the fields that status requires."""
+        user = make_user(user_id, f"User{user_id}")
+        member: JSON = {"status": status, "user": user}
+        if status == "creator":
+            member["is_anonymous"] = False
+        if status == "administrator":
+            rights = ("can_manage_chat", "can_delete_messages", "can_manage_video_chats",
+                      "can_restrict_members", "can_change_info", "can_invite_users",
+                      "can_post_stories", "can_edit_stories", "can_delete_stories")  # fmt: skip
+            member.update(dict.fromkeys(rights, True), can_be_edited=False, is_anonymous=False)
+            member["can_promote_members"] = False
+        return member
 
     # -- commands ------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from memory.store.postgres.journeys import PgJourneysMixin
 from memory.store.postgres.presence import PgPresenceMixin
 from memory.store.postgres.privacy import PgPrivacyMixin
 from memory.store.postgres.profile import PgProfileMixin
+from memory.store.postgres.ratings import PgRatingsMixin
 from memory.store.postgres.scenes import PgScenesMixin
 from memory.store.postgres.search import PgSearchMixin
 
@@ -33,6 +34,7 @@ class PostgresStore(
     PgJourneysMixin,
     PgScenesMixin,
     PgAccessMixin,
+    PgRatingsMixin,
 ):
     """Everything the engine keeps, on PostgreSQL 15 or later."""
 

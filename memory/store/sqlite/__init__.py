@@ -12,6 +12,7 @@ from memory.store.sqlite.journeys import JourneysMixin
 from memory.store.sqlite.presence import PresenceMixin
 from memory.store.sqlite.privacy import PrivacyMixin
 from memory.store.sqlite.profile import ProfileMixin
+from memory.store.sqlite.ratings import RatingsMixin
 from memory.store.sqlite.search import SearchMixin
 
 
@@ -26,6 +27,7 @@ class SqliteStore(
     DeadLettersMixin,
     JourneysMixin,
     AccessMixin,
+    RatingsMixin,
 ):
     """Every interface of memory/store/protocols.py on one SQLite file:
     `await SqliteStore.open(path)`."""
