@@ -115,8 +115,10 @@ class SceneRoom:
         cast = await self.cast(caller.platform, caller.channel_id)
         replied = _character_named(replied_name, cast)
         bound = await self._store.bound_character(caller.platform, caller.channel_id)
-        if not (mentioned or bound or replied or names_a_character(message, cast)):
-            return None
+        heard = bool(mentioned or bound or replied or names_a_character(message, cast))
+        gone = None if replied else await self._gone(caller, message, replied_name, heard, cast)
+        if gone is not None or not heard:
+            return gone
         message = clean_input(message)
         language = pick_language(caller.locale, cast[0].language)
         if refusal := self._refusal(message, language):
@@ -138,6 +140,31 @@ class SceneRoom:
         )
         pending = self._companion.scene(scene_message, outlet, self._host.gate_for(caller), held)
         return _lines_of(pending)
+
+    async def _gone(
+        self,
+        caller: Caller,
+        message: str,
+        replied_name: str | None,
+        heard: bool,
+        cast: tuple[Character, ...],
+    ) -> Awaitable[SceneResult] | None:
+        """A message to a character that left is told it is not here, rather than answered by
+        another or met with silence: a reply to its line naming nobody present, or (in a scene
+        an admin manages) a message nobody present hears that names it. None otherwise."""
+        if names_a_character(message, cast):
+            return None
+        present = {c.id for c in cast}
+        absent = [c for c in self._companion.characters.all() if c.id not in present]
+        gone = next((c.id for c in absent if _character_named(replied_name, (c,))), None)
+        managed = not heard and await self._store.scene_members(caller.platform, caller.channel_id)
+        if gone is None and managed:
+            gone = next((c.id for c in absent if names_a_character(message, (c,))), None)
+        if gone is None:
+            return None
+        language = pick_language(caller.locale, cast[0].language)
+        words = text(language, "scene_gone", name=self._companion.character(gone).name)
+        return _ready(SceneResult(refusal=Answer(words, ok=False)))
 
     def _refusal(self, message: str, language: str) -> Answer | None:
         if is_blank(message):
