@@ -4,8 +4,14 @@ platforms' libraries (Discord, Telegram), and the model SDK while the prompt wai
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
+import pytest
+
+from bot.llm import DeferredLLM
+from memory.engine.llm import LLMRequest, TextBlock
+from tests.conftest import make_settings
 from tests.fakes.anthropic_api import FakeAnthropic, Text
 from tests.test_cli import chat_as_ana, env_for
 
@@ -39,3 +45,23 @@ async def test_chat_without_a_key_is_refused_before_the_greeting(tmp_path: Path)
     assert code == 2
     assert "Koldo Arrieta:" not in out
     assert "ANTHROPIC_API_KEY" in err
+
+
+async def test_a_reply_cancelled_while_the_sdk_loads_leaves_the_next_one_working(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    """Ctrl-C during the first reply, while the provider is still being built, cancels that
+    reply only: the build goes on and the next reply gets an answer."""
+    fake_anthropic.queue(Text("Aquí sigo."))
+    llm = DeferredLLM(make_settings(tmp_path, fake_anthropic))
+    request = LLMRequest("reply", (TextBlock("s"),), ())
+    first = asyncio.create_task(llm.complete(request))
+    await asyncio.sleep(0)  # the reply waits for the build
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    try:
+        answer = await llm.complete(request)
+    finally:
+        await llm.close()
+    assert answer.text == "Aquí sigo."

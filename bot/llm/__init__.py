@@ -93,7 +93,9 @@ class DeferredLLM:
     async def _llm(self) -> ClosableLLM:
         self.warm()
         assert self._built is not None
-        return await self._built
+        # Shielded: a reply cancelled (Ctrl-C) while the SDK loads must not cancel the build
+        # that every later reply waits for.
+        return await asyncio.shield(self._built)
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         return await (await self._llm()).complete(request)
