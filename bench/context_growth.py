@@ -57,6 +57,7 @@ from bench.locomo import Script, ScriptedTurn, load_script  # noqa: E402
 from bench.scripted_llm import BenchClock, RecordedRequest, ScriptedLLM  # noqa: E402
 from bot.app import App, open_app  # noqa: E402
 from bot.config import Settings  # noqa: E402
+from cards.character import opening_messages_for  # noqa: E402
 from memory.engine.tokens import TokenEstimator  # noqa: E402
 from memory.models import Incoming  # noqa: E402
 
@@ -117,7 +118,7 @@ async def replay(
     figures: list[TurnFigures] = []
     async with open_app(settings, llm=llm, clock=clock, start_scheduler=False) as app:
         character = app.companion.character(character_id)
-        history = sum(tokens.count(m.text) for m in character.opening_messages)
+        history = sum(tokens.count(str(m.text)) for m in opening_messages_for(character, None))
         previous_summary: str | None = None
         for turn in script.turns:
             if turn.at - clock.now > timeout:

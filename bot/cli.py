@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     from bot.cli_inbox import register as register_inbox
     from bot.cli_memory import register as register_memory
     from bot.evaluation import register as register_eval
-    from bot.roles import ROLES
+    from bot.role_names import ROLES
 
     parser = argparse.ArgumentParser(
         prog="companion",
@@ -107,14 +107,16 @@ async def _chat(
 
     from bot.app import open_app
     from bot.cli_characters import book_of_valid_files
-    from bot.llm import build_llm
+    from bot.llm import DeferredLLM
     from bot.llm.diagnosis import ReplyFailures, advice
     from bot.terminal import ChatPlaces, run_chat
 
     # The other characters' broken files are warned about, not fatal: `run` is the strict one.
     characters = book_of_valid_files(settings.characters_dir)
-    failures = ReplyFailures(build_llm(settings), partial(advice, settings))
+    llm = DeferredLLM(settings)  # the SDK is imported while the prompt waits for a line
+    failures = ReplyFailures(llm, partial(advice, settings))
     async with open_app(settings, llm=failures, characters=characters) as app:
+        llm.warm()
         places = ChatPlaces.beside(settings.database_path, log_file)
         await run_chat(
             app.companion, app.commands, character_id, user_name, places=places, failures=failures
@@ -175,34 +177,47 @@ def _file_problem(exc: OSError, settings: Settings | None) -> str:
 
 
 def _dispatch(args: argparse.Namespace, settings: Settings, log_file: Path | None) -> int:
-    from bot.cli_admin import run_admin
-    from bot.cli_db import run_db
-    from bot.cli_inbox import run_inbox
-    from bot.cli_memory import run_memory
-    from bot.evaluation import run_eval_command
-    from bot.roles import run_role
+    # Each command imports only what it runs: `chat` must reach its prompt without loading
+    # the platforms' libraries that `run` needs.
+    if args.command == "chat":
+        return asyncio.run(_chat(settings, args.character, args.user, log_file))
+    if args.command in ("characters", "stats"):
+        from bot.cli_admin import run_admin
 
-    # Card import/export and stats first: `characters` treats other actions as lint.
-    code = asyncio.run(run_admin(args, settings))
-    if code is not None:
-        return code
+        # Card import/export and stats first: `characters` treats other actions as lint.
+        code = asyncio.run(run_admin(args, settings))
+        if code is not None:
+            return code
     if args.command == "migrate":
         return asyncio.run(_migrate(settings))
     if args.command == "characters":
         from bot.cli_characters import characters_command
 
         return characters_command(settings, args.action)
-    if args.command == "chat":
-        return asyncio.run(_chat(settings, args.character, args.user, log_file))
     if args.command == "run":
+        from bot.roles import run_role
+
         return asyncio.run(run_role(settings, args.role))
+    return _dispatch_data(args, settings)
+
+
+def _dispatch_data(args: argparse.Namespace, settings: Settings) -> int:
+    """The commands on the stored data: db, memory, inbox, eval."""
     if args.command == "db":
+        from bot.cli_db import run_db
+
         return asyncio.run(run_db(args, str(settings.database_target)))
     if args.command == "memory":
+        from bot.cli_memory import run_memory
+
         return asyncio.run(run_memory(args, settings))
     if args.command == "inbox":
+        from bot.cli_inbox import run_inbox
+
         return asyncio.run(run_inbox(args, settings))
     if args.command == "eval":
+        from bot.evaluation import run_eval_command
+
         return asyncio.run(run_eval_command(args, settings))
     if args.command == "access":
         from bot.cli_access import run_access

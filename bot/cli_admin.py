@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 from bot.budgets import format_spend, spend_rows
 from bot.cli_characters import book_of_valid_files, default_line
 from bot.config import Settings
+from bot.texts import LANGUAGES
 from cards.character import Character, CharacterFileError, load_character
 from cards.export import avatar_path, card_png
 from cards.lint import lint_character
@@ -118,7 +119,10 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
     print(f"imported {args.file} -> {path}{where}")
     review = [
         *imported.notes,
-        *(f"lint: {w.field}: {w.message}" for w in lint_character(character)),
+        *(
+            f"lint: {w.field}: {w.message}"
+            for w in lint_character(character, languages=LANGUAGES)
+        ),
     ]
     if review:
         print(f"needs a human ({len(review)}):")

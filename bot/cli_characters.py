@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from bot.config import Settings
+from bot.texts import LANGUAGES
 from cards.character import CharacterBook, FileProblems, FolderRead, read_folder
 from cards.lint import LintWarning, lint_character, lint_lore
 
@@ -74,7 +75,7 @@ def characters_command(settings: Settings, action: str) -> int:
 
 def _lint(settings: Settings, read: FolderRead, book: CharacterBook | None) -> None:
     characters = book.all() if book else []
-    warnings = [w for character in characters for w in lint_character(character)]
+    warnings = [w for c in characters for w in lint_character(c, languages=LANGUAGES)]
     for character in characters:
         report, lore_warnings = lint_lore(character, settings.lore_page_cap_tokens)
         for line in report:

@@ -52,6 +52,16 @@ def counted(counts: dict[str, int]) -> str:
     )
 
 
+def _deleted(counts: dict[str, int], verbose: bool) -> str:
+    """'deleted 23 rows (-v: by table)', or every table's count with -v."""
+    if verbose:
+        return f"deleted {counted(counts)}"
+    total = sum(counts.values())
+    if not total:
+        return "nothing to delete"
+    return f"deleted {total} {_noun('rows', total)} (-v: by table)"
+
+
 def _noun(plural: str, number: int) -> str:
     if number != 1:
         return plural
@@ -74,9 +84,11 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
             "--platform", required=True, type=platform, help="telegram, discord or terminal"
         )
         action.add_argument("--user", required=True, help="the user's id on that platform")
-        action.add_argument(
-            "--character", help="character id (default: every character; required for export)"
-        )
+        if name == "export":
+            action.add_argument("--character", required=True, help="character id (one export "
+                                "per character)")  # fmt: skip
+        else:
+            action.add_argument("--character", help="character id (default: every character)")
         if name == "export":
             action.add_argument(
                 "--out",
@@ -87,6 +99,9 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
             action.add_argument("--force", action="store_true", help="overwrite an existing file")
         if name == "forget":
             action.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+            action.add_argument(
+                "-v", "--verbose", action="store_true", help="count what was deleted, by table"
+            )
 
 
 async def run_memory(args: argparse.Namespace, settings: Settings) -> int:
@@ -128,15 +143,17 @@ async def run_memory(args: argparse.Namespace, settings: Settings) -> int:
             return await _export(service, user, args.character, out, args.force)
         # Every character the database holds for the user, loaded now or not.
         everyone = [args.character] if args.character else await store.characters_of(user.id)
-        return await _forget(store, service, user, everyone, args.yes)
+        return await _forget(store, service, user, everyone, args)
     finally:
         await store.close()
 
 
 def default_export_path(settings: Settings, user: User, character: str | None) -> Path:
-    """data/exports/ beside the database: outside the repository's tracked files."""
+    """data/exports/ beside the database: outside the repository's tracked files. The name
+    ends in `-admin`: `/memoria exportar` in `companion chat` writes the same folder, and
+    names its file for the same character and user (bot/terminal.py export_name)."""
     safe = re.sub(r"[^\w.-]", "_", f"{character}-{user.platform}-{user.platform_user_id}")
-    return settings.database_path.parent / "exports" / f"memoria-{safe}.json"
+    return settings.database_path.parent / "exports" / f"memoria-{safe}-admin.json"
 
 
 async def _export(
@@ -209,11 +226,16 @@ async def _import(service: MemoryService, user: User, file: Path, character: str
 
 
 async def _forget(
-    store: MemoryStore, service: MemoryService, user: User, characters: list[str], yes: bool
+    store: MemoryStore,
+    service: MemoryService,
+    user: User,
+    characters: list[str],
+    args: argparse.Namespace,
 ) -> int:
     """Each character's memory, then the user's own rows (display name, choices,
-    preferences) once no memory with any character refers to them."""
-    if not yes:
+    preferences) once no memory with any character refers to them; one line a character,
+    the count of each table with -v."""
+    if not args.yes:
         platform_id = user.platform_user_id
         named = ", ".join(characters) or "no character"
         try:
@@ -229,7 +251,7 @@ async def _forget(
             return 1
     for character_id in characters:
         counts = await service.forget(user, character_id)
-        print(f"{character_id}: deleted {counted(counts)}")
+        print(f"{character_id}: {_deleted(counts, args.verbose)}")
     if await store.forget_user_if_unreferenced(user.id):
         print(f"user {user.platform_user_id}: no memory left; their own rows deleted too")
     if not await store.purge_settled(timeout=PURGE_WAIT_SECONDS):

@@ -67,7 +67,8 @@ class Script(_Strict):
 
 def load_script(path: Path) -> Script:
     try:
-        return Script.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+        with path.open(encoding="utf-8") as stream:  # a syntax error's mark names the file
+            return Script.model_validate(yaml.safe_load(stream))
     except (OSError, yaml.YAMLError) as exc:
         raise UserFacingError(f"{path}: cannot be read: {exc}") from exc
     except ValidationError as exc:

@@ -8,12 +8,12 @@ from cards.character import Character, opening_messages_for
 
 
 def greeting(character: Character, caller: Caller) -> Answer | None:
-    """The greeting as it stands at the head of the conversation, named for the caller, and
-    one line on where the help is; None when the character has no opening message."""
+    """The greeting in the caller's language when the character wrote one in it (else in its
+    own), named for the caller, and one line on where the help is; None when it has none."""
     language = pick_language(caller.locale, character.language)
     lines = [
         m.text
-        for m in opening_messages_for(character, caller.display_name)
+        for m in opening_messages_for(character, caller.display_name, language)
         if m.role == "assistant"
     ]
     if not lines:

@@ -106,6 +106,14 @@ class ShortNetworkErrors(logging.Formatter):
         return super().format(short)
 
 
+class PlainLines(ShortNetworkErrors):
+    """An admin command's warning on stderr as a line for a person ("companion: warning:
+    ..."), without the time and logger name the log file keeps."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return f"companion: {record.levelname.lower()}: {record.message}"
+
+
 def _not_file_only(record: logging.LogRecord) -> bool:
     return not getattr(record, "file_only", False)
 
@@ -147,7 +155,9 @@ def configure_logging(
     if to_stderr or file_handler is None:
         stderr = logging.StreamHandler()
         stderr.addFilter(_not_file_only)
-        stderr.setFormatter(ShortNetworkErrors(FORMAT))
+        # Only warnings reach stderr (an admin command's): plain lines; everything: the log's.
+        plain = file_handler is not None and stderr_level >= logging.WARNING
+        stderr.setFormatter(PlainLines(FORMAT) if plain else ShortNetworkErrors(FORMAT))
         stderr.setLevel(stderr_level if file_handler is not None else logging.NOTSET)
         handlers.append(stderr)
     if file_handler is not None:

@@ -137,9 +137,14 @@ def dated_paragraphs(view: JourneyView, lang: str) -> list[str]:
         moment = view.moments.get(int(match.group(1)))
         return f" ({format_date(lang, moment)})" if moment is not None else ""
 
+    # The space before a citation is the date's own: "Getxo {cite:7}." -> "Getxo (2 nov 2026)."
     return [
-        CITE.sub(dated, p).replace(" ,", ",").replace(" .", ".") for p in view.journey.paragraphs
+        _SPACED_CITE.sub(dated, p).replace(" ,", ",").replace(" .", ".")
+        for p in view.journey.paragraphs
     ]
+
+
+_SPACED_CITE = re.compile(r"[ \t]*" + CITE.pattern)
 
 
 def format_story(view: JourneyView | None, name: str, lang: str) -> str:

@@ -42,7 +42,6 @@ from memory.store import inbox_over, open_inbox, open_store
 from memory.store.inbox import FOLLOWUP_LOCK, SWEEP_LOCK, Answered, Claim, Inbox
 
 log = logging.getLogger(__name__)
-ROLES = ("all", "platform", "worker")
 NEEDS_POSTGRES = (
     "--role {role} needs PostgreSQL: set DATABASE_URL=postgresql://... (the inbox and the "
     "workers' claims live there); on SQLite, run one process with --role all"

@@ -123,11 +123,15 @@ class SceneRoom:
         cast = await self.cast(caller)
         replied = _character_named(replied_name, cast)
         bound = await self._store.bound_character(caller.platform, caller.channel_id)
-        if not (mentioned or bound or replied or names_a_character(message, cast)):
+        heard = bool(mentioned or bound or replied or names_a_character(message, cast))
+        gone = None if replied else await self._gone(caller, message, replied_name, heard, cast)
+        if gone is None and not heard:
             return None
         language = pick_language(caller.locale, cast[0].language)
         if await self._host.access.refusal(caller, language) is not None:
             return None  # refused in a group: nothing said, nothing stored (bot/access.py)
+        if gone is not None:
+            return gone
         message = clean_input(message)
         if bound and notify is not None and (notice := await self._bound_notice(caller, bound)):
             await notify(notice)
@@ -168,6 +172,31 @@ class SceneRoom:
         words = text(language, "mature_fallback", name=character.name, reason=reason,
                      fallback=fallback)  # fmt: skip
         return Answer(words)
+
+    async def _gone(
+        self,
+        caller: Caller,
+        message: str,
+        replied_name: str | None,
+        heard: bool,
+        cast: tuple[Character, ...],
+    ) -> Awaitable[SceneResult] | None:
+        """A message to a character that left is told it is not here, rather than answered by
+        another or met with silence: a reply to its line naming nobody present, or (in a scene
+        an admin manages) a message nobody present hears that names it. None otherwise."""
+        if names_a_character(message, cast):
+            return None
+        present = {c.id for c in cast}
+        absent = [c for c in self._companion.characters.all() if c.id not in present]
+        gone = next((c.id for c in absent if _character_named(replied_name, (c,))), None)
+        managed = not heard and await self._store.scene_members(caller.platform, caller.channel_id)
+        if gone is None and managed:
+            gone = next((c.id for c in absent if names_a_character(message, (c,))), None)
+        if gone is None:
+            return None
+        language = pick_language(caller.locale, cast[0].language)
+        words = text(language, "scene_gone", name=self._companion.character(gone).name)
+        return _ready(SceneResult(refusal=Answer(words, ok=False)))
 
     def _refusal(self, message: str, language: str) -> Answer | None:
         if is_blank(message):

@@ -152,9 +152,10 @@ def _show(
 
 
 def export_name(name: str, user_name: str) -> str:
-    """`memoria-detective_bilbao-terminal-ana.json`, as `companion memory export` names it: the
-    exports folder is shared by every user of the terminal, so the file says whose memory it
-    holds (the name made safe for a file name)."""
+    """`memoria-detective_bilbao-terminal-ana.json`: the exports folder is shared by every
+    user of the terminal, so the file says whose memory it holds (the name made safe for a file
+    name); `companion memory export` adds `-admin` to its own, so that neither meets the
+    other's file."""
     stem, dot, suffix = name.rpartition(".")
     if not dot:
         stem, suffix = name, ""
@@ -182,7 +183,7 @@ async def _answer(chat: _Chat, text: str) -> tuple[Answer | None, str | None]:
         before = await companion.turn_count(incoming)
         answer = await _cancellable(_dispatch(commands, caller, text))
         if answer is None:
-            return await _after_cancel(companion, incoming, before)
+            return await _after_cancel(companion, incoming, before, await commands.language(caller))
     except UserFacingError as exc:
         return None, f"! {(await commands.user_error(caller, exc)).text}"
     except (sqlite3.Error, OSError) as exc:
@@ -196,17 +197,18 @@ async def _answer(chat: _Chat, text: str) -> tuple[Answer | None, str | None]:
 
 
 async def _after_cancel(
-    companion: Companion, incoming: Incoming, before: int
+    companion: Companion, incoming: Incoming, before: int, language: str
 ) -> tuple[Answer | None, str | None]:
-    """What Ctrl-C really left in the store, said as it is: a reply stored before the cancel
-    arrived is part of the conversation, so it is shown rather than called cancelled."""
+    """What Ctrl-C really left in the store, said as it is (in the session's language): a
+    reply stored before the cancel arrived is part of the conversation, so it is shown rather
+    than called cancelled."""
     kept = await companion.turns_since(incoming, before)
     reply = next((t for t in reversed(kept) if t.role == "assistant"), None)
     if reply is not None:
-        return Answer(reply.text), "(too late to cancel: your message and this reply were kept)"
+        return Answer(reply.text), catalogue(language, "cancel_too_late")
     if any(t.role == "user" for t in kept):
-        return None, "(reply cancelled; your message was kept and the next reply will see it)"
-    return None, "(reply cancelled; your message was not kept)"
+        return None, catalogue(language, "cancel_kept")
+    return None, catalogue(language, "cancel_not_kept")
 
 
 async def run_chat(
@@ -231,7 +233,7 @@ async def run_chat(
     language = await commands.language(caller)
     print(catalogue(language, "terminal_header", name=character.name), file=stdout)
     if await companion.is_new_thread(caller.incoming(character.id, "")):
-        for opening in opening_messages_for(character, user_name):
+        for opening in opening_messages_for(character, user_name, language):
             print(f"\n{character.name}: {opening.text}\n", file=stdout, flush=True)
     try:
         while (line := await reader.read()) is not None:

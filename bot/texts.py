@@ -67,6 +67,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "scene_joined": "{name} entra en la escena. No sabe nada de lo dicho antes de llegar.",
         "scene_already": "{name} ya está en la escena.",
         "scene_absent": "{name} no está en esta escena.",
+        "scene_gone": "{name} ya no está en esta escena; /escena dice quién está.",
         "scene_last": "{name} es el único personaje de la escena: añade otro antes de quitarlo.",
         "scene_left": "{name} sale de la escena; lo que presenció sigue siendo su recuerdo.",
         "scene_switch": "En un grupo hablan los personajes de su escena: /escena los lista.",
@@ -86,6 +87,11 @@ TEXTS: dict[str, dict[str, str]] = {
         "terminal_header": "{name}. /ayuda: los comandos; /press DATOS pulsa un botón; /quit "
         "(o Ctrl-D) para salir.",
         "written_to": "(guardado en {path})",
+        "cancel_too_late": "(demasiado tarde para cancelar: tu mensaje y esta respuesta se "
+        "guardaron)",
+        "cancel_kept": "(respuesta cancelada; tu mensaje se guardó y la próxima respuesta lo "
+        "verá)",
+        "cancel_not_kept": "(respuesta cancelada; tu mensaje no se guardó)",
         # /zona, /incognito
         "zone_set": "Tu zona horaria es ahora {zone} (allí son las {time}).",
         "zone_bad": "No conozco la zona horaria «{given}». Usa un nombre como Europe/Madrid o "
@@ -232,6 +238,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "scene_joined": "{name} joins the scene, knowing nothing said before they came.",
         "scene_already": "{name} is already in the scene.",
         "scene_absent": "{name} is not in this scene.",
+        "scene_gone": "{name} is no longer in this scene; /scene lists who is.",
         "scene_last": "{name} is the scene's only character: add another before removing them.",
         "scene_left": "{name} leaves the scene; what they witnessed stays their memory.",
         "scene_switch": "In a group, the scene's characters speak: /scene lists them.",
@@ -251,6 +258,9 @@ TEXTS: dict[str, dict[str, str]] = {
         "terminal_header": "{name}. /help: the commands; /press DATA presses a button; /quit "
         "(or Ctrl-D) leaves.",
         "written_to": "(written to {path})",
+        "cancel_too_late": "(too late to cancel: your message and this reply were kept)",
+        "cancel_kept": "(reply cancelled; your message was kept and the next reply will see it)",
+        "cancel_not_kept": "(reply cancelled; your message was not kept)",
         # /timezone, /incognito
         "zone_set": "Your time zone is now {zone} (it is {time} there).",
         "zone_bad": "I do not know the time zone “{given}”. Use a name such as "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -34,9 +34,46 @@ class Identity(_Strict):
     description: str = ""
 
 
+Language = Literal["es", "en"]
+
+
 class OpeningMessage(_Strict):
+    """One pinned message; `text` is one string, or one per language (`{es: ..., en: ...}`)
+    so that each user is greeted in their own language when the character has it."""
+
     role: Literal["user", "assistant"] = "assistant"
-    text: str = Field(min_length=1)
+    text: str | dict[Language, str]
+
+    @field_validator("text")
+    @classmethod
+    def _no_blank_text(cls, text: str | dict[str, str]) -> str | dict[str, str]:
+        texts = {"": text} if isinstance(text, str) else text
+        if not texts:
+            raise ValueError("give the text, or one text per language (es, en)")
+        if any(not t.strip() for t in texts.values()):
+            raise ValueError("the text must not be empty")
+        return text if isinstance(text, str) else {k: v.strip() for k, v in text.items()}
+
+    def languages(self, default: str) -> tuple[str, ...]:
+        """The languages this message is written in (a plain string: the character's)."""
+        return (default,) if isinstance(self.text, str) else tuple(self.text)
+
+    def text_in(self, language: str, default: str) -> str:
+        """The text in `language`, else in the character's language `default`, else the
+        first one written."""
+        if isinstance(self.text, str):
+            return self.text
+        return self.text.get(language) or self.text.get(default) or next(iter(self.text.values()))
+
+    def languages_texts(self) -> tuple[str, ...]:
+        return (self.text,) if isinstance(self.text, str) else tuple(self.text.values())
+
+    def mapped(self, change: Callable[[str, str], str], default: str) -> OpeningMessage:
+        """The message with `change(text, its language)` applied to each of its texts."""
+        if isinstance(self.text, str):
+            return self.model_copy(update={"text": change(self.text, default)})
+        texts = {k: change(v, k) for k, v in self.text.items()}
+        return self.model_copy(update={"text": texts})
 
 
 class Reminder(_Strict):
@@ -47,7 +84,7 @@ class Reminder(_Strict):
 class Character(_Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,40}$")
     name: str = Field(min_length=1, max_length=80)
-    language: Literal["es", "en"] = "en"
+    language: Language = "en"
     # Who the character is for: "mature" speaks only where adults are (bot/community.py).
     rating: Literal["general", "mature"] = "general"
     identity: Identity
@@ -140,7 +177,8 @@ def _fields_at(parent: tuple[str, ...]) -> list[str]:
 def load_character(path: Path) -> Character:
     """Parse and validate one file; every error names the file and the field."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        with path.open(encoding="utf-8") as stream:  # a syntax error's mark names the file
+            raw = yaml.safe_load(stream)
     except yaml.YAMLError as exc:
         raise CharacterFileError.of(path, f"not valid YAML: {exc}") from exc
     except OSError as exc:
@@ -164,12 +202,13 @@ def with_macros_expanded(character: Character) -> Character:
     """
     name = _macro_name(character)
 
-    def expand(text: str) -> str:
-        return expand_macros(text, name, character.language)
+    def expand(text: str, language: str | None = None) -> str:
+        return expand_macros(text, name, language or character.language)
 
     texts = [
         character.identity.description, *character.traits, *character.speech_rules,
-        *character.does_not_know, *(m.text for m in character.opening_messages),
+        *character.does_not_know,
+        *(t for m in character.opening_messages for t in m.languages_texts()),
         character.reminder.tone, character.reminder.main_rule,
         *(t for page in character.lore for t in (page.title, page.description, page.content)),
     ]  # fmt: skip
@@ -184,7 +223,7 @@ def with_macros_expanded(character: Character) -> Character:
             "speech_rules": tuple(expand(r) for r in character.speech_rules),
             "does_not_know": tuple(expand(x) for x in character.does_not_know),
             "opening_messages": tuple(
-                m.model_copy(update={"text": expand(m.text)}) for m in character.opening_messages
+                m.mapped(expand, character.language) for m in character.opening_messages
             ),
             "reminder": character.reminder.model_copy(
                 update={
@@ -207,15 +246,20 @@ def with_macros_expanded(character: Character) -> Character:
     return expanded
 
 
-def opening_messages_for(character: Character, user_name: str | None) -> tuple[OpeningMessage, ...]:
-    """The pinned opening messages as one user sees them: a card's {{user}} is that user's
-    display name (the loaded character says "the user", for want of one)."""
+def opening_messages_for(
+    character: Character, user_name: str | None, language: str | None = None
+) -> tuple[OpeningMessage, ...]:
+    """The pinned opening messages as one user sees them, each one plain text: in `language`
+    when the character wrote it in that language (else in its own), and a card's {{user}} is
+    that user's display name (the loaded character says "the user", for want of one)."""
+    chosen, own = language or character.language, character.language
     written = character.as_written().opening_messages
-    if not user_name or not any(has_macro(m.text) for m in written):
-        return character.opening_messages
+    if not user_name or not any(has_macro(t) for m in written for t in m.languages_texts()):
+        return tuple(m.model_copy(update={"text": m.text_in(chosen, own)}) for m in
+                     character.opening_messages)  # fmt: skip
     name = _macro_name(character)
     return tuple(
-        m.model_copy(update={"text": expand_macros(m.text, name, character.language, user_name)})
+        m.model_copy(update={"text": expand_macros(m.text_in(chosen, own), name, own, user_name)})
         for m in written
     )
 

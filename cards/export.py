@@ -123,21 +123,23 @@ def card_from_character(
     """A Character Card V2 (`chara_card_v2`, spec_version 2.0) as a JSON-ready dict.
 
     `lore_pages` defaults to the character's own pages (its YAML `lore:` and its `.lore/`
-    folder, as loaded). Only the first opening message is a card's `first_mes`; the others
-    ride in `extensions.companion`.
+    folder, as loaded). Only the first opening message is a card's `first_mes` (in the
+    character's language); the others ride in `extensions.companion`, and the greeting's other
+    languages are alternate greetings too.
     """
     character = character.as_written()  # a card keeps its {{char}} and {{user}} macros
     if lore_pages is None:
         lore_pages = character.lore
     kept = dict(character.card_passthrough)
     description, scenario = split_scenario(character.identity.description, character.language)
-    openings = [m.model_dump(mode="json") for m in character.opening_messages]
-    first = openings.pop(0)["text"] if openings and openings[0]["role"] == "assistant" else ""
+    first, others, openings = _greeting(character)
     ours = character.model_dump(mode="json", include=set(_OURS))
     ours["identity"] = character.identity.model_dump(mode="json", exclude={"description"})
     ours["retrieval"] = character.retrieval
     if openings:
         ours["opening_messages_more"] = openings
+    if others:  # the greeting in other languages: alternate greetings, for card apps
+        ours["greeting_languages"] = others
     data: dict[str, Any] = {
         "name": character.name,
         "description": description,
@@ -150,6 +152,8 @@ def card_from_character(
     for key in ("alternate_greetings", "tags"):
         data[key] = list(kept.get(key, []))
     data["tags"] = rating_tags(data["tags"], character.rating)
+    alternates = data["alternate_greetings"]
+    alternates += [text for text in others.values() if text not in alternates]
     data["creator"] = kept.get("creator", "")
     data["character_version"] = kept.get("character_version", "")
     data["extensions"] = {**kept.get("extensions", {}), COMPANION_EXTENSION: ours}
@@ -174,6 +178,21 @@ def rating_tags(tags: list[Any], rating: str) -> list[Any]:
     if rating != "mature":
         return others
     return tags if any(is_nsfw_tag(t) for t in tags) else [*tags, "NSFW"]
+
+
+def _greeting(character: Character) -> tuple[str, dict[str, str], list[dict[str, Any]]]:
+    """The card's first_mes (the greeting in the character's language), the greeting in its
+    other languages, and the opening messages after it (as dicts)."""
+    openings = [m.model_dump(mode="json") for m in character.opening_messages]
+    if not openings or openings[0]["role"] != "assistant":
+        return "", {}, openings
+    greeting, own = character.opening_messages[0], character.language
+    others = {
+        language: greeting.text_in(language, own)
+        for language in greeting.languages(own)
+        if language != own
+    }
+    return greeting.text_in(own, own), others, openings[1:]
 
 
 def _personality(character: Character, original: object) -> object:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cards.character import Character
@@ -41,7 +42,13 @@ class LintWarning:
         return f"{self.character_id}: {self.field}: {self.message}"
 
 
-def lint_character(character: Character, tokens: TokenEstimator | None = None) -> list[LintWarning]:
+def lint_character(
+    character: Character,
+    tokens: TokenEstimator | None = None,
+    languages: Sequence[str] = (),
+) -> list[LintWarning]:
+    """What breaks the rules of a good sheet; `languages` are those the bot speaks to users
+    in, in each of which the greeting should be written."""
     tokens = tokens or TokenEstimator()
     found: list[LintWarning] = []
 
@@ -75,6 +82,15 @@ def lint_character(character: Character, tokens: TokenEstimator | None = None) -
         )
     if not character.opening_messages:
         warn("opening_messages", "no pinned opening message to set the tone and the scene")
+    else:
+        written = character.opening_messages[0].languages(character.language)
+        for language in (x for x in languages if x not in written):
+            warn(
+                "opening_messages.0.text",
+                f"no greeting in '{language}': a user speaking it is greeted in "
+                f"'{character.language if character.language in written else written[0]}'; "
+                f"write the text as {{{', '.join(f'{x}: ...' for x in (*written, language))}}}",
+            )
     missing = [k for k in ("age", "trade", "place") if getattr(character.identity, k) is None]
     if missing:
         warn("identity", f"no {', '.join(missing)}: the prompt leaves them out until you add them")

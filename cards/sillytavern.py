@@ -11,7 +11,9 @@ Mapping:
   description (+ scenario)  -> identity.description ("Scenario: …" as its last paragraph)
   personality               -> traits (a list, or text split on lines, else on commas); the
                                card's wording is kept too, so that export gives it back
-  first_mes                 -> the pinned opening message
+  first_mes                 -> the pinned opening message (the greeting)
+  alternate_greetings       -> the greeting in another language, the first one written in
+                               it; all of them kept in card_passthrough as well
   character_book entries    -> lore pages (characters/<id>.lore/<slug>.md)
   a tag containing "NSFW"    -> rating: mature (export writes the tag back from the rating)
   everything else           -> card_passthrough (example dialogue, alternate greetings,
@@ -191,6 +193,7 @@ def character_from_card(card: dict[str, Any], source: str = "card") -> ImportedC
         "description": with_scenario(text("description"), text("scenario"), language),
         "personality": text("personality"),
         "first_mes": text("first_mes"),
+        "other_greetings": _greetings_by_language(data.get("alternate_greetings"), language),
     }
     notes: list[str] = []
     if ours is not None:
@@ -199,8 +202,9 @@ def character_from_card(card: dict[str, Any], source: str = "card") -> ImportedC
         fields = _derived_fields(sheet, data, notes)
         if mentions_user(data.get("first_mes") or ""):
             notes.append(
-                f"opening_messages: the greeting named {{{{user}}}}, now '{THE_USER[language]}'"
-                ": reread it, and say 'you' where it speaks to the user"
+                "opening_messages: the greeting names {{user}}, kept in the file: each user "
+                f"is shown their own name there, the prompt of a group '{THE_USER[language]}'"
+                "; reread it, and say 'you' where it speaks to the user"
             )
     personality = data.get("personality")
     if as_text(personality).strip() and as_text(personality).strip() != "\n".join(fields["traits"]):
@@ -227,8 +231,25 @@ def character_from_card(card: dict[str, Any], source: str = "card") -> ImportedC
     return ImportedCard(with_macros_expanded(character), tuple(pages), tuple(notes), source)
 
 
-def _opening(first_mes: str) -> list[dict[str, str]]:
-    return [{"role": "assistant", "text": first_mes}] if first_mes else []
+def _opening(first_mes: str, language: str, others: dict[str, str]) -> list[dict[str, Any]]:
+    """The greeting as an opening message: one text, or one per language when the card says
+    it in others (`others`, language -> text)."""
+    if not first_mes:
+        return []
+    others = {k: v for k, v in others.items() if k != language and v.strip()}
+    return [{"role": "assistant", "text": {language: first_mes, **others} if others else first_mes}]
+
+
+def _greetings_by_language(alternates: object, language: str) -> dict[str, str]:
+    """Of a card's alternate greetings, the first written in each language other than the
+    card's own: SillyTavern has no field for a greeting's language, so it is read off the text."""
+    found: dict[str, str] = {}
+    for alternate in alternates if isinstance(alternates, list) else []:
+        text = as_text(alternate).strip()
+        if text:
+            found.setdefault(detect_language(text), text)
+    found.pop(language, None)
+    return found
 
 
 def _derived_fields(
@@ -263,7 +284,7 @@ def _derived_fields(
         "identity": {"age": age, "description": sheet["description"]},
         "traits": traits,
         "speech_rules": [rule],
-        "opening_messages": _opening(sheet["first_mes"]),
+        "opening_messages": _opening(sheet["first_mes"], lang, sheet["other_greetings"]),
         "reminder": {"tone": tone, "main_rule": rule},
     }
 
@@ -273,13 +294,16 @@ def _restored_fields(sheet: dict[str, Any], ours: dict[str, Any]) -> dict[str, A
     `extensions.companion` supplies what a card has no field for."""
     traits, _ = split_traits(sheet["personality"], sheet["language"])
     identity = {**ours.get("identity", {}), "description": sheet["description"]}
-    fields = {key: value for key, value in ours.items() if key not in ("opening_messages_more",)}
+    skip = ("opening_messages_more", "greeting_languages")
+    fields = {key: value for key, value in ours.items() if key not in skip}
+    others = ours.get("greeting_languages")
+    greeting = _opening(sheet["first_mes"], sheet["language"], others or {})
     fields.update(
         id=ours.get("id", sheet["id"]),
         name=sheet["name"],
         identity=identity,
         traits=traits,
-        opening_messages=_opening(sheet["first_mes"]) + list(ours.get("opening_messages_more", [])),
+        opening_messages=greeting + list(ours.get("opening_messages_more", [])),
     )
     return fields
 
@@ -320,7 +344,8 @@ def _passthrough_notes(passthrough: dict[str, Any], ours: bool) -> list[str]:
     if passthrough.get("alternate_greetings"):
         count = len(passthrough["alternate_greetings"])
         notes.append(
-            f"card_passthrough.alternate_greetings: {count} kept for export only; "
-            "first_mes is the pinned opening message"
+            f"card_passthrough.alternate_greetings: {count} kept for export; first_mes is the "
+            "pinned opening message, and the first alternate in another language (es, en) is "
+            "the greeting in that language"
         )
     return notes

@@ -15,7 +15,7 @@ import pytest
 
 from bot.cli_admin import register, run_admin
 from bot.config import Settings
-from cards.character import CharacterBook, load_character
+from cards.character import CharacterBook, load_character, opening_messages_for
 from cards.lint import lint_character
 from cards.lore_files import LorePage, parse_page, read_pages, render_page
 from cards.png import png_with_text, text_chunks
@@ -313,12 +313,69 @@ def test_a_shipped_character_exports_and_imports_back_unchanged(name: str) -> No
     character = CharacterBook.load(REPO / "tests" / "data" / "characters").get(name)
     assert character is not None
     card = card_from_character(character, lore_pages=[])
-    assert card["data"]["first_mes"] == character.opening_messages[0].text
+    greeting = character.opening_messages[0]
+    assert card["data"]["first_mes"] == greeting.text_in(character.language, "")
+    other = next(x for x in ("es", "en") if x != character.language)
+    # The greeting in the other language rides as an alternate greeting, for card apps.
+    assert card["data"]["alternate_greetings"] == [greeting.text_in(other, "")]
     assert "character_book" not in card["data"]
     again = character_from_card(json.loads(json.dumps(card))).character
     assert again.model_dump(exclude={"card_passthrough"}) == character.model_dump(
         exclude={"card_passthrough"}
     )
+
+
+def test_alternate_greetings_in_another_language_round_trip(tmp_path: Path) -> None:
+    """A card's alternate greeting written in the other language is the greeting in that
+    language; export gives first_mes and every alternate greeting back as they were."""
+    original = v2_card()
+    original["data"]["first_mes"] = "*Seraphina se arrodilla.* Aquí estás a salvo, {{user}}."
+    original["data"]["description"] = "{{char}} es una guardiana del bosque que cura a viajeros."
+    alternates = [
+        "*Seraphina saluda con la mano.* Otra vez por aquí, {{user}}.",
+        "*Seraphina kneels beside you.* You are safe here, {{user}}, and the forest is quiet.",
+        "*She smiles at you.* Welcome back to the glade, it is good to see you again.",
+    ]
+    original["data"]["alternate_greetings"] = alternates
+    imported = import_card(write(tmp_path, "sera.json", copy.deepcopy(original)))
+    character = imported.character
+    assert character.language == "es"
+    assert character.as_written().opening_messages[0].text == {
+        "es": original["data"]["first_mes"],
+        "en": alternates[1],  # the first one in English
+    }
+    assert any(n.startswith("card_passthrough.alternate_greetings") for n in imported.notes)
+    folder = tmp_path / "characters"
+    path, _ = save_imported(imported, folder)
+    loaded = load_character(path)
+    assert [m.text for m in opening_messages_for(loaded, "Ana", "en")] == [
+        "*Seraphina kneels beside you.* You are safe here, Ana, and the forest is quiet."
+    ]
+    assert [m.text for m in opening_messages_for(loaded, "Ana", "es")] == [
+        "*Seraphina se arrodilla.* Aquí estás a salvo, Ana."
+    ]
+    card = card_from_character(loaded)
+    assert card["data"]["first_mes"] == original["data"]["first_mes"]
+    assert card["data"]["alternate_greetings"] == alternates
+    again = character_from_card(json.loads(json.dumps(card)))
+    assert again.character.as_written().opening_messages == loaded.as_written().opening_messages
+    assert card_from_character(again.character)["data"]["alternate_greetings"] == alternates
+
+
+def test_a_greeting_in_two_languages_exports_and_imports_back(tmp_path: Path) -> None:
+    """A greeting written here in es and en: the card's first_mes is the character's
+    language, the other an alternate greeting, and an import gives the same character back."""
+    text = (REPO / "tests" / "data" / "characters" / "lighthouse_keeper.yaml").read_text()
+    assert "\n      es: >-" in text  # the shipped form: one text per language
+    written = load_character(write(tmp_path, "maggie.yaml", text))
+    card = json.loads(json.dumps(card_from_character(written, lore_pages=[])))
+    texts = written.opening_messages[0].text
+    assert isinstance(texts, dict)
+    assert card["data"]["first_mes"] == texts["en"]
+    assert card["data"]["alternate_greetings"] == [texts["es"]]
+    again = character_from_card(card).character
+    assert again.opening_messages == written.opening_messages
+    assert card_from_character(again, lore_pages=[])["data"]["alternate_greetings"] == [texts["es"]]
 
 
 # ---- the CLI --------------------------------------------------------------------------------
@@ -396,3 +453,18 @@ async def test_run_admin_leaves_other_commands_alone(tmp_path: Path) -> None:
     lint = argparse.Namespace(command="characters", action="lint")
     assert await run_admin(chat, settings) is None
     assert await run_admin(lint, settings) is None
+
+
+def test_the_note_on_a_greeting_naming_the_user_says_what_the_file_does(tmp_path: Path) -> None:
+    """The file keeps {{user}} and each user sees their own name: the note must not say the
+    greeting now reads "the user"."""
+    card = v2_card()
+    card["data"]["first_mes"] = "*She looks up.* Welcome, {{user}}."
+    imported = import_card(write(tmp_path, "sera.json", card))
+    (note,) = [n for n in imported.notes if n.startswith("opening_messages")]
+    path, _ = save_imported(imported, tmp_path / "characters")
+    assert "Welcome, {{user}}." in path.read_text()
+    assert "kept in the file" in note and "their own name" in note
+    assert "now 'the user'" not in note
+    loaded = load_character(path)
+    assert opening_messages_for(loaded, "Ana")[0].text == "*She looks up.* Welcome, Ana."

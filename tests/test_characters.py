@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from bot.app import open_app
+from bot.texts import LANGUAGES
 from cards.character import CharacterBook, CharacterFileError, load_character
 from cards.lint import lint_character, lint_lore
 from memory.engine.lore import render_lore_index
@@ -29,7 +30,39 @@ def test_shipped_characters_load_and_lint_clean() -> None:
     assert [character.id for character in shipped] == list(SHIPPED)
     assert shipped[0].language == "es"
     for character in shipped:
-        assert lint_character(character) == [], character.id
+        # Every language the bot serves has its greeting: each user is greeted in theirs.
+        assert lint_character(character, languages=LANGUAGES) == [], character.id
+
+
+def test_lint_names_each_language_the_greeting_is_not_written_in(tmp_path: Path) -> None:
+    start, end = GOOD.index("opening_messages:"), GOOD.index("reminder:")
+    plain = "opening_messages:\n  - {role: assistant, text: 'Come in, love.'}\n"
+    character = load_character(write(tmp_path, "maggie.yaml", GOOD[:start] + plain + GOOD[end:]))
+    warnings = lint_character(character, languages=LANGUAGES)
+    assert [(w.field, w.message.split(":")[0]) for w in warnings] == [
+        ("opening_messages.0.text", "no greeting in 'es'")
+    ]
+    assert "greeted in 'en'" in warnings[0].message
+    both = "opening_messages:\n  - text: {en: 'Come in, love.', es: 'Pasa, cielo.'}\n"
+    character = load_character(write(tmp_path, "maggie.yaml", GOOD[:start] + both + GOOD[end:]))
+    assert lint_character(character, languages=LANGUAGES) == []
+    assert lint_character(character, languages=("es", "en", "fr"))[0].message.startswith(
+        "no greeting in 'fr'"
+    )
+
+
+def test_a_greeting_by_language_refuses_a_language_and_a_blank_text(tmp_path: Path) -> None:
+    start, end = GOOD.index("opening_messages:"), GOOD.index("reminder:")
+    for bad, problem in (
+        ("{en: Hi, fr: Salut}", "opening_messages.0.text"),
+        ("{en: Hi, es: '  '}", "must not be empty"),
+        ("{}", "one text per language"),
+    ):
+        text = f"opening_messages:\n  - text: {bad}\n"
+        path = write(tmp_path, "maggie.yaml", GOOD[:start] + text + GOOD[end:])
+        with pytest.raises(CharacterFileError) as error:
+            load_character(path)
+        assert str(path) in str(error.value) and problem in str(error.value), str(error.value)
 
 
 def test_the_fixture_characters_are_the_shipped_ones() -> None:

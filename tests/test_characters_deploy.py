@@ -45,6 +45,9 @@ async def test_list_and_lint_report_every_broken_file_and_show_the_others(
         )
         assert "field 'name': Field required" in err
         assert "not valid YAML" in err
+        # The syntax error's own mark names the file too, never '"<unicode string>"'.
+        assert "<unicode string>" not in err
+        assert f'in "{tmp_path}' in err and 'half_written.yaml", line' in err
     code, out, _ = await companion("characters", "list", env=env)
     assert "detective_bilbao\tKoldo Arrieta" in out and "lighthouse_keeper\tMaggie" in out
     code, out, _ = await companion("characters", "lint", env=env)

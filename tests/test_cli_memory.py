@@ -68,7 +68,11 @@ async def test_refused_without_the_right_arguments(tmp_path: Path) -> None:
     code, _, err = await companion(
         "memory", "export", "--platform", "telegram", "--user", "x", env=admin
     )
-    assert code == 2
+    # --character is required by the parser (as the README's synopsis shows), before any
+    # database is opened: one export per character.
+    assert code == 2 and "the following arguments are required: --character" in err
+    code, out, _ = await companion("memory", "export", "--help", env=admin)
+    assert code == 0 and "--character CHARACTER" in out and "[--character" not in out
 
 
 def memory_args(action: str, *extra: str, user: str = "ana") -> list[str]:
@@ -78,15 +82,20 @@ def memory_args(action: str, *extra: str, user: str = "ana") -> list[str]:
 async def test_exports_are_private_and_never_overwritten(
     tmp_path: Path, fake_anthropic: FakeAnthropic
 ) -> None:
-    code, _, err = await chat_as_ana(env_for(tmp_path, fake_anthropic), "Vivo en Deusto\n")
+    script = "Vivo en Deusto\n/memoria exportar\n"
+    code, _, err = await chat_as_ana(env_for(tmp_path, fake_anthropic), script)
     assert code == 0, err
+    own = tmp_path / "exports" / "memoria-detective_bilbao-terminal-ana.json"
+    assert own.exists()  # the one Ana wrote from the chat, in the same folder
     admin = env_for(tmp_path, None)
     export = [*memory_args("export"), "--character", "detective_bilbao"]
     code, _, err = await companion(*export, env=admin)
     assert code == 0, err
-    # By default in data/exports/ beside the database: a folder git ignores.
-    default = tmp_path / "exports" / "memoria-detective_bilbao-terminal-ana.json"
+    # By default in data/exports/ beside the database: a folder git ignores; named apart from
+    # the chat's export, so that neither refuses nor overwrites the other.
+    default = tmp_path / "exports" / "memoria-detective_bilbao-terminal-ana-admin.json"
     assert f"wrote {default}" in err
+    assert own.exists() and default != own
     assert default.stat().st_mode & 0o777 == 0o600
     assert "Vivo en Deusto" in default.read_text()
     default.write_text("keep me")

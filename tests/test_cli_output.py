@@ -4,6 +4,7 @@ type; `stats` prices each model at its own rate."""
 
 from __future__ import annotations
 
+import re
 import socket
 from datetime import UTC, datetime
 from pathlib import Path
@@ -73,9 +74,19 @@ async def test_memory_import_and_forget_count_in_words(
     )
     assert code == 0, err
     assert out.startswith("imported into detective_bilbao: 1 conversation, 2 turns, "), out
+    forget = ("memory", "forget", "--platform", "discord", "--user", "77", "--yes")
+    code, out, err = await companion(*forget, env=admin)
+    assert code == 0, err
+    # One line for the character (and one for the user's own rows), not a count per table.
+    (line, user_line) = out.strip().splitlines()
+    assert re.fullmatch(r"detective_bilbao: deleted \d+ rows \(-v: by table\)", line), out
+    assert user_line.startswith("user 77: no memory left")
+    assert not any(mark in out for mark in REPRS), out
     code, out, err = await companion(
-        "memory", "forget", "--platform", "discord", "--user", "77", "--yes", env=admin
+        "memory", "import", str(export), "--platform", "discord", "--user", "77", env=admin
     )
+    assert code == 0, err
+    code, out, err = await companion(*forget, "-v", env=admin)
     assert code == 0, err
     assert "detective_bilbao: deleted " in out and "2 turns" in out, out
     assert not any(mark in out for mark in REPRS), out
@@ -104,6 +115,28 @@ async def test_db_copy_names_the_flag_that_gave_the_unreachable_address(
     assert code == 2, err
     [line] = [line for line in err.splitlines() if line.startswith("companion:")]
     assert "check --to and the server" in line and "DATABASE_URL" not in line, line
+
+
+async def test_db_copy_warns_the_admin_in_a_plain_line(tmp_path: Path) -> None:
+    """A warning an admin command shows (here the source's folder others may enter) is one
+    line for a person on stderr, not a log record with its time and logger."""
+    env = sqlite_env(tmp_path)
+    code, _, err = await companion("migrate", env=env)
+    assert code == 0, err
+    source = Path(env["DATABASE_PATH"])
+    source.parent.chmod(0o755)
+    target = tmp_path / "copy" / "companion.db"
+    code, out, err = await companion(
+        "db", "copy", "--from", str(source), "--to", str(target), env=env
+    )
+    assert code == 0, err
+    assert "counts and checksums verified" in out
+    warning = f"companion: warning: the database folder {source.parent} can be entered"
+    assert warning in err, err
+    assert "WARNING" not in err and "memory.store" not in err, err
+    assert not re.search(r"^\d{4}-\d\d-\d\d ", err, re.MULTILINE), err
+    log = (source.parent / "companion.log").read_text()
+    assert " WARNING memory.store.sqlite.files: the database folder" in log  # the file keeps it
 
 
 def test_help_says_what_characters_does() -> None:

@@ -5,12 +5,16 @@ Anthropic API writing the summary (with citations) and the extraction."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 from bot.answers import Caller
 from bot.app import App
+from bot.memoria import dated_paragraphs, format_story
 from bot.texts import LANGUAGES, fact_key_label
 from memory.errors import UserFacingError
+from memory.journey.model import Journey
+from memory.privacy import JourneyView
 from memory.profile.fact_keys import REGISTRY
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic, ToolUse
@@ -112,3 +116,22 @@ async def test_screens_name_facts_in_the_users_language(
     else:
         raise AssertionError("the hostile correction was stored")
     assert "«ciudad»" in worded and "city" not in worded
+
+
+def test_story_dates_sit_after_one_space_each() -> None:
+    """A citation written after a space ("Getxo {cite:7}.") becomes one space and the date,
+    never two spaces; several in a row each get one; an unknown turn leaves no gap."""
+    moments = {7: datetime(2026, 11, 2, 9, 30), 8: datetime(2026, 11, 3, 18, 0)}
+    journey = Journey(
+        1,
+        "detective_bilbao",
+        ("Ana se mudó a Getxo {cite:7}. Le gusta el té {cite:7} {cite:8}, y el mar {cite:99}.",),
+        None,
+        datetime(2026, 11, 4),
+    )
+    story = format_story(JourneyView(journey, moments), "Koldo", "es")
+    assert (
+        "Ana se mudó a Getxo (2 nov 2026). Le gusta el té (2 nov 2026) (3 nov 2026), y el mar."
+    ) in story
+    assert "  " not in story
+    assert "  " not in dated_paragraphs(JourneyView(journey, moments), "en")[0]

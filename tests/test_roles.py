@@ -12,7 +12,8 @@ import yaml
 
 from bot.cli import build_parser
 from bot.health import HealthServer, Metrics
-from bot.roles import ROLES, run_role
+from bot.role_names import ROLES
+from bot.roles import run_role
 from memory.store.postgres.inbox import InboxStats
 from tests.conftest import REPO, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic

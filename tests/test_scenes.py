@@ -394,3 +394,30 @@ async def test_a_failed_model_call_keeps_the_line_and_the_character_apologises(
         SCOPE,
     )
     assert stored == [("Koldo, ¿me oyes?",)]
+
+
+async def test_a_character_that_left_is_said_to_have_left_not_met_with_silence(
+    scene: Scene,
+) -> None:
+    """A reply to the line of a character no longer in the scene, or a message naming it,
+    gets one line saying so, in the writer's language; nothing is stored, no model call."""
+    await cast_of_three(scene)
+    scene.say(ANA, "Hola, Itziar")
+    itziar_line = (await scene.fake.wait_for_messages(GROUP, 3))[-1]
+    assert itziar_line["text"].startswith(ITZIAR)
+    scene.fake.send_command(GROUP, ANA, "/escena", "quitar tabernera", "supergroup")
+    assert (await scene.group_lines(4))[-1].startswith(f"{ITZIAR} sale de la escena")
+    calls = len(scene.llm.bodies())
+    scene.fake.languages[BOB] = "en-GB"
+    scene.say(BOB, "and you?", reply_to_bot_message_id=itziar_line["message_id"])
+    gone_en = f"{ITZIAR} is no longer in this scene; /scene lists who is."
+    assert (await scene.group_lines(5))[-1] == gone_en
+    scene.say(BEA, "Itziar, ¿sigues ahí?")
+    gone_es = f"{ITZIAR} ya no está en esta escena; /escena dice quién está."
+    assert (await scene.group_lines(6))[-1] == gone_es
+    assert len(scene.llm.bodies()) == calls  # nobody was asked to answer
+    scene.say(BEA, "Maggie, ¿y tú?")  # a character still present answers as before
+    assert (await scene.group_lines(7))[-1].startswith(MAGGIE)
+    database = scene.app.settings.database_target
+    texts = [t for (t,) in query(database, "SELECT text FROM turns WHERE role = 'user'")]
+    assert "and you?" not in texts and "Itziar, ¿sigues ahí?" not in texts

@@ -216,9 +216,10 @@ async def test_ctrl_c_cancels_a_reply_and_logs_stay_out_of_the_chat(
     await wait_for_requests(fake_anthropic, 1)
     started = time.monotonic()
     terminal.type(CTRL_C)
-    # The user's turn was stored before the model was called: the notice says it was kept.
-    notice = await terminal.notice("(reply cancelled")
-    assert notice == "(reply cancelled; your message was kept and the next reply will see it)"
+    # The user's turn was stored before the model was called: the notice says it was kept,
+    # in the session's language (Koldo speaks Spanish).
+    notice = await terminal.notice("(respuesta cancelada")
+    assert notice == "(respuesta cancelada; tu mensaje se guardó y la próxima respuesta lo verá)"
     assert time.monotonic() - started < 5  # at once, not after the slow reply
     terminal.type(f"aquí{LEFT * 4}Sigo \r")  # edited with the arrow keys on a real terminal
     screen = await terminal.wait_for("Koldo Arrieta: Aquí sigo.")
