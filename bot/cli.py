@@ -128,7 +128,8 @@ def _settings() -> Settings:
     """The settings, after warning about .env keys that are no setting."""
     from pydantic import ValidationError
 
-    from bot.config import Settings, describe_settings_error, unknown_env_keys
+    from bot.config import Settings
+    from bot.config_errors import describe_settings_error, unknown_env_keys
 
     for warning in unknown_env_keys():
         print(f"companion: warning: {warning}", file=sys.stderr)

@@ -15,7 +15,8 @@ import pytest
 from pydantic import ValidationError
 
 from bot.cli import _database_problem
-from bot.config import Settings, describe_settings_error, unknown_env_keys
+from bot.config import Settings
+from bot.config_errors import describe_settings_error, unknown_env_keys
 from bot.network_errors import describe_unreachable
 from tests.patience import PATIENCE
 from tests.test_cli import companion, env_for

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Settings, unknown_env_keys
+from bot.config import Settings
+from bot.config_errors import unknown_env_keys
 
 
 def test_an_empty_environment_variable_overrides_dot_env(
