@@ -46,7 +46,6 @@ if str(REPO) not in sys.path:  # run as a script: make `bench`, `bot` and `memor
 
 from bench.common import emit  # noqa: E402
 from memory.budget.guard import BudgetedLLM, BudgetExhausted  # noqa: E402
-from memory.budget.ledger import BudgetLedger, Counter, Limit  # noqa: E402
 from memory.budget.policy import BudgetPolicy, Pricing, input_tokens  # noqa: E402
 from memory.engine.llm import (  # noqa: E402
     ChatMessage,
@@ -57,6 +56,7 @@ from memory.engine.llm import (  # noqa: E402
     Usage,
 )
 from memory.engine.tokens import TokenEstimator  # noqa: E402
+from memory.store.budgets import BudgetLedger, Counter, Limit  # noqa: E402
 from memory.usage_stats import PriceTable, percentile  # noqa: E402
 
 PEOPLE, COMMUNITIES, MAX_TOKENS = 200, 20, 600

@@ -14,9 +14,9 @@ from bot.config import Settings
 from bot.followups import FollowUpJob
 from bot.llm import ClosableLLM
 from memory.budget.guard import BudgetedLLM
-from memory.budget.ledger import BudgetCounter, BudgetLedger
 from memory.budget.policy import GLOBAL, BudgetPolicy, Pricing, day_key, month_key
 from memory.engine.tokens import TokenEstimator
+from memory.store.budgets import BudgetCounter, BudgetLedger
 
 log = logging.getLogger(__name__)
 

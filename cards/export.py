@@ -8,19 +8,17 @@ import json
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from cards.character import Character
 from cards.checks import as_text
+from cards.imported import ImportedCard
 from cards.lore_book import book_from_pages
 from cards.lore_files import LorePage, lore_folder, write_pages
 from cards.png import png_with_text, with_text_chunks
 from cards.text import COMPANION_EXTENSION, split_scenario, split_traits
-
-if TYPE_CHECKING:  # cards/sillytavern.py re-exports this module's functions
-    from cards.sillytavern import ImportedCard
 
 # The order a human reads a sheet in; model/temperature/retrieval/journey only when set.
 _KEY_ORDER = (

@@ -30,7 +30,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +46,9 @@ from cards.checks import (
     json_depth,
 )
 from cards.export import card_from_character, character_yaml, is_nsfw_tag, save_imported
+from cards.imported import ImportedCard
 from cards.lore_book import pages_from_book
-from cards.lore_files import LorePage, slugify
+from cards.lore_files import slugify
 from cards.png import PngError, is_png, text_chunks, with_text_chunks
 from cards.text import (
     COMPANION_EXTENSION,
@@ -80,16 +80,6 @@ __all__ = [
 # Fields the mapping turns into our sheet; every other field of `data` is passed through.
 _CONSUMED = ("name", "description", "personality", "scenario", "first_mes", "character_book")
 _TONE_FALLBACK = {"en": "true to the character", "es": "fiel al personaje"}
-
-
-@dataclass(frozen=True)
-class ImportedCard:
-    character: Character
-    lore: tuple[LorePage, ...]
-    notes: tuple[str, ...]  # what a human must review, as "field: problem"
-    source: str
-    # The PNG's image without its card chunks, for `<id>.avatar.png` (None for a JSON card).
-    avatar: bytes | None = None
 
 
 # ---- reading --------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory.budget.ledger import BudgetLedger
 from memory.budget.policy import GLOBAL, BudgetPolicy, Claim, Pricing
 from memory.engine.llm import (
     LLM,
@@ -28,6 +27,7 @@ from memory.engine.llm import (
     TextSink,
 )
 from memory.models import UsageRecord
+from memory.store.budgets import BudgetLedger
 
 log = logging.getLogger(__name__)
 

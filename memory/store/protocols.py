@@ -13,7 +13,6 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any, Protocol
 
-from memory.budget.ledger import BudgetLedger
 from memory.journey.model import Journey
 from memory.models import (
     Conversation,
@@ -35,6 +34,7 @@ from memory.models import (
 from memory.search.terms import Term
 from memory.store.access import AccessRules
 from memory.store.admin_protocols import Administration, DeadLetters, DeploymentCopy
+from memory.store.budgets import BudgetLedger
 
 # (first turn id of its exchange, next exchange's first turn id, previous exchange's last, turn)
 ExchangeRow = tuple[int, int | None, int | None, Turn]

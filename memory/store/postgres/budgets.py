@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import asyncpg
 
-from memory.budget.ledger import BudgetCounter, Counter, Limit
+from memory.store.budgets import BudgetCounter, Counter, Limit
 from memory.store.postgres.base import PostgresStoreBase
 
 # The counters' rows locked in one order (so two calls cannot deadlock), read after the lock
@@ -53,7 +53,7 @@ _ATTEMPTS = 5
 
 class PgBudgetsMixin(PostgresStoreBase):
     async def reserve_budget(self, limits: Sequence[Limit], amount: float) -> int | None:
-        """See memory/budget/ledger.py."""
+        """See memory/store/budgets.py."""
         scopes, periods = [s for s, _, _ in limits], [p for _, p, _ in limits]
         caps = [limit for _, _, limit in limits]
         # Creating a missing counter takes no lock on an existing one.
@@ -83,7 +83,7 @@ class PgBudgetsMixin(PostgresStoreBase):
     async def settle_budget(
         self, counters: Sequence[Counter], reserved: float, spent: float
     ) -> list[float]:
-        """See memory/budget/ledger.py."""
+        """See memory/store/budgets.py."""
         scopes, periods = [s for s, _ in counters], [p for _, p in counters]
         rows = await _retried(lambda: self._pool.fetch(_SETTLE, scopes, periods, reserved,
                                                        spent))  # fmt: skip

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory.budget.ledger import BudgetCounter, Counter, Limit
+from memory.store.budgets import BudgetCounter, Counter, Limit
 from memory.store.sqlite.base import StoreBase, on_db_thread
 
 
 class BudgetsMixin(StoreBase):
     @on_db_thread
     def reserve_budget(self, limits: Sequence[Limit], amount: float) -> int | None:
-        """See memory/budget/ledger.py."""
+        """See memory/store/budgets.py."""
         with self._transaction() as db:
             for index, (scope, period, limit) in enumerate(limits):
                 row = db.execute(
@@ -38,7 +38,7 @@ class BudgetsMixin(StoreBase):
     def settle_budget(
         self, counters: Sequence[Counter], reserved: float, spent: float
     ) -> list[float]:
-        """See memory/budget/ledger.py."""
+        """See memory/store/budgets.py."""
         after = []
         with self._transaction() as db:
             for scope, period in counters:
