@@ -47,10 +47,22 @@ class FactView:
 
 
 @dataclass(frozen=True)
+class LearnedInGroup:
+    """What another character learned of the user in the group the view is asked from."""
+
+    character_id: str
+    name: str
+    facts: tuple[FactView, ...]
+
+
+@dataclass(frozen=True)
 class MemoryView:
     facts: tuple[FactView, ...]
     summary: Summary | None
     review_mode: bool
+    # Asked from a group: the other characters' facts learned there, per character (each
+    # fact of `facts` says its own scope: a group's is marked as learned there).
+    others_in_group: tuple[LearnedInGroup, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -125,14 +137,30 @@ class MemoryService:
         return fact
 
     async def view(self, user: User, character_id: str, scope: str) -> MemoryView:
+        """This character's facts (every scope), and asked from a group (`group:...`), what
+        every other character learned of the user there."""
+        views = await self._fact_views(user, await self._store.facts(user.id, character_id))
+        summary = await self._store.latest_summary(Thread(user.id, character_id, scope))
+        others: list[LearnedInGroup] = []
+        if scope.startswith("group:"):
+            for other in await self._store.characters_of(user.id):
+                if other != character_id:
+                    learned = await self._store.facts(user.id, other, scope)
+                    if learned:
+                        name = (self._names_of(other) or (other,))[0]
+                        others.append(
+                            LearnedInGroup(other, name, await self._fact_views(user, learned))
+                        )
+        review = await self._store.review_mode(user.id)
+        return MemoryView(views, summary, review, tuple(others))
+
+    async def _fact_views(self, user: User, facts: list[Fact]) -> tuple[FactView, ...]:
         now = self._clock()
-        facts = await self._store.facts(user.id, character_id)
         views = []
         for fact in facts:
             history = await self._store.fact_history(user.id, fact.id)
             views.append(FactView(fact, self._lifetimes.state(fact, now), tuple(history)))
-        summary = await self._store.latest_summary(Thread(user.id, character_id, scope))
-        return MemoryView(tuple(views), summary, await self._store.review_mode(user.id))
+        return tuple(views)
 
     async def correct(self, user: User, character_id: str, fact_id: int, value: str) -> Fact:
         """The user's correction is stored as stated; the old value goes to the history."""
