@@ -2,9 +2,10 @@
 who said what.
 
 - The summariser's input: every line of a character's copy that is not its own is a "user"
-  turn there; the compaction request lists each as `[id] date user: text`
-  (memory/summary/rolling.py, format_turns). Counted: such lines, those that were another
-  character's words, and those that carry their speaker's name.
+  turn there; the compaction request lists each as `[id] date user: <person ...>text</person>`
+  or `<character ...>` (memory/summary/rolling.py, format_turns; memory/scene/voices.py).
+  Counted: such lines, those that were another character's words, and those that carry
+  their speaker's name.
 - The recalled fragments (block 5): each is rendered with the two names of a private thread
   (memory/engine/responder.py, `_names`: the thread owner's display name, "User" for a scene,
   and the character's). Counted: fragment lines, and those shown under "User" although a
@@ -19,6 +20,7 @@ from typing import Any
 from bench.scene_run import SceneRun
 from bench.scene_script import CAST, PEOPLE
 from bench.scripted_llm import parse_turns
+from memory.scene.voices import voices_in
 
 FRAGMENT_LINE = re.compile(r"^\[\d{4}-\d{2}-\d{2}\] (.+?): (.*)$")
 
@@ -44,9 +46,10 @@ def summary_input(run: SceneRun) -> dict[str, int]:
             if role != "user":
                 continue
             lines += 1
-            characters_lines += said.get(line) in characters
-        # The summariser's input names a scene line's speaker beside its role: "user (Ana)".
-        named += sum(text.count(f" user ({name}):") for name in speakers)
+            voices = voices_in(line)
+            characters_lines += bool(voices) and said.get(voices[0][2]) in characters
+            # The summariser's input puts a scene line in its speaker's container.
+            named += bool(voices) and voices[0][1] in speakers
     return {
         "user_lines": lines,
         "of_them_a_characters_words": characters_lines,

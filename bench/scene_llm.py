@@ -24,10 +24,11 @@ from bot.llm.anthropic_provider import request_body
 from memory.engine.llm import LLMError, LLMRequest, LLMResponse, ToolCall, Usage
 from memory.engine.tokens import TokenEstimator
 from memory.profile.extraction import EXTRACTION_TOOL
+from memory.scene.voices import voices_in
 from memory.summary.rolling import SUMMARY_TOOL
 
 HANDOFF_SHARE = 0.3  # of a character's lines: it names another character present
-GROUP_LINE = re.compile(r"^\[(\d+)\] \S+ \S+ \[(.+?)\]: (.*)$")
+GROUP_LINE = re.compile(r"^\[(\d+)\] \S+ \S+ (<(?:person|character) .*)$")
 PERSON = re.compile(r"^Current profile of (.+?):$", re.MULTILINE)
 
 VOICES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], str]] = {
@@ -175,7 +176,10 @@ class SceneLLM:
         found = PERSON.search(text)
         person = found.group(1) if found else ""
         _, _, turns = text.partition("Group turns:\n")
-        lines = [m.groups() for m in map(GROUP_LINE.match, turns.splitlines()) if m]
+        matches = [m.groups() for m in map(GROUP_LINE.match, turns.splitlines()) if m]
+        lines = [
+            (turn_id, who, said) for turn_id, line in matches for _, who, said in voices_in(line)
+        ]
         own = [int(turn_id) for turn_id, who, _ in lines if who == person]
         operations: list[dict[str, Any]] = []
         for turn_id, who, said in lines:
@@ -192,8 +196,8 @@ class SceneLLM:
 
 
 # What a summariser writes of a scene, by language: the topics talked about (the summariser
-# is not told who said what: memory/summary/rolling.py's format_turns gives every line not the
-# character's own as "user"), how lively the group is, the tone and what is left open.
+# writes the topics only, though format_turns puts every line not the character's own in its
+# speaker's container), how lively the group is, the tone and what is left open.
 _SUMMARY_WORDS = {
     "es": ("En el grupo se habló de {t}", "El grupo sigue animado: {n} intervenciones más",
            "cercano y atento a todo el grupo", "Queda en el aire lo de {t}"),

@@ -38,6 +38,8 @@ def format_admin_view(view: MemoryView, character: str, user: User) -> str:
                     f"  #{fact.id} {fact_key_label('en', fact.key)}: {fact.value} "
                     f"({origin}, since {format_date('en', fact.confirmed_at)})"
                 )
+                if fact.scope.startswith("group:"):  # said in that group, not privately
+                    line += f" · learned in {fact.scope.removeprefix('group:')}"
                 lines.append(line + (" · to confirm" if item.state is FactState.TO_CONFIRM else ""))
                 lines += [
                     f"      before: {old.value} (until {format_date('en', old.superseded_at)})"

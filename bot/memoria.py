@@ -62,7 +62,7 @@ def plain_summary(fields: SummaryFields, lang: str) -> list[str]:
     return lines
 
 
-def _fact_line(item: FactView, lang: str) -> str:
+def _fact_line(item: FactView, lang: str, scope: str = "") -> str:
     fact = item.fact
     line = text(
         lang,
@@ -73,6 +73,8 @@ def _fact_line(item: FactView, lang: str) -> str:
         origin=text(lang, f"mem_{fact.origin}"),
         date=format_date(lang, fact.confirmed_at),
     )
+    if fact.scope.startswith("group:"):  # said in a group, not to the character alone
+        line += f" · {text(lang, 'mem_in_this_group' if fact.scope == scope else 'mem_in_a_group')}"
     return f"{line} · {text(lang, 'mem_confirm')}" if item.state is FactState.TO_CONFIRM else line
 
 
@@ -80,16 +82,25 @@ def _before_line(value: str, until: datetime, lang: str) -> str:
     return text(lang, "mem_before", value=value, date=format_date(lang, until))
 
 
-def format_view(view: MemoryView, name: str, lang: str) -> str:
-    usage = text(lang, "usage", usage=usage_of(MEMORIA, lang))
+def _kinds(views: tuple[FactView, ...], lang: str, scope: str) -> list[str]:
     lines: list[str] = []
     for kind in KINDS:
-        facts = [v for v in view.facts if v.fact.kind == kind and v.fact.status == "active"]
+        facts = [v for v in views if v.fact.kind == kind and v.fact.status == "active"]
         if facts:
             lines.append(f"\n{text(lang, f'mem_kind_{kind}')}")
         for item in facts:
-            lines.append(_fact_line(item, lang))
+            lines.append(_fact_line(item, lang, scope))
             lines += [f"    {_before_line(o.value, o.superseded_at, lang)}" for o in item.history]
+    return lines
+
+
+def format_view(view: MemoryView, name: str, lang: str, scope: str = "") -> str:
+    """The /memoria screen; `scope` is where it is asked from (a group's facts are marked)."""
+    usage = text(lang, "usage", usage=usage_of(MEMORIA, lang))
+    lines = _kinds(view.facts, lang, scope)
+    for other in view.others_in_group:  # the other characters of the group, each apart
+        lines += ["", f"{text(lang, 'mem_others_in_group', name=other.name)}:"]
+        lines += _kinds(other.facts, lang, scope)
     pending = [v.fact for v in view.facts if v.fact.status == "pending"]
     if pending:
         lines.append(f"\n{text(lang, 'mem_pending')}:")
@@ -243,7 +254,7 @@ class Memoria:
                 Button(f"{text(lang, 'mem_reject')} #{v.fact.id}", f"mem:reject:{v.fact.id}"),
             )
         )
-        return Answer(format_view(view, name, lang), buttons=buttons)
+        return Answer(format_view(view, name, lang, scope), buttons=buttons)
 
     async def _history(
         self, user: User, character_id: str, scope: str, lang: str, args: list[str]

@@ -82,11 +82,6 @@ class Turn:
     platform_message_id: str | None = None
     speaker: Speaker | None = None  # in a scene: who said it, when not this character
 
-    @property
-    def labelled_text(self) -> str:
-        """The text as a witness reads it: a scene's line headed by its speaker's name."""
-        return f"{self.speaker.name}: {self.text}" if self.speaker else self.text
-
 
 @dataclass(frozen=True, slots=True)
 class SceneErasure:

@@ -47,12 +47,24 @@ class FactView:
 
 
 @dataclass(frozen=True)
+class LearnedInGroup:
+    """What another character learned of the user in the group the view is asked from."""
+
+    character_id: str
+    name: str
+    facts: tuple[FactView, ...]
+
+
+@dataclass(frozen=True)
 class MemoryView:
     facts: tuple[FactView, ...]
     summary: Summary | None
     review_mode: bool
     journey: JourneyView | None = None  # a private thread's story (never a group's)
     summary_current: bool = False  # the summary covers the open conversation (not an ended one)
+    # Asked from a group: the other characters' facts learned there, per character (each
+    # fact of `facts` says its own scope: a group's is marked as learned there).
+    others_in_group: tuple[LearnedInGroup, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -127,18 +139,33 @@ class MemoryService:
         return fact
 
     async def view(self, user: User, character_id: str, scope: str) -> MemoryView:
+        """This character's facts (every scope), and asked from a group (`group:...`), what
+        every other character learned of the user there."""
+        views = await self._fact_views(user, await self._store.facts(user.id, character_id))
+        thread = Thread(user.id, character_id, scope)
+        summary = await self._store.latest_summary(thread)
+        journey = await self.journey(user, character_id) if scope == JOURNEY_SCOPE else None
+        others: list[LearnedInGroup] = []
+        if scope.startswith("group:"):
+            for other in await self._store.characters_of(user.id):
+                if other != character_id:
+                    learned = await self._store.facts(user.id, other, scope)
+                    if learned:
+                        name = (self._names_of(other) or (other,))[0]
+                        others.append(
+                            LearnedInGroup(other, name, await self._fact_views(user, learned))
+                        )
+        review = await self._store.review_mode(user.id)
+        current = await self._covers_open(thread, summary)
+        return MemoryView(views, summary, review, journey, current, tuple(others))
+
+    async def _fact_views(self, user: User, facts: list[Fact]) -> tuple[FactView, ...]:
         now = self._clock()
-        facts = await self._store.facts(user.id, character_id)
         views = []
         for fact in facts:
             history = await self._store.fact_history(user.id, fact.id)
             views.append(FactView(fact, self._lifetimes.state(fact, now), tuple(history)))
-        thread = Thread(user.id, character_id, scope)
-        summary = await self._store.latest_summary(thread)
-        journey = await self.journey(user, character_id) if scope == JOURNEY_SCOPE else None
-        review = await self._store.review_mode(user.id)
-        current = await self._covers_open(thread, summary)
-        return MemoryView(tuple(views), summary, review, journey, current)
+        return tuple(views)
 
     async def _covers_open(self, thread: Thread, summary: Summary | None) -> bool:
         """Whether the summary folds turns of the conversation still open: after /reset or a

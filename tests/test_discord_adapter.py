@@ -21,6 +21,7 @@ from bot.adapters.split import split_message
 from bot.app import App, open_app
 from bot.command_line import help_lines
 from bot.texts import text
+from memory.scene.voices import voices_in
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import Delay, FakeAnthropic, Text
 from tests.fakes.discord_api import FakeAttachment, FakeDiscord, SentMessage
@@ -45,7 +46,7 @@ class Harness:
         return self.llm.bodies()
 
     def last_user_text(self) -> str:
-        return self.bodies()[-1]["messages"][-1]["content"][0]["text"]
+        return as_heard(self.bodies()[-1]["messages"][-1]["content"][0]["text"])
 
     async def slash(self, name: str, options: dict[str, object] | None = None, **kw: Any) -> Any:
         interaction_id = await self.fake.slash_command(name, options, **kw)
@@ -101,8 +102,19 @@ def reply_target(message: SentMessage) -> int | None:
     return int(reference["message_id"]) if reference else None
 
 
+def as_heard(text: str) -> str:
+    """A scene line in its person's container (memory/scene/voices.py) as "name: words"."""
+    found = voices_in(text)
+    return f"{found[0][1]}: {found[0][2]}" if len(found) == 1 and found[0][0] == "person" else text
+
+
 def texts_sent_to_llm(body: dict[str, Any]) -> list[str]:
-    return [block["text"] for m in body["messages"] for block in m["content"] if "text" in block]
+    return [
+        as_heard(block["text"])
+        for m in body["messages"]
+        for block in m["content"]
+        if "text" in block
+    ]
 
 
 # -- lifecycle ----------------------------------------------------------------------------------
@@ -221,7 +233,8 @@ async def test_a_guild_channel_is_one_scene_with_every_speaker_named(h: Harness)
     lines = await h.fake.webhooks.wait_for_messages(h.fake.channel_id, 2)
     assert [m.content for m in lines] == ["Apuntado.", "Encantado, Bea."]
     assert all(m.allowed_mentions == {"parse": []} for m in lines)  # a line pings nobody
-    # One shared conversation: Bea's turn shows Ana's line and the character's, each named.
+    # One shared conversation: Bea's turn shows Ana's line and the character's, each named
+    # (a person's in their container, read back as "name: words").
     bea_request = texts_sent_to_llm(h.bodies()[1])
     assert "ana: mi gato se llama Bigotes" in bea_request and "Apuntado." in bea_request
     assert "bea: soy Bea" in bea_request

@@ -176,7 +176,7 @@ async def test_a_reply_to_a_characters_webhook_message_is_answered_by_it(stage: 
     assert author(lines[-1]) == ITZIAR
     assert stage.speakers() == [KOLDO, ITZIAR, ITZIAR]
     asked = stage.requests_of(ITZIAR)[-1]
-    assert "ana: ¿y tú qué opinas?" in str(asked)
+    assert 'name="ana">¿y tú qué opinas?</person>' in str(asked)
 
 
 async def test_nobody_named_a_seeded_choice_then_the_same_partner_and_the_cap(
@@ -219,7 +219,7 @@ async def test_a_character_added_midway_by_the_slash_command_witnessed_nothing_b
     assert author(maggie_line) == MAGGIE
     [request] = stage.requests_of(MAGGIE)
     assert "4521" not in str(request) and "contraseña" not in str(request)
-    assert "bea: Maggie, ¿qué te ha contado Ana?" in str(request)  # her first line
+    assert 'name="bea">Maggie, ¿qué te ha contado Ana?</person>' in str(request)  # 1st line
 
 
 # -- how each character appears -----------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from bot.texts import text
+from memory.scene.voices import voices_in
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord, SentMessage
@@ -161,8 +162,10 @@ async def test_telegram_markup_and_mentions_are_sent_as_plain_text(
         assert await tg_exchange(tg, message) == f"Re: {rendered(message)}"
         group_answer = await tg_exchange(tg, message, chat=GROUP, mention_bot=True)
         # In a group's scene the line is headed by the character's name, and the model read
-        # the message headed by its speaker's.
-        assert group_answer == f"Koldo Arrieta\nRe: Ana: {rendered(message)}"
+        # the message in its speaker's container (memory/scene/voices.py), escaped.
+        head, _, echoed = group_answer.partition("\nRe: ")
+        assert head == "Koldo Arrieta"
+        assert voices_in(echoed) == [("person", "Ana", rendered(message))]
     assert_plain_text_only(tg)
     assert no_errors(caplog) == []
 
@@ -239,8 +242,9 @@ async def test_discord_bad_input_is_answered_and_pings_nobody(
     assert await dc_exchange(dc, LONE_SURROGATE) == "Re: hola \ufffd mundo \ufffd"
     for message in INJECTIONS:
         assert await dc_exchange(dc, message) == f"Re: {message}"
-        # In a guild's scene the model read the message headed by its speaker's name.
-        assert await dc_exchange(dc, message, guild=True) == f"Re: alice: {message}"
+        # In a guild's scene the model read the message in its speaker's container.
+        echoed = (await dc_exchange(dc, message, guild=True)).removeprefix("Re: ")
+        assert voices_in(echoed) == [("person", "alice", message)]
     assert await dc_exchange(dc, "fin") == "Re: fin"
     assert_no_pings(dc.sent_messages())
     lines = dc.webhooks.messages(dc.channel_id)  # the character's lines: no ping at all

@@ -49,3 +49,17 @@ def test_a_character_hands_the_word_to_one_who_has_not_spoken_never_back() -> No
     assert next_speaker("Pregúntale a Itziar", "koldo", CAST, ["koldo"]) == "itziar"
     assert next_speaker("Koldo, no me líes", "itziar", CAST, ["koldo", "itziar"]) is None
     assert next_speaker("Yo, Koldo, lo digo", "koldo", CAST, ["koldo"]) is None  # itself
+
+
+def test_names_and_aliases_of_three_letters_route() -> None:
+    ane = Castmember("ane", ("Ane Etxeberria", "Ane", "Txo"))
+    cast = [KOLDO, ane]
+    assert addressed([Heard("Ane, ¿vienes?")], cast) == ["ane"]  # a first name of three
+    assert addressed([Heard("oye, txo: ¿y tú?")], cast) == ["ane"]  # an alias of three
+    assert first_speakers([Heard("¿Qué opinas, Ane?")], cast, "koldo", random.Random(1), 2) == [
+        "ane"
+    ]
+    assert next_speaker("Pregúntale a Txo", "koldo", cast, ["koldo"]) == "ane"
+    # Still whole words, whichever place a name has among the character's names.
+    assert addressed([Heard("Anexo al informe")], cast) == []
+    assert addressed([Heard("Mane lo dijo en Etxoa")], cast) == []

@@ -19,6 +19,7 @@ from bot.texts import text
 from memory.engine.settings import APOLOGY
 from memory.models import Fact, Summary, SummaryFields, Thread
 from memory.scene.engine import scene_owner_id, scene_scope
+from memory.scene.voices import voices_in
 from memory.search.terms import query_terms as terms_of
 from tests.conftest import CHARACTERS, FakeClock, make_settings
 from tests.fakes.anthropic_api import Error, FakeAnthropic, Text, ToolUse, route_of
@@ -160,8 +161,8 @@ async def test_a_character_named_by_another_answers_within_the_cap_and_no_loop(
     assert [scene.speaker_of(b) for b in scene.llm.bodies()] == [KOLDO, ITZIAR]
     itziar_request = scene.requests_of(ITZIAR)[0]
     said = [b["text"] for m in itziar_request["messages"] for b in m["content"] if "text" in b]
-    assert f"{KOLDO}: Pregúntale a Itziar, ella lo sabe todo." in said
-    assert "Bob: Koldo, ¿quién robó la caja?" in said
+    assert f'<character name="{KOLDO}">Pregúntale a Itziar, ella lo sabe todo.</character>' in said
+    assert any(s.endswith('name="Bob">Koldo, ¿quién robó la caja?</person>') for s in said)
 
 
 async def test_a_character_added_midway_witnessed_nothing_before(scene: Scene) -> None:
@@ -181,7 +182,8 @@ async def test_a_character_added_midway_witnessed_nothing_before(scene: Scene) -
     maggie = Thread(owner.id, IDS[MAGGIE], SCOPE)
     assert await scene.app.store.thread_turns_by_ids(maggie, [first_id]) == []
     maggie_copy = await scene.app.store.turns_after(maggie, 0)
-    assert maggie_copy[0].labelled_text == "Bea: Maggie, ¿qué te ha contado Ana?"
+    assert maggie_copy[0].speaker is not None and maggie_copy[0].speaker.name == "Bea"
+    assert maggie_copy[0].text == "Maggie, ¿qué te ha contado Ana?"
 
 
 async def test_private_facts_never_reach_the_scene_group_facts_do(
@@ -318,10 +320,13 @@ async def test_a_burst_from_several_people_is_one_turn_of_the_scene_in_arrival_o
     lines = await scene.group_lines(2)
     assert len(scene.llm.bodies()) == 2  # the three are answered by one turn
     said = [b["text"] for m in scene.llm.bodies()[1]["messages"] for b in m["content"]]
-    assert [s for s in said if s.split(": ", 1)[-1] in ("yo primero", "no, yo", "¡silencio!")] == [
-        "Bea: yo primero",
-        "Bob: no, yo",
-        "Ana: ¡silencio!",
+    heard = [
+        v for s in said for v in voices_in(s) if v[2] in ("yo primero", "no, yo", "¡silencio!")
+    ]
+    assert [(name, words) for _, name, words in heard] == [
+        ("Bea", "yo primero"),
+        ("Bob", "no, yo"),
+        ("Ana", "¡silencio!"),
     ]
     assert lines[-1].startswith(KOLDO)
 

@@ -15,6 +15,7 @@ import pytest
 from bot.adapters.telegram_adapter import TelegramAdapter
 from bot.app import App, open_app
 from memory.models import Fact, Thread
+from memory.scene.voices import voices_in
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import Delay, FakeAnthropic, Text
 from tests.fakes.telegram_api import FakeTelegram
@@ -102,11 +103,13 @@ async def test_a_group_is_one_scene_with_every_speaker_named(bot: Bot) -> None:
     await bot.fake.wait_for_messages(GROUP, 1)
     bot.fake.send_group_text(GROUP, BEA, "¿qué tal?", mention_bot=True)
     await bot.fake.wait_for_messages(GROUP, 2)
-    bea_request = llm_texts(bot.llm.bodies()[-1])
-    # One shared conversation: Bea's turn shows Ana's line, headed by her name.
+    body = bot.llm.bodies()[-1]
+    # One shared conversation: Bea's turn shows Ana's line, in Ana's person container.
+    window = "\n".join(b["text"] for m in body["messages"] for b in m["content"] if "text" in b)
+    said = [(kind, name, words) for kind, name, words in voices_in(window)]
     ana = bot.fake.users[ANA]["first_name"]
-    assert f"{ana}: mi perro se llama Beltza" in bea_request
-    assert f"{bot.fake.users[BEA]['first_name']}: ¿qué tal?" in bea_request
+    assert ("person", ana, "mi perro se llama Beltza") in said
+    assert ("person", bot.fake.users[BEA]["first_name"], "¿qué tal?") in said
     assert "conversación de grupo" in bot.llm.bodies()[-1]["system"][1]["text"]
 
 

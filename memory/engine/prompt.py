@@ -29,6 +29,7 @@ from memory.engine.llm import CacheTTL, ChatMessage, TextBlock, ToolSpec
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.gate import DATA_CLOSE, DATA_OPEN, as_data, as_data_claim
 from memory.models import Summary, SummaryFields, Turn
+from memory.scene.voices import witnessed
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,8 @@ class PromptState:
     # The journey's paragraphs (memory/journey/), read at session start with the profile and
     # frozen with it: block 2 never changes within a conversation.
     journey: tuple[str, ...] = ()
-    # A group's scene (memory/scene/): the window's lines name their speakers, and block 2
+    # A group's scene (memory/scene/): the window's lines of others come in a person's or a
+    # character's container (memory/scene/voices.py), and block 2
     # holds the facts of the people present, each line labelled with its person.
     scene: bool = False
 
@@ -352,7 +354,7 @@ def render(
     # A tool result (a lore page, a recalled turn) stays in the conversation as what the user
     # side of the exchange brought in, so follow-ups on the same topic pay nothing more.
     history += [
-        ("user" if turn.role == "tool" else turn.role, turn.labelled_text) for turn in window
+        ("user" if turn.role == "tool" else turn.role, witnessed(turn)) for turn in window
     ]
     if history and history[0][0] != "user":
         history.insert(0, ("user", label(character.language, "begin")))

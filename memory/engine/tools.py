@@ -17,6 +17,7 @@ from memory.engine.tokens import TokenEstimator
 from memory.integrity.credentials import mask_credentials
 from memory.integrity.gate import check_turn
 from memory.models import Thread, Turn
+from memory.scene.voices import voiced
 from memory.search.retrieval import Retriever
 from memory.store.protocols import TurnLog
 
@@ -117,7 +118,8 @@ def gated(text: str) -> str:
 
 
 def _turn_line(turn: Turn) -> str:
-    return f"[{turn.id}] {turn.created_at:%Y-%m-%d %H:%M} {turn.role}: {gated(turn.text)}"
+    said = voiced(turn.speaker, gated(turn.text)) if turn.speaker else gated(turn.text)
+    return f"[{turn.id}] {turn.created_at:%Y-%m-%d %H:%M} {turn.role}: {said}"
 
 
 class ToolBox:

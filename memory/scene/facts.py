@@ -32,6 +32,7 @@ from memory.profile.planning import (
     plan_operations,
 )
 from memory.profile.view import Lifetimes
+from memory.scene.voices import own_line, witnessed
 from memory.store.protocols import Facts, TurnLog, Usage
 
 log = logging.getLogger(__name__)
@@ -88,8 +89,8 @@ def resting_on_own_words(
 def format_scene_turns(turns: Sequence[Turn], character_name: str) -> str:
     lines = []
     for turn in turns:
-        who = turn.speaker.name if turn.speaker is not None else character_name
-        lines.append(f"[{turn.id}] {turn.created_at:%Y-%m-%d %H:%M} [{who}]: {turn.text}")
+        said = witnessed(turn) if turn.speaker is not None else own_line(character_name, turn.text)
+        lines.append(f"[{turn.id}] {turn.created_at:%Y-%m-%d %H:%M} {said}")
     return "\n".join(lines)
 
 

@@ -80,7 +80,8 @@ class ScenePeople:
             found = await asyncio.to_thread(
                 profile_lines, facts, now, self._lifetimes, language, share, self._tokens
             )
-            lines += [f"- {name} · {line[2:]}" for line in found.lines if line.startswith("- ")]
+            label = f"{name} (p{person_id})"  # the ref of their lines in the window
+            lines += [f"- {label} · {line[2:]}" for line in found.lines if line.startswith("- ")]
             fact_ids += found.fact_ids
         return ProfileLines(
             tuple(lines), tuple(fact_ids), people=tuple(person for person, _ in people)

@@ -43,7 +43,8 @@ def _pattern(names: Sequence[str]) -> re.Pattern[str] | None:
     if not words:
         return None
     alternatives = "|".join(re.escape(w) for w in words)
-    return re.compile(rf"(?<!\w){alternatives}(?!\w)")
+    # Grouped: the word bounds hold for every alternative, not only the first and the last.
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)")
 
 
 def named_at(text: str, member: Castmember) -> int | None:

@@ -30,6 +30,7 @@ from memory.engine.prompt import Fragment
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.credentials import mask_credentials
 from memory.models import Thread, Turn
+from memory.scene.voices import witnessed
 from memory.search.cited import RecallStore, known_claims
 from memory.search.terms import Stemmers, Term, fold, query_terms, words
 from memory.search.when import in_months, named_months, time_query
@@ -300,7 +301,7 @@ class Retriever:
         shown = [t for t in candidate.turns if t.role != "tool"]
         # In a scene each line says who said it; elsewhere the two are the user and character.
         text = "\n".join(
-            f"{t.speaker.name if t.speaker else user if t.role == 'user' else character}: {t.text}"
+            witnessed(t) if t.speaker else f"{user if t.role == 'user' else character}: {t.text}"
             for t in shown
         )
         return Exchange(

@@ -370,8 +370,9 @@ class Scenes(Protocol):
     ) -> SceneErasure:
         """Delete the person's lines from scene threads (one scene, or every one when
         `scene_scope` is None; only one character's copies when `character_id` is given), the
-        summary claims citing them, and with a scene named, their facts learned in its group;
-        the bytes are purged as a forget's."""
+        claims of those threads' summaries citing them or nothing, and with a scene named,
+        their facts learned in its group and their threads there from before scenes; the
+        bytes are purged as a forget's."""
         ...
 
 

@@ -36,14 +36,18 @@ def summary_values(row: dict[str, Any], turn_ids: dict[int, int]) -> tuple[str, 
 
 def without_citing(fields_json: str, gone: set[int]) -> tuple[str, str] | None:
     """A summary's (fields_json, cited_ids_json) with every claim that cites a turn of `gone`
-    left out; None when no claim cites one (the row stays as it is). A scene participant's
-    forget deletes their lines, and a claim resting on them goes with them."""
+    left out, and every claim that cites nothing: a summary a forget touches keeps only what
+    shows it rests on turns still there (an uncited claim may repeat the forgotten person's
+    words, and nothing could tell). None when nothing is left out (the row stays as it is). A
+    scene participant's forget deletes their lines, and a claim resting on them goes too."""
     fields = json.loads(fields_json)
-    kept = {
-        name: [c for c in claims if not {int(i) for i in _CITE.findall(c)} & gone]
-        for name, claims in fields.items()
-    }
+    kept = {name: [c for c in claims if _rests_on_kept(c, gone)] for name, claims in fields.items()}
     if kept == fields:
         return None
     cited = sorted({int(i) for claims in kept.values() for c in claims for i in _CITE.findall(c)})
     return json.dumps(kept, ensure_ascii=False), json.dumps(cited)
+
+
+def _rests_on_kept(claim: str, gone: set[int]) -> bool:
+    cited = {int(i) for i in _CITE.findall(claim)}
+    return bool(cited) and not cited & gone

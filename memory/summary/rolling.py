@@ -30,6 +30,7 @@ from memory.engine.tokens import TokenEstimator
 from memory.integrity.credentials import credential_values, mask_credentials
 from memory.integrity.together import ClaimRefusal, filter_claims
 from memory.models import Summary, SummaryFields, Thread, Turn, UsageRecord
+from memory.scene.voices import witnessed
 from memory.summary.anchors import keep_anchors
 
 log = logging.getLogger(__name__)
@@ -169,9 +170,11 @@ def format_turns(turns: Sequence[Turn], recollected: frozenset[int] = frozenset(
     lines = []
     for turn in turns:
         marker = " (recollection)" if turn.id in recollected else ""
-        # In a scene, a line of someone else's says who: the summary must not mix people up.
-        who = f"{turn.role} ({turn.speaker.name})" if turn.speaker else turn.role
-        lines.append(f"[{turn.id}] {turn.created_at:%Y-%m-%d %H:%M} {who}{marker}: {turn.text}")
+        # In a scene, a line of someone else's comes in its person's or character's container
+        # (memory/scene/voices.py): the summary must not mix people up, nor take a person's
+        # words for a character's.
+        said = witnessed(turn)
+        lines.append(f"[{turn.id}] {turn.created_at:%Y-%m-%d %H:%M} {turn.role}{marker}: {said}")
     return "\n".join(lines)
 
 

@@ -55,6 +55,7 @@ class Recorded:
     route: str
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+    raw: bytes = b""  # the body as it came over the wire
 
 
 def route_of(body: dict[str, Any]) -> str:
@@ -154,11 +155,12 @@ class FakeAnthropic:
         return web.json_response(page)
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
+        raw = await request.read()
+        body = json.loads(raw)
         if self._refused(request):
             return _error(401, "authentication_error")
         route = route_of(body)
-        self.requests.append(Recorded(route, body, dict(request.headers)))
+        self.requests.append(Recorded(route, body, dict(request.headers), raw))
         queue = self._queues[route]
         item: Any = queue.popleft() if queue else self.default
         while True:

@@ -20,8 +20,9 @@ def _count(status: str) -> int:
 async def delete_scene_lines(
     con: asyncpg.Connection, person_id: int, scene_scope: str | None, character_id: str | None
 ) -> SceneErasure:
-    """Inside the caller's transaction: the person's lines, and every summary claim (in every
-    version) that cites one of them."""
+    """Inside the caller's transaction: the person's lines, and in every version of the
+    summaries of the threads that held them, every claim that cites one of them or nothing
+    (memory/store/remap.py without_citing)."""
     where, params = "speaker_id = $1 AND scope LIKE 'scene:%'", [person_id]
     if scene_scope is not None:
         params.append(scene_scope)
@@ -96,21 +97,27 @@ class PgScenesMixin(PostgresStoreBase):
         """See memory/store/protocols.py Scenes.forget_scene_lines."""
         async with self._transaction() as con:
             erased = await delete_scene_lines(con, person_id, scene_scope, character_id)
-            facts = 0
+            facts = old = 0
             if scene_scope is not None:
                 group = "group:" + scene_scope.removeprefix("scene:")
-                # Their own threads in the group from before it was a scene go too.
+                # Their own threads in the group from before it was a scene go too (their
+                # bytes as well: a person with no line in the scene is purged all the same).
                 for table in ("turns", "summaries", "conversations"):
-                    await con.execute(
-                        f"DELETE FROM {table} WHERE user_id = $1 AND scope = $2", person_id, group
+                    old += _count(
+                        await con.execute(
+                            f"DELETE FROM {table} WHERE user_id = $1 AND scope = $2",
+                            person_id,
+                            group,
+                        )
                     )
                 facts = _count(
                     await con.execute(
                         "DELETE FROM facts WHERE user_id = $1 AND scope = $2", person_id, group
                     )
                 )
-            if erased.lines or facts:
+            owed = bool(erased.lines or facts or old)
+            if owed:
                 await self._record_pending_purge(con)
-        if erased.lines or facts:
+        if owed:
             self._start_purge()
         return SceneErasure(erased.lines, erased.claims, facts, erased.threads)

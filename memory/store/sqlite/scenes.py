@@ -51,37 +51,42 @@ class ScenesMixin(StoreBase):
         self, person_id: int, scene_scope: str | None, character_id: str | None = None
     ) -> SceneErasure:
         """See memory/store/protocols.py Scenes.forget_scene_lines."""
-        erased = await self._forget_scene_rows(person_id, scene_scope, character_id)
-        if erased.lines:
+        erased, owed = await self._forget_scene_rows(person_id, scene_scope, character_id)
+        if owed:
             self._start_purge()
         return erased
 
     @on_db_thread
     def _forget_scene_rows(
         self, person_id: int, scene_scope: str | None, character_id: str | None
-    ) -> SceneErasure:
+    ) -> tuple[SceneErasure, bool]:
+        """What was erased, and whether a purge of the bytes is owed."""
+        old = 0
         with self._transaction():
             erased = self._delete_scene_lines(person_id, scene_scope, character_id)
             if scene_scope is not None:
                 group = "group:" + scene_scope.removeprefix("scene:")
-                # Their own threads in the group from before it was a scene go too.
+                # Their own threads in the group from before it was a scene go too (their
+                # bytes as well: a person with no line in the scene is purged all the same).
                 for table in ("turns", "summaries", "conversations"):
-                    self._con.execute(
+                    old += self._con.execute(
                         f"DELETE FROM {table} WHERE user_id = ? AND scope = ?", (person_id, group)
-                    )
+                    ).rowcount
                 facts = self._con.execute(
                     "DELETE FROM facts WHERE user_id = ? AND scope = ?", (person_id, group)
                 ).rowcount
                 erased = SceneErasure(erased.lines, erased.claims, facts, erased.threads)
-            if erased.lines or erased.facts:
+            owed = bool(erased.lines or erased.facts or old)
+            if owed:
                 self._record_pending_purge()
-        return erased
+        return erased, owed
 
     def _delete_scene_lines(
         self, person_id: int, scene_scope: str | None, character_id: str | None
     ) -> SceneErasure:
-        """Inside the caller's transaction: the person's lines, and every summary claim (in
-        every version) that cites one of them."""
+        """Inside the caller's transaction: the person's lines, and in every version of the
+        summaries of the threads that held them, every claim that cites one of them or nothing
+        (memory/store/remap.py without_citing)."""
         where, params = "speaker_id = ? AND scope LIKE 'scene:%'", [person_id]
         if scene_scope is not None:
             where, params = where + " AND scope = ?", [*params, scene_scope]
