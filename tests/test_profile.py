@@ -269,7 +269,7 @@ async def test_no_injection_of_the_corpus_is_ever_stored(
             return record(
                 op("semantic", "city", "Bilbao", [turn]),
                 op("semantic", f"note_{index}", attempts[index][:300], [turn]),
-                op("emotional", "mood", "tranquila", [turn]),
+                op("emotional", "feeling", "tranquila", [turn]),
             )
 
         return answer
@@ -283,7 +283,7 @@ async def test_no_injection_of_the_corpus_is_ever_stored(
         await end_by_timer(app, clock)
     assert facts(app) == [
         ("semantic", "city", "Bilbao", "dm"),
-        ("emotional", "mood", "tranquila", "dm"),
+        ("emotional", "feeling", "tranquila", "dm"),
     ]
     with raw_database(app.settings) as raw:
         rejected = raw.execute("SELECT reason FROM memory_rejections").fetchall()
