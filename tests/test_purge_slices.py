@@ -79,7 +79,7 @@ async def test_a_slow_slice_makes_the_next_smaller_and_a_quick_one_larger(
         while sizes[-1] > PURGE_STEP_PAGES_MIN and await store._purge_step() == "merging":
             sizes.append(store._step_pages)
         assert sizes[-1] == PURGE_STEP_PAGES_MIN, sizes
-        assert sizes == sorted(sizes, reverse=True) and len(set(sizes)) > 2, sizes
+        assert sizes == sorted(sizes, reverse=True) and len(set(sizes)) > 1, sizes
         store.purge_step_seconds = 3600.0  # every slice is quick: they grow back to the most
         while await store._purge_step() == "merging" and store._step_pages < PURGE_STEP_PAGES:
             pass

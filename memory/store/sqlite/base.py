@@ -31,8 +31,8 @@ BUSY_TIMEOUT_MS = 5000
 # PURGE_STEP_PAGES_MIN, so the merge still moves on a slow machine), one well under it doubles
 # them: a loaded machine purges in smaller slices, and a writer waits for one slice.
 PURGE_STEP_PAGES = 64
-PURGE_STEP_PAGES_MIN = 16
-PURGE_STEP_SECONDS = 0.02
+PURGE_STEP_PAGES_MIN = 32
+PURGE_STEP_SECONDS = 0.05
 
 
 @dataclass
