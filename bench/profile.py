@@ -16,7 +16,8 @@ The fake `record_profile` answer adds the session's `observation` entries of spe
 - value: the observation cut to 300 chars, origin "stated";
 - evidence: the user turn that carried each dia_id; a speaker_b dia_id (or a skipped opening
   line) counts as the nearest speaker_a line of the session, ties to the earlier one.
-A rejected answer is sent again without the operation the feedback names, as a model would.
+A rejected answer is sent again without the operations the feedback names, as a model would
+(the extraction names every operation it refused when none was left to write).
 
 Profile tokens: block 2 (`system[1]`) of each session's first reply request, by a fresh
 TokenEstimator; the fake LLM reports zero usage, so the engine's estimator stays at ratio 1.0
@@ -65,7 +66,8 @@ KINDS = ("reply", "summary", "extraction")
 SESSION_KEY = re.compile(r"^session_(\d+)$")
 TURN_LINE = re.compile(r"^\[(\d+)\] \d{4}-\d{2}-\d{2} \d{2}:\d{2} (user|assistant|tool)\b")
 PROFILE_LINE = re.compile(r"^\[(?:semantic|emotional|episodic)\] ([a-z0-9_]+) = ", re.MULTILINE)
-REJECTED_OP = re.compile(r"Your previous answer was rejected: operation (\d+) ")
+FEEDBACK = "Your previous answer was rejected: "
+REJECTED_OP = re.compile(r"(?:^|; )operation (\d+) \(")
 FEELING = re.compile(
     r"\b(feel\w*|felt|emotion\w*|proud|pride|anxi\w+|excite\w*|stress\w*|grateful|thankful"
     r"|scared|afraid|fear\w*|lonely|overwhelm\w*|inspir\w*|motivat\w*|hope\w*|worr\w+|nervous"
@@ -243,10 +245,11 @@ class ReplayLLM:
         return LLMResponse(text=text, model="bench-replay", tool_calls=calls)
 
     def _operations(self, label: str, body: str) -> list[dict[str, Any]]:
-        if label in self._answers:  # a retry: drop the operation the feedback names
-            rejected = REJECTED_OP.search(body)
-            if rejected and int(rejected.group(1)) < len(self._answers[label]):
-                del self._answers[label][int(rejected.group(1))]
+        if label in self._answers:  # a retry: drop the operations the feedback names
+            feedback = body.partition(FEEDBACK)[2]
+            named = {int(n) for n in REJECTED_OP.findall(feedback)}
+            answer = self._answers[label]
+            self._answers[label] = [op for i, op in enumerate(answer) if i not in named]
             return self._answers[label]
         session = self.sessions.get(label)
         if session is None:

@@ -97,7 +97,9 @@ async def test_an_instruction_split_over_two_facts_is_refused(
     split = record(op("semantic", "likes", first, [turn]), op("semantic", "other", second, [turn]))
     fake_anthropic.queue(split, split, split, route="record_profile")
     await end_by_timer(app, clock)
-    assert facts(app) == [] and len(rejections(app)) == 3
+    # both halves refused on each of the three attempts: nothing else was left to write
+    assert facts(app) == [] and len(rejections(app)) == 6
+    assert all("read together" in reason for reason in rejections(app))
 
 
 def citing_first(**fields: list[str]) -> Any:

@@ -269,21 +269,27 @@ async def test_no_injection_of_the_corpus_is_ever_stored(
             return record(
                 op("semantic", "city", "Bilbao", [turn]),
                 op("semantic", f"note_{index}", attempts[index][:300], [turn]),
-                op("emotional", "mood", "tranquila", [turn]),
+                op("emotional", "feeling", "tranquila", [turn]),
             )
 
         return answer
 
-    # Every attempt hidden among two ordinary facts, on every retry: nothing may be written.
+    # Every attempt hidden among two ordinary facts: the attempt is refused alone (counted),
+    # the ordinary facts are written, and no second call is made.
     for index in range(len(attempts)):
-        fake_anthropic.queue(*[poisoned(index)] * 3, route="record_profile")
+        fake_anthropic.queue(poisoned(index), route="record_profile")
     for _ in attempts:
         await app.companion.handle(dm("Te cuento cosas de mí"))
         await end_by_timer(app, clock)
-    assert facts(app) == []
+    assert facts(app) == [
+        ("semantic", "city", "Bilbao", "dm"),
+        ("emotional", "feeling", "tranquila", "dm"),
+    ]
     with raw_database(app.settings) as raw:
-        rejected = raw.execute("SELECT COUNT(*) FROM memory_rejections").fetchone()[0]
-    assert rejected == 3 * len(attempts)
+        rejected = raw.execute("SELECT reason FROM memory_rejections").fetchall()
+        calls = raw.execute("SELECT COUNT(*) FROM llm_usage WHERE kind='extraction'").fetchone()[0]
+    assert len(rejected) == len(attempts) and calls == len(attempts)
+    assert all(f"operation 1 (add semantic/note_{i})" in r[0] for i, r in enumerate(rejected))
 
 
 async def test_anchors_survive_compactions_verbatim(

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bench.profile import kind_of, main, run, slug
+from bench.profile import ReplayLLM, kind_of, main, run, slug
 
 ADA_NOTES = {
     1: [
@@ -90,3 +90,14 @@ def test_keys_are_unique_snake_case_and_kinds_follow_the_rule() -> None:
     assert kind_of("Ada felt proud of her first sale.") == "emotional"
     assert kind_of("Ada visited Leeds last weekend.") == "episodic"
     assert kind_of("Ada works as a ferry engineer.") == "semantic"
+
+
+def test_a_retry_drops_every_operation_the_feedback_names() -> None:
+    llm = ReplayLLM({})
+    answer = [{"key": "a"}, {"key": "b"}, {"key": "c"}]
+    llm._answers["conv-1/session_1"] = list(answer)
+    body = (
+        "Session turns:\n...\n\nYour previous answer was rejected: operation 0 (add semantic/a):"
+        " too long; operation 2 (add semantic/c): too long; nothing was left to record."
+    )
+    assert llm._operations("conv-1/session_1", body) == [{"key": "b"}]

@@ -2,8 +2,11 @@
 
 The output must validate against a pydantic schema, cite only the session's turn ids, back every
 "stated" fact with a user turn, and hold no instruction to the assistant (memory/profile/planning.py
-checks it). Anything else is rejected whole and retried with the reason; after the retries the
-profile stays as it was. While the provider fails, the conversation is asked for again on a
+checks it). An operation that breaks a rule is refused alone, logged and counted
+(memory_rejections), and the rest is written in the same call; an answer that is structurally
+broken (not the tool, bad schema, an invented turn id) or has nothing left once its refused
+operations are set aside is retried with the reason; after the retries the profile stays as it
+was. While the provider fails, the conversation is asked for again on a
 bounded schedule, then given up (memory/engine/retries.py).
 """
 
@@ -33,6 +36,7 @@ from memory.profile.planning import (
     EXTRACTION_TOOL,
     ExtractionRejected,
     Plan,
+    Refusal,
     parse_extraction,
     plan_operations,
 )
@@ -193,7 +197,10 @@ class ProfileExtractor:
                 attempt,
                 exc,
             )
-            if exc.poisoned:
+            refused = exc.refused if isinstance(exc, ExtractionRejected) else ()
+            if refused:
+                await self._count_refused(conversation, refused)
+            elif exc.poisoned:
                 await self._store.record_rejection(thread, conversation.id, str(exc), self._clock())
 
         async def record(model: str, error: str | None, response: LLMResponse | None) -> None:
@@ -243,10 +250,20 @@ class ProfileExtractor:
             plan.adds, plan.updates, plan.deletes, plan.confirms, conversation.id, self._clock()
         ):
             return "forgotten"  # deleted while the model answered: nothing was written
+        await self._count_refused(conversation, plan.refused)
         changes = changes_of(plan.updates, plan.deletes, self._clock(), turns[-1].id)
         language = self._characters.language_of(thread.character_id)
         await retire_in_latest_summary(self._store, thread, changes, language, self._clock())
         return "done"
+
+    async def _count_refused(self, conversation: Conversation, refused: Sequence[Refusal]) -> None:
+        """Each refused operation is a memory_rejections row, whether the rest was written or
+        the answer asked for again: an admin sees what the gate kept out."""
+        for refusal in refused:  # plan_operations logged each one
+            reason = f"profile {refusal}"
+            await self._store.record_rejection(
+                conversation.thread, conversation.id, reason, self._clock()
+            )
 
     def _request(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import sqlite3
+import time
 from collections.abc import Callable, Coroutine, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,8 +26,13 @@ S = TypeVar("S", bound="StoreBase")
 
 BUSY_TIMEOUT_MS = 5000
 # Pages of index merging per step of a purge: a few milliseconds on the store's thread, so the
-# users' work queued meanwhile waits for one step, never for the whole merge.
+# users' work queued meanwhile waits for one step, never for the whole merge. The most a step
+# takes; a step that ran longer than PURGE_STEP_SECONDS halves the next one's pages (down to
+# PURGE_STEP_PAGES_MIN, so the merge still moves on a slow machine), one well under it doubles
+# them: a loaded machine purges in smaller slices, and a writer waits for one slice.
 PURGE_STEP_PAGES = 64
+PURGE_STEP_PAGES_MIN = 32
+PURGE_STEP_SECONDS = 0.05
 
 
 @dataclass
@@ -117,8 +123,10 @@ class StoreBase(BackgroundPurge):
         # Levels of the index past which a purge rebuilds it rather than merge it
         # (fts_index.LEVEL_BUDGET); lowered by tests to reach it quickly.
         self.fts_level_budget = fts_index.LEVEL_BUDGET
-        # Pages a purge step merges; lowered by tests so a merge spans many steps.
+        # Pages a purge step merges at most; lowered by tests so a merge spans many steps.
         self.purge_step_pages = PURGE_STEP_PAGES
+        self._step_pages = PURGE_STEP_PAGES  # the next step's, as the last one's time says
+        self.purge_step_seconds = PURGE_STEP_SECONDS  # set by tests to make every step slow
 
     @property
     def _con(self) -> sqlite3.Connection:
@@ -289,14 +297,28 @@ class StoreBase(BackgroundPurge):
             self._purge_round = PurgeRound(int(row[0]), self._start_index_merge())
             return "merging"
         if current.level is not None:
-            if fts_index.continue_merge(self._con, current.level, self.purge_step_pages):
+            if self._merge_slice(current.level):
                 return "merging"
             current.level = None
+        fts_index.resume_automerge(self._con)  # before the checkpoint: its bytes leave too
         if not self._checkpoint_completely():
             return "blocked"
         self._con.execute("DELETE FROM pending_purges WHERE id <= ?", (current.last,))
         self._purge_round = None
         return "cleared"
+
+    def _merge_slice(self, level: int) -> bool:
+        """One slice of the round's merge, sized by how long the last one took; False once
+        the merge is complete."""
+        pages = max(1, min(self._step_pages, self.purge_step_pages))
+        started = time.perf_counter()
+        more = fts_index.continue_merge(self._con, level, pages)
+        took = time.perf_counter() - started
+        if took > self.purge_step_seconds:
+            self._step_pages = max(PURGE_STEP_PAGES_MIN, pages // 2)
+        elif took < self.purge_step_seconds / 4:
+            self._step_pages = min(PURGE_STEP_PAGES, pages * 2)
+        return more
 
     def _start_index_merge(self) -> int | None:
         """Start the round's merge; the level it runs on, None when already complete."""
@@ -306,7 +328,7 @@ class StoreBase(BackgroundPurge):
                 fts_index.rebuild(db)
             log.info("search index rebuilt: it had more than %d levels", self.fts_level_budget)
             return None
-        return fts_index.start_merge(self._con, self.purge_step_pages)
+        return fts_index.start_merge(self._con, min(self._step_pages, self.purge_step_pages))
 
     def _checkpoint_completely(self) -> bool:
         """Copy every WAL frame into the file and empty the WAL. A reader holding an older

@@ -16,6 +16,13 @@ soon as a write landed between two steps: it abandons the merge under way (the p
 never ends under traffic) and adds levels each time. SQLite 3.40 reads a structure of more
 than 2000 levels as corrupt ("database disk image is malformed") after about 1000 such steps;
 3.51 caps the levels and runs out of segment ids instead ("database or disk is full").
+
+While a purge's merge is under way, FTS5's automerge is off: after each write, automerge
+continues the merge under way on any level, so every turn a user appended meanwhile paid a
+slice of the purge's merge inside its own insert (0.9-1.4 s of one append on a loaded machine,
+bench/purge_traffic.py --writers 2 --gap-ms 0:3). Off, the purge's own small steps do all of
+that merge between the users' writes; the writes' few new segments wait on level 0 (FTS5's
+crisis merge still folds 16 of them) and automerge is set back when the merge is complete.
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ STRUCTURE_V2 = b"\xff\x00\x00\x01"
 # many the purge rebuilds the index instead (a few seconds, once every few hundred forgets).
 LEVEL_BUDGET = 1000
 MERGE = "INSERT INTO turn_search (turn_search, rank) VALUES ('merge', ?)"
+AUTOMERGE = "INSERT INTO turn_search (turn_search, rank) VALUES ('automerge', ?)"
+AUTOMERGE_DEFAULT = 4  # FTS5's own default, which the index had before any purge
 
 
 @dataclass(frozen=True)
@@ -107,6 +116,7 @@ def start_merge(db: sqlite3.Connection, pages: int) -> int | None:
     # usermerge 2 (the least FTS5 takes): a positive 'merge' then always continues the merge
     # under way, where with 4 a level of two or three new segments could stall it.
     db.execute("INSERT INTO turn_search (turn_search, rank) VALUES ('usermerge', 2)")
+    db.execute(AUTOMERGE, (0,))  # the users' writes leave the merge to the purge's steps
     db.execute(MERGE, (-pages,))
     after = shape(db)
     if after is None:
@@ -130,6 +140,11 @@ def continue_merge(db: sqlite3.Connection, level: int, pages: int) -> bool:
         optimize(db)
         return False
     return True
+
+
+def resume_automerge(db: sqlite3.Connection) -> None:
+    """Once the purge's merge is complete: writes merge small segments again as they go."""
+    db.execute(AUTOMERGE, (AUTOMERGE_DEFAULT,))
 
 
 def optimize(db: sqlite3.Connection) -> None:
