@@ -115,7 +115,7 @@ def _reads_mature(character: Character) -> str | None:
     tags = character.card_passthrough.get("tags")
     texts = [
         render_character_sheet(character),
-        *(m.text for m in character.opening_messages),
+        *(text for m in character.opening_messages for text in m.languages_texts()),
         *(t for t in (tags if isinstance(tags, list) else []) if isinstance(t, str)),
     ]
     found = next((m for m in map(MATURE_WORDS.search, texts) if m), None)

@@ -303,3 +303,12 @@ class DeadLetter:
     error: str  # what the store said, the bot's token never in it
     created_at: datetime
     id: int | None = None
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """A dated exchange recalled from an earlier conversation."""
+
+    turn_ids: tuple[int, ...]
+    when: datetime
+    text: str

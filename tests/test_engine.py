@@ -8,9 +8,9 @@ import json
 from typing import Any
 
 from bot.app import App, open_app
-from memory.engine.prompt import format_summary
 from memory.engine.tokens import TokenEstimator
 from memory.models import SummaryFields
+from memory.summary.format import format_summary
 from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import Error, Text, ToolUse
 from tests.helpers import (

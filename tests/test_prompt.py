@@ -12,17 +12,15 @@ from cards.character import CharacterBook
 from memory.engine.llm import LLMRequest
 from memory.engine.prompt import (
     Budgets,
-    Fragment,
     PromptState,
-    format_summary,
     min_cacheable_tokens,
     render,
-    trim_summary,
     window_within_budget,
 )
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.gate import DATA_CLOSE, DATA_OPEN
-from memory.models import Summary, SummaryFields, Turn
+from memory.models import Fragment, Summary, SummaryFields, Turn
+from memory.summary.format import format_summary, trim_summary
 from tests.conftest import CHARACTERS
 
 GOLDEN = Path(__file__).parent / "golden"

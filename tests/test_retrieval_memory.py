@@ -13,10 +13,10 @@ import pytest
 from bench.locomo_load import Loaded, load
 from bench.locomo_memory import SUMMARY_CAP_TOKENS, EverySummary, MemoryTally
 from bench.locomo_retrieval import main as bench_main
-from memory.engine.prompt import format_summary
 from memory.engine.tokens import TokenEstimator
 from memory.search.retrieval import Retriever
 from memory.store import MemoryStore, open_store
+from memory.summary.format import format_summary
 from tests.test_retrieval import LOCOMO_CONVERSATION, LOCOMO_QA, _line
 
 OBSERVATION = {

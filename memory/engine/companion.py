@@ -23,7 +23,7 @@ from memory.engine.off_record import OffRecordSessions
 from memory.engine.off_record_answers import OffRecordAnswerer
 from memory.engine.responder import ProbeResult, Responder
 from memory.engine.session import SessionCache
-from memory.engine.session_book import ProfileSource, SessionBook
+from memory.engine.session_book import SessionBook
 from memory.engine.settings import APOLOGY, EngineSettings
 from memory.engine.tokens import TokenEstimator
 from memory.engine.turns import TurnTaker
@@ -36,6 +36,7 @@ from memory.models import (
     Turn,
     User,
 )
+from memory.profile.view import ProfileSource
 from memory.scene.engine import LineSink, SceneEngine, SceneLine, SceneMessage
 from memory.store.protocols import ConversationStore, FollowUps
 from memory.summary.rolling import Summariser

@@ -28,8 +28,9 @@ from memory.engine.labels import label
 from memory.engine.llm import CacheTTL, ChatMessage, TextBlock, ToolSpec
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.gate import DATA_CLOSE, DATA_OPEN, as_data, as_data_claim
-from memory.models import Summary, SummaryFields, Turn
+from memory.models import Fragment, Summary, Turn
 from memory.scene.voices import witnessed
+from memory.summary.format import format_summary, trim_summary
 
 
 @dataclass(frozen=True)
@@ -47,15 +48,6 @@ def min_cacheable_tokens(model: str | None) -> int:
     """The provider's shortest cacheable prefix for `model`: 2,048 tokens for Haiku models,
     1,024 for Sonnet and Opus (and for a name we do not know: the lower, so no hit is lost)."""
     return 2048 if model and "haiku" in model.lower() else 1024
-
-
-@dataclass(frozen=True)
-class Fragment:
-    """A dated exchange recalled from an earlier conversation."""
-
-    turn_ids: tuple[int, ...]
-    when: datetime
-    text: str
 
 
 @dataclass(frozen=True)
@@ -196,39 +188,6 @@ def render_facts(state: PromptState, budget: int, tokens: TokenEstimator) -> str
         kept.append(safe)
         used += cost
     return "\n".join([*lines, *kept, DATA_CLOSE])
-
-
-def format_summary(fields: SummaryFields, language: str) -> str:
-    lines = [f"## {label(language, 'summary')}"]
-    for name, claims in fields.items():
-        if claims:
-            lines.append(f"{label(language, name)}:")
-            lines.extend(f"- {as_data_claim(claim)}" for claim in claims)
-    return "\n".join(lines)
-
-
-# Trimming drops the oldest claim of the least durable field first; canon goes last.
-TRIM_ORDER = ("open_threads", "tone", "relationship", "commitments", "established_facts", "canon")
-
-
-def trim_summary(
-    fields: SummaryFields, language: str, cap: int, tokens: TokenEstimator
-) -> SummaryFields:
-    """Drop whole claims, oldest first, field by field, until the summary fits the cap.
-
-    A first pass keeps the newest claim of every field, so that accumulated facts cannot crowd
-    the tone or the relationship out of the summary; only if that is not enough do fields empty.
-    """
-    for keep_newest in (1, 0):
-        for name in TRIM_ORDER:
-            while tokens.count(format_summary(fields, language)) > cap:
-                claims = getattr(fields, name)
-                if len(claims) <= keep_newest:
-                    break
-                fields = fields.with_field(name, claims[1:])
-            if tokens.count(format_summary(fields, language)) <= cap:
-                return fields
-    return fields
 
 
 def render_summary(state: PromptState, budget: int, tokens: TokenEstimator) -> str:

@@ -33,10 +33,8 @@ from memory.engine.lore import render_lore_index
 from memory.engine.off_record import counts_only, ram_turn
 from memory.engine.prompt import (
     Budgets,
-    Fragment,
     PromptState,
     RenderedPrompt,
-    format_summary,
     min_cacheable_tokens,
     render,
     tool_definitions,
@@ -44,9 +42,10 @@ from memory.engine.prompt import (
 from memory.engine.session import Session
 from memory.engine.tokens import TokenEstimator
 from memory.engine.tools import ToolBox
-from memory.models import Turn, UsageRecord
+from memory.models import Fragment, Turn, UsageRecord
 from memory.search.retrieval import Retriever
 from memory.store.protocols import TurnLog, Usage
+from memory.summary.format import format_summary
 
 log = logging.getLogger(__name__)
 

@@ -8,25 +8,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Protocol
 
 from cards.character import Character, CharacterBook
 from memory.engine.session import RecentUsers, Session, SessionCache, last_activity
 from memory.engine.settings import EngineSettings
 from memory.errors import UserFacingError
 from memory.models import Conversation, Incoming, Thread, User
-from memory.profile.view import ProfileLines
+from memory.profile.view import ProfileLines, ProfileSource
 from memory.store.protocols import ConversationStore
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
-
-
-class ProfileSource(Protocol):
-    """What the engine needs of the long-term profile: its lines for a new session."""
-
-    async def lines_for(self, thread: Thread, now: datetime) -> ProfileLines: ...
 
 
 class SessionBook:

@@ -8,11 +8,10 @@ from datetime import datetime
 from typing import Protocol
 
 from cards.character import CharacterBook
-from memory.engine.session_book import ProfileSource
 from memory.journey import checks
 from memory.journey.model import JOURNEY_SCOPE, Journey
 from memory.models import Thread
-from memory.profile.view import ProfileLines
+from memory.profile.view import ProfileLines, ProfileSource
 from memory.store.protocols import Journeys, TurnLog
 
 

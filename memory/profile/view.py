@@ -11,6 +11,7 @@ import asyncio
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from enum import Enum
+from typing import Protocol
 
 from cards.character import CharacterBook
 from memory.engine.labels import label
@@ -231,3 +232,9 @@ class ProfileService:
         return await asyncio.to_thread(
             profile_lines, facts, now, self._lifetimes, language, self._budget, self._tokens
         )
+
+
+class ProfileSource(Protocol):
+    """What the engine needs of the long-term profile: its lines for a new session."""
+
+    async def lines_for(self, thread: Thread, now: datetime) -> ProfileLines: ...

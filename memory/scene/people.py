@@ -14,10 +14,9 @@ from datetime import datetime
 from typing import Protocol
 
 from cards.character import CharacterBook
-from memory.engine.session_book import ProfileSource
 from memory.engine.tokens import TokenEstimator
 from memory.models import Fact, Summary, Thread, Turn
-from memory.profile.view import Lifetimes, ProfileLines, profile_lines
+from memory.profile.view import Lifetimes, ProfileLines, ProfileSource, profile_lines
 
 MAX_PEOPLE = 8  # the most recent speakers; a crowd's oldest voices wait for their next line
 

@@ -26,10 +26,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from memory.engine.prompt import Fragment
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.credentials import mask_credentials
-from memory.models import Thread, Turn
+from memory.models import Fragment, Thread, Turn
 from memory.scene.voices import witnessed
 from memory.search.cited import RecallStore, known_claims
 from memory.search.terms import Stemmers, Term, fold, query_terms, words

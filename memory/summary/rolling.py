@@ -25,13 +25,13 @@ from memory.engine.llm import (
     TextBlock,
     ToolSpec,
 )
-from memory.engine.prompt import format_summary, trim_summary
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.credentials import credential_values, mask_credentials
 from memory.integrity.together import ClaimRefusal, filter_claims
 from memory.models import Summary, SummaryFields, Thread, Turn, UsageRecord
 from memory.scene.voices import witnessed
 from memory.summary.anchors import keep_anchors
+from memory.summary.format import format_summary, trim_summary
 
 log = logging.getLogger(__name__)
 
