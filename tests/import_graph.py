@@ -58,6 +58,7 @@ def module_imports(
 ) -> dict[str, set[str]]:
     """module -> the modules of `package` it imports (at import time only, with `top_level`)."""
     files = {module_name(root, p): p for p in (root / package).rglob("*.py")}
+    # a sub-folder ("memory/engine") is read alone, but its modules keep their full names
     graph: dict[str, set[str]] = {}
     for name, path in files.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))

@@ -38,7 +38,7 @@ ANSWERING = [
 # memory/ modules on the users' path: their refusals are worded by the catalogue.
 REFUSING = ["memory/privacy.py", "memory/engine/companion.py", "memory/engine/bursts.py"]
 # `companion memory import` and the reader of its file: an admin's command line, in English.
-CLI_ONLY = {"import_", "_summary_fields"}
+CLI_ONLY = {"import_"}
 TEXT_CALLS = {"Answer", "UserFacingError", "Button"}
 SEND_CALLS = {"send_message", "edit_message_text", "reply_text", "send", "print"}
 WORDING = re.compile(r"[^\W\d_]{3,}")  # a word of three letters or more

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from memory.import_gate import WITHHELD, gate_import
 from memory.integrity.gate import check_text, check_turn
 from memory.integrity.rules import neutralise
-from memory.privacy import WITHHELD, gate_import
 
 NAMES = ("Koldo Arrieta", "Koldo")
 

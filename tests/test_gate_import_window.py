@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 from bot.app import App
+from memory.import_gate import WITHHELD
 from memory.integrity.gate import check_turn
-from memory.privacy import WITHHELD
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.helpers import dm, summary_input

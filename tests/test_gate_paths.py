@@ -14,9 +14,9 @@ import pytest
 from bot.app import App
 from memory.engine.tools import WITHHELD as TOOL_WITHHELD
 from memory.errors import UserFacingError
+from memory.import_gate import WITHHELD as IMPORT_WITHHELD
 from memory.integrity.gate import check_fact
 from memory.integrity.learned import learned_reason
-from memory.privacy import WITHHELD as IMPORT_WITHHELD
 from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic, Text, ToolUse
 from tests.helpers import dm, summary_input

@@ -72,9 +72,14 @@ def test_memory_never_imports_bot() -> None:
         assert "from bot" not in text and "import bot" not in text, path
 
 
-@pytest.mark.parametrize("package", ["memory", "bot", "cards", "bench"])
-def test_no_import_circle(package: str) -> None:
-    assert cycles(module_imports(REPO, package, top_level=True)) == []
+# bot/, cards/ and the engine allow no circle even through a lazy import inside a function;
+# in memory/ as a whole open_store (memory/store/__init__.py) picks a backend lazily, by design.
+@pytest.mark.parametrize(
+    ("package", "top_level"),
+    [("memory", True), ("memory/engine", False), ("bot", False), ("cards", False), ("bench", True)],
+)
+def test_no_import_circle(package: str, top_level: bool) -> None:
+    assert cycles(module_imports(REPO, package, top_level=top_level)) == []
 
 
 def test_the_circle_check_sees_a_circle() -> None:
