@@ -10,6 +10,7 @@ import pytest
 
 from bench import scene
 from bench.scene_script import CAST
+from bot.answers import Caller
 from bot.scenes import SceneRoom
 from cards.character import Character
 from memory.models import Thread, Turn
@@ -68,7 +69,7 @@ def _everyones_lines_are_own(turns: list[Turn], person_id: int) -> list[Turn]:
     return [turn for turn in turns if turn.role == "user"]
 
 
-async def _everyone_present(self: SceneRoom, platform: str, channel_id: str) -> tuple[Any, ...]:
+async def _everyone_present(self: SceneRoom, caller: Caller) -> tuple[Any, ...]:
     book = self._companion.characters
     present: list[Character] = [c for role in CAST if (c := book.get(role.id)) is not None]
     return tuple(present)

@@ -27,6 +27,10 @@ class RivalLandsFirst:
     async def latest_summary(self, thread: Thread) -> Summary | None:
         return await self._store.latest_summary(thread)
 
+    def __getattr__(self, name: str) -> Any:
+        """Every other method (the journey's dating after the change) is the real store's."""
+        return getattr(self._store, name)
+
     async def save_summary_over(self, thread: Thread, summary: Summary, over: int | None) -> Any:
         if self._rival is not None:
             rival, self._rival = self._rival, None
