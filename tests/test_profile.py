@@ -286,7 +286,7 @@ async def test_no_injection_of_the_corpus_is_ever_stored(
         ("emotional", "feeling", "tranquila", "dm"),
     ]
     with raw_database(app.settings) as raw:
-        rejected = raw.execute("SELECT reason FROM memory_rejections").fetchall()
+        rejected = raw.execute("SELECT reason FROM memory_rejections ORDER BY id").fetchall()
         calls = raw.execute("SELECT COUNT(*) FROM llm_usage WHERE kind='extraction'").fetchone()[0]
     assert len(rejected) == len(attempts) and calls == len(attempts)
     assert all(f"operation 1 (add semantic/note_{i})" in r[0] for i, r in enumerate(rejected))
