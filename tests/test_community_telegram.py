@@ -20,7 +20,7 @@ from tests.conftest import FakeClock, make_settings
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.telegram_api import FakeTelegram
 from tests.test_followups import THURSDAY, dated, learn
-from tests.test_scenes import GROUP, ITZIAR, KOLDO, MAGGIE, Scene, cast_folder
+from tests.test_scenes import GROUP, ITZIAR, KOLDO, MAGGIE, Scene, cast_folder, scene_on
 
 OPERATOR, ADMIN, MEMBER = 1001, 1002, 1003  # ADMIN runs GROUP on Telegram; MEMBER does not
 OTHER_GROUP = -100_777
@@ -43,26 +43,10 @@ def stage(tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock) -> St
     async def running(**overrides: Any) -> AsyncIterator[Scene]:
         async with FakeTelegram() as fake:
             fake.chat_admins[GROUP] = {OPERATOR: "creator", ADMIN: "administrator"}
-            settings = make_settings(
-                tmp_path,
-                fake_anthropic,
-                telegram_bot_token=fake.token,
-                telegram_api_base_url=fake.url,
-                characters_dir=mature_cast(tmp_path),
-                default_character="detective_bilbao",
-                admin_ids=[f"telegram:{OPERATOR}"],
-                scene_seed=7,
-                **overrides,
-            )
-            async with open_app(settings, clock=clock, start_scheduler=False) as app:
-                adapter = TelegramAdapter(settings, app.commands)
-                await adapter.start()
-                staged = Scene(fake, fake_anthropic, app)
-                fake_anthropic.default = staged.answer
-                try:
-                    yield staged
-                finally:
-                    await adapter.stop()
+            cast = mature_cast(tmp_path)
+            staged = scene_on(fake, tmp_path, fake_anthropic, clock, cast, OPERATOR, **overrides)
+            async with staged as on:
+                yield on
 
     return running
 

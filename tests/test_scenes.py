@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,26 +79,43 @@ async def scene(
 ) -> AsyncIterator[Scene]:
     overrides: dict[str, Any] = getattr(request, "param", {})
     async with FakeTelegram() as fake:
-        settings = make_settings(
-            tmp_path,
-            fake_anthropic,
-            telegram_bot_token=fake.token,
-            telegram_api_base_url=fake.url,
-            characters_dir=cast_folder(tmp_path),
-            default_character="detective_bilbao",
-            admin_ids=[f"telegram:{ANA}"],
-            scene_seed=7,
-            **overrides,
-        )
-        async with open_app(settings, clock=clock, start_scheduler=False) as app:
-            adapter = TelegramAdapter(settings, app.commands)
-            await adapter.start()
-            staged = Scene(fake, fake_anthropic, app)
-            fake_anthropic.default = staged.answer
-            try:
-                yield staged
-            finally:
-                await adapter.stop()
+        folder = cast_folder(tmp_path)
+        async with scene_on(fake, tmp_path, fake_anthropic, clock, folder, ANA, **overrides) as on:
+            yield on
+
+
+@asynccontextmanager
+async def scene_on(
+    fake: FakeTelegram,
+    tmp_path: Path,
+    fake_anthropic: FakeAnthropic,
+    clock: FakeClock,
+    characters: Path,
+    operator: int,
+    **overrides: Any,
+) -> AsyncIterator[Scene]:
+    """The real app and Telegram adapter over `fake`, the operator in ADMIN_IDS, the fake
+    model answering each character in its voice (shared with tests/test_community_telegram.py)."""
+    settings = make_settings(
+        tmp_path,
+        fake_anthropic,
+        telegram_bot_token=fake.token,
+        telegram_api_base_url=fake.url,
+        characters_dir=characters,
+        default_character="detective_bilbao",
+        admin_ids=[f"telegram:{operator}"],
+        scene_seed=7,
+        **overrides,
+    )
+    async with open_app(settings, clock=clock, start_scheduler=False) as app:
+        adapter = TelegramAdapter(settings, app.commands)
+        await adapter.start()
+        staged = Scene(fake, fake_anthropic, app)
+        fake_anthropic.default = staged.answer
+        try:
+            yield staged
+        finally:
+            await adapter.stop()
 
 
 async def cast_of_three(scene: Scene) -> None:
