@@ -93,6 +93,7 @@ def _engine(
         settings.budget_profile_tokens,
         tokens,
         characters,
+        chronicles=store if settings.scene_journey_max_tokens else None,
     )
     chronicler = Chronicler(
         llm,
@@ -102,6 +103,7 @@ def _engine(
         tokens,
         cap_tokens=settings.journey_max_tokens,
         model=settings.llm_journey_model or settings.llm_summary_model,
+        scene_cap_tokens=settings.scene_journey_max_tokens,
     )
     extractor = ProfileExtractor(
         llm, store, lifetimes, clock, characters, model=settings.llm_summary_model

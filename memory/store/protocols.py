@@ -35,6 +35,7 @@ from memory.search.terms import Term
 from memory.store.access import AccessRules
 from memory.store.admin_protocols import Administration, DeadLetters, DeploymentCopy
 from memory.store.budgets import BudgetLedger
+from memory.store.scene_journeys import SceneJourneys
 
 # (first turn id of its exchange, next exchange's first turn id, previous exchange's last, turn)
 ExchangeRow = tuple[int, int | None, int | None, Turn]
@@ -412,6 +413,7 @@ class MemoryStore(
     Administration,
     Journeys,
     Scenes,
+    SceneJourneys,
     BudgetLedger,
     AccessRules,
     ChatRatings,
