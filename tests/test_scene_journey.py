@@ -24,11 +24,23 @@ from tests.conftest import FakeClock
 from tests.fakes.anthropic_api import ToolUse, route_of
 from tests.fault_helpers import query
 from tests.test_scene_forget import _forget_in_the_group, _purged
-from tests.test_scenes import ANA, BEA, GROUP, IDS, KOLDO, MAGGIE, SCOPE, Scene, scene  # noqa: F401
+from tests.test_scenes import (  # noqa: F401
+    ANA,
+    BEA,
+    GROUP,
+    IDS,
+    ITZIAR,
+    KOLDO,
+    MAGGIE,
+    SCOPE,
+    Scene,
+    scene,
+)
 
 ROUTE = "write_journey"
 CANARY = "Zorrotzaurre"  # Ana's words
 NAMED = "Mundaka"  # in a sentence that names Ana and cites only Bea's line
+UNNAMED = "Deusto"  # in a sentence that cites Ana's line and does not name her
 _LINE = re.compile(r'^\[(\d+)\] <person ref="p\d+" name="([^"]*)">(.*)</person>$', re.M)
 Story = Callable[[dict[str, Any]], str]
 
@@ -175,10 +187,10 @@ async def test_anyone_in_the_group_reads_a_characters_story_by_its_name(
     clock: FakeClock,
 ) -> None:
     Chronicler(scene)
-    scene.fake.send_command(GROUP, BEA, "/escena", "historia Koldo", "supergroup")
-    assert (await scene.group_lines(1))[-1] == text("es", "scene_story_none", name=KOLDO)
     await conversation_with_a_late_joiner(scene)
     await end_by_timer(scene, clock)
+    scene.fake.send_command(GROUP, BEA, "/escena", "historia Itziar", "supergroup")  # never here
+    assert (await scene.group_lines(5))[-1] == text("es", "scene_story_none", name=ITZIAR)
     scene.fake.send_command(GROUP, BEA, "/escena", "historia Maggie", "supergroup")  # no admin
     shown = (await scene.group_lines(6))[-1]
     assert shown.startswith(text("es", "scene_story_title", name=MAGGIE))
@@ -239,17 +251,22 @@ async def test_a_forget_in_the_group_takes_every_sentence_citing_or_naming_the_p
         bea = next(i for i, person, _ in people_lines(body) if person == "Bea")
         return f"{told(body)}\n\nBea le contó a Ana que veraneaba en {NAMED} {{cite:{bea}}}."
 
-    chronicler.queued[KOLDO] = [naming_ana]
+    def citing_ana(body: dict[str, Any]) -> str:  # her line cited, her name not written
+        ana = next(i for i, person, _ in people_lines(body) if person == "Ana")
+        return f"{naming_ana(body)} Una voz habló de amasar en {UNNAMED} {{cite:{ana}}}."
+
+    chronicler.queued[KOLDO] = [citing_ana]
     chronicler.queued[MAGGIE] = [naming_ana]
     await conversation_with_a_late_joiner(scene)
     await end_by_timer(scene, clock)
-    assert NAMED in stories(scene)[IDS[MAGGIE]] and CANARY in stories(scene)[IDS[KOLDO]]
+    assert NAMED in stories(scene)[IDS[MAGGIE]] and UNNAMED in stories(scene)[IDS[KOLDO]]
     await _forget_in_the_group(scene)
     for story in stories(scene).values():
-        assert "Ana" not in story and NAMED not in story and CANARY not in story
+        assert "Ana" not in story and NAMED not in story and UNNAMED not in story
         assert "Bea habló de yo vivo en Algorta" in story  # hers stays
     assert await _canary_on_disk(scene, CANARY) == 0
     assert await _canary_on_disk(scene, NAMED) == 0
+    assert await _canary_on_disk(scene, UNNAMED) == 0
 
 
 async def test_an_export_carries_only_the_sentences_citing_the_persons_lines(
