@@ -28,7 +28,7 @@ from memory.models import (
     User,
 )
 from memory.profile.view import FactState, Lifetimes
-from memory.scene.chronicle import exported_sentences
+from memory.scene.chronicle import exported_sentences, forget_with_character
 from memory.store.protocols import Erasure, Export, Facts, Summaries
 from memory.store.scene_journeys import SceneJourneys
 
@@ -88,7 +88,7 @@ class WhyView:
 
 class MemoryServiceStore(
     Facts, Summaries, Export, Erasure, JourneyReader, SceneJourneys, Protocol
-):
+):  # fmt: skip
     """What /memoria reads and changes."""
 
 
@@ -299,6 +299,8 @@ class MemoryService:
         """Everything with this character, from every table and the search index, with the
         user's background work stopped first: nothing computed from it lands afterwards."""
         async with self._forgetting(user.id, character_id):
+            # this character's stories of the scenes lose what cites the user's lines first
+            await forget_with_character(self._store, user.id, character_id)
             return await self._store.forget(user.id, character_id)
 
     async def export(self, user: User, character_id: str) -> dict[str, Any]:

@@ -326,3 +326,19 @@ async def test_with_the_cap_at_zero_scenes_keep_no_story(
     await conversation_with_a_late_joiner(scene)
     await end_by_timer(scene, clock)
     assert chronicler.scene.llm.bodies(ROUTE) == [] and stories(scene) == {}
+
+
+async def test_a_private_forget_with_one_character_clears_that_characters_story_only(
+    scene: Scene,  # noqa: F811
+    clock: FakeClock,
+) -> None:
+    Chronicler(scene)
+    await conversation_with_a_late_joiner(scene)
+    await end_by_timer(scene, clock)
+    bea = await scene.app.store.find_user("telegram", str(BEA))
+    assert bea is not None
+    await scene.app.memory.forget(bea, IDS[KOLDO])  # her /memoria olvidar with Koldo, privately
+    assert "Algorta" not in stories(scene)[IDS[KOLDO]]
+    assert CANARY in stories(scene)[IDS[KOLDO]]  # Ana's sentence stays
+    assert "Bea habló de yo vivo en Algorta" in stories(scene)[IDS[MAGGIE]]  # Maggie's own
+    assert await _canary_on_disk(scene, "Algorta") > 0  # in Maggie's copy and story, still

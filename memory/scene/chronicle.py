@@ -112,6 +112,17 @@ async def forget_in_chronicles(
     return removed
 
 
+async def forget_with_character(store: ChronicleStore, person_id: int, character_id: str) -> None:
+    """A person's private forget with one character takes that character's copies of their
+    scene lines: its story of each scene loses the sentences citing them (the lines are gone,
+    and the bytes of those sentences go now, not at the story's next read)."""
+    for scope, journey in await store.scene_journeys(character_id):
+        speech = await store.scene_speech(person_id, scope)
+        kept = without_person(journey.paragraphs, speech.line_ids, ())
+        if kept != journey.paragraphs:
+            await store.rewrite_journey(replace(journey, paragraphs=kept))
+
+
 def _sentences(paragraphs: Sequence[str]) -> int:
     return sum(len(sentences_of(p)) for p in paragraphs)
 
