@@ -324,8 +324,10 @@ class PgPrivacyMixin(PostgresStoreBase):
         """The turns among `ids` in this very thread (user, character and scope): a DM turn is
         never readable from a group, nor anyone else's from anywhere."""
         found = await self._pool.fetch(
-            "SELECT t.id, t.conversation_id, t.role, t.text, t.created_at,"
-            " t.platform_message_id FROM unnest($1::bigint[]) AS wanted(id)"
+            # Every column of a turn, the speaker's too: a scene's line is read back voiced.
+            "SELECT t.id, t.conversation_id, t.role, t.text, t.created_at, t.platform_message_id,"
+            " t.speaker_id, t.speaker_character, t.speaker_name"
+            " FROM unnest($1::bigint[]) AS wanted(id)"
             " JOIN turns t ON t.id = wanted.id WHERE t.user_id = $2 AND t.character_id = $3"
             " AND t.scope = $4 ORDER BY t.id",
             ids_param(ids),

@@ -138,8 +138,10 @@ class PgSearchMixin(PostgresStoreBase):
         """The turns among `ids` that belong to this user with this character; others are
         absent. In the order of `ids`."""
         found = await self._pool.fetch(
-            "SELECT t.id, t.conversation_id, t.role, t.text, t.created_at,"
-            " t.platform_message_id FROM unnest($1::bigint[]) WITH ORDINALITY AS hit(id, i)"
+            # The speaker's columns too: a scene's line is read back voiced.
+            "SELECT t.id, t.conversation_id, t.role, t.text, t.created_at, t.platform_message_id,"
+            " t.speaker_id, t.speaker_character, t.speaker_name"
+            " FROM unnest($1::bigint[]) WITH ORDINALITY AS hit(id, i)"
             " JOIN turns t ON t.id = hit.id WHERE t.user_id = $2 AND t.character_id = $3"
             " ORDER BY hit.i",
             ids_param(ids),
