@@ -15,7 +15,10 @@ counted, on either side of a comparison):
   text of every earlier user message and character reply + the new user message, each counted
   on its own; no profile, summary, time line or reminder;
 - cost: cache reads 0.1x, cache writes 1.25x (both TTLs), plain input 1x; full history 1x with no
-  cache.
+  cache;
+- all calls (`cache_read_share_all_calls`, by kind, and their cost): every request of the main
+  replay, replies and background calls (compactions, extractions, the journey) alike.
+LLM_SHARE_REPLY_PREFIX=true in the environment lends the replies' prefix to the background calls.
 
 Usage: .venv/bin/python bench/context_growth.py [LOCOMO_JSON] [--conversation N] [--turns 300]
        [--min-cacheable 1024] [--checkpoints 20,60,120,300] [--json] [--journey]
