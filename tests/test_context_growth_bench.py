@@ -10,6 +10,7 @@ from typing import Any
 
 from bench.cache_sim import PromptCache
 from bench.context_growth import main, run
+from bench.context_growth_report import format_table
 
 WORDS = ["tide", "lantern", "harbour", "kettle", "gull", "rope", "shelf", "book", "cat", "rain"]
 
@@ -70,6 +71,8 @@ def test_bench_runs_and_prompt_stays_bounded(tmp_path: Path) -> None:
     prompt, full = result["prompt_tokens"], result["full_history_tokens"]
     assert prompt["80"] <= 1.3 * prompt["40"]
     assert prompt["80"] < full["80"] / 2
+    cost = f"cost of all calls {result['cost_all_calls']:,} token-equivalents"
+    assert cost in format_table(result)  # the table reports every call beside the replies
 
 
 def test_with_the_journey_the_second_session_carries_it_in_block_2(tmp_path: Path) -> None:
