@@ -138,6 +138,7 @@ def _commands(
         settings.rate_limit_window_seconds,
         followups_per_week=settings.followups_per_week,
         access_refresh_seconds=settings.access_refresh_seconds,
+        lore_page_cap_tokens=settings.lore_page_cap_tokens,
     )
     commands = Commands(
         companion,
