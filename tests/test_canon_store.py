@@ -222,3 +222,18 @@ async def test_each_ended_private_or_scene_conversation_is_read_once(any_store: 
     gone = await any_store.save_canon_run(answer.conversation_id, DETECTIVE, [], "done", NOW)
     assert gone is None  # the conversation was forgotten
     assert await any_store.canon_run_status(answer.conversation_id) is None
+
+
+async def test_a_run_whose_person_lines_were_forgotten_meanwhile_writes_nothing(
+    any_store: Any,
+) -> None:
+    ana, _ = await private_talk(any_store, "ana")
+    line, answer = await scene_talk(any_store, ana)
+    await any_store.end_conversation(answer.conversation_id, "idle", NOW)
+    await any_store.forget_scene_lines(ana.user_id, "scene:telegram:-100")  # while it was read
+    saved = await any_store.save_canon_run(
+        answer.conversation_id, DETECTIVE, [proposal("Hermana.", answer)], "done", NOW, [line.id]
+    )
+    assert saved is None
+    assert await any_store.list_canon_proposals(None) == []
+    assert await any_store.canon_run_status(answer.conversation_id) is None  # owed again

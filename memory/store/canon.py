@@ -61,10 +61,13 @@ class CanonStore(Protocol):
         proposals: Sequence[NewCanonProposal],
         status: str,
         now: datetime,
+        person_lines: Sequence[int] = (),
     ) -> list[int] | None:
         """Store the proposals (as `add_canon_proposals`) and mark the conversation read with
         `status`, in one transaction; None, and nothing written, when the conversation is gone
-        (forgotten) or was read already (by another worker)."""
+        (forgotten), was read already (by another worker), or one of `person_lines` (the
+        people's turns the proposals were checked against) was deleted meanwhile: a forget
+        ran, and the conversation is read again without them."""
         ...
 
     async def forget_canon_evidence(self, person_id: int, character_id: str | None) -> int:

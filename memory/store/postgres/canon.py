@@ -132,8 +132,15 @@ class PgCanonMixin(PostgresStoreBase):
         proposals: Sequence[NewCanonProposal],
         status: str,
         now: datetime,
+        person_lines: Sequence[int] = (),
     ) -> list[int] | None:
+        wanted = sorted(set(person_lines))
         async with self._transaction() as con:
+            found = await con.fetchval(
+                "SELECT count(*) FROM turns WHERE id = ANY($1::bigint[])", ids_param(wanted)
+            )
+            if int(found) != len(wanted):
+                return None
             marked = await con.execute(
                 "INSERT INTO canon_runs (conversation_id, character_id, status, created_at)"
                 " SELECT id, $1, $2, $3 FROM conversations WHERE id = $4"

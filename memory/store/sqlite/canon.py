@@ -109,8 +109,16 @@ class CanonMixin(StoreBase):
         proposals: Sequence[NewCanonProposal],
         status: str,
         now: datetime,
+        person_lines: Sequence[int] = (),
     ) -> list[int] | None:
         with self._transaction() as db:
+            wanted = sorted(set(person_lines))
+            found = self._one(
+                "SELECT count(*) FROM turns WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(wanted),),
+            )
+            if found is None or int(found[0]) != len(wanted):
+                return None
             cursor = db.execute(
                 "INSERT INTO canon_runs (conversation_id, character_id, status, created_at)"
                 " SELECT id, ?, ?, ? FROM conversations WHERE id = ?"
