@@ -23,6 +23,7 @@ from bot.memoria import Memoria
 from bot.photos import Photos
 from bot.reload import CharacterReloader
 from cards.character import CharacterBook
+from memory.canon.proposer import CanonProposer
 from memory.engine.companion import Companion
 from memory.engine.photos import PhotoDescriber
 from memory.engine.responder import Responder
@@ -56,6 +57,7 @@ class App:
     chronicler: Chronicler | None = None
     # Starts the work owed since the last stop; open_app calls it unless told not to.
     catch_up: Callable[[], None] = lambda: None
+    canon: CanonProposer | None = None
 
 
 def system_clock(settings: Settings) -> Callable[[], datetime]:
@@ -222,6 +224,8 @@ async def open_app(
     companion, extractor, chronicler = _engine(settings, store, llm, clock, characters)
     reloader = CharacterReloader(settings.characters_dir, characters)
     jobs = _jobs(settings, companion, extractor, reloader, store, clock, chronicler)
+    # Canon proposals (memory/canon/): beside the journey, on the summary's model.
+    jobs.canon = CanonProposer(llm, store, characters, clock, model=settings.llm_summary_model)
     jobs.wire()
     notices.followups = jobs.followups
     if catch_up:
@@ -255,6 +259,7 @@ async def open_app(
             jobs.followups,
             chronicler,
             jobs.catch_up,
+            jobs.canon,
         )
     finally:
         if scheduler.running:

@@ -190,3 +190,50 @@ async def test_a_forgotten_proposals_text_leaves_the_file_and_its_wal(tmp_path: 
         assert canary_bytes(store.path, CANARY) == 0
     finally:
         await store.close()
+
+
+async def test_each_ended_private_or_scene_conversation_is_read_once(any_store: Any) -> None:
+    ana, (_, answer) = await private_talk(any_store, "ana")
+    scene_line, _ = await scene_talk(any_store, ana)
+    group = await any_store.start_conversation(Thread(ana.user_id, DETECTIVE, "group:x:1"), NOW)
+    open_one = await any_store.start_conversation(Thread(ana.user_id, OTHER, "dm"), NOW)
+    assert await any_store.conversations_pending_canon() == []  # none ended yet
+    for ended in (answer.conversation_id, scene_line.conversation_id, group.id):
+        await any_store.end_conversation(ended, "idle", NOW)
+    pending = await any_store.conversations_pending_canon()
+    assert [c.id for c in pending] == [answer.conversation_id, scene_line.conversation_id]
+    assert open_one.id not in [c.id for c in pending]
+    stored = await any_store.save_canon_run(
+        answer.conversation_id, DETECTIVE, [proposal("Gaviota.", answer)], "done", NOW
+    )
+    assert stored is not None and len(stored) == 1
+    assert await any_store.canon_run_status(answer.conversation_id) == "done"
+    again = await any_store.save_canon_run(
+        answer.conversation_id, DETECTIVE, [proposal("Otra vez.", answer)], "done", NOW
+    )
+    assert again is None  # read already: nothing written
+    assert len(await any_store.list_canon_proposals(DETECTIVE)) == 1
+    assert (
+        await any_store.save_canon_run(scene_line.conversation_id, DETECTIVE, [], "nothing", NOW)
+        == []
+    )
+    assert await any_store.conversations_pending_canon() == []
+    await any_store.forget(ana.user_id, DETECTIVE)
+    gone = await any_store.save_canon_run(answer.conversation_id, DETECTIVE, [], "done", NOW)
+    assert gone is None  # the conversation was forgotten
+    assert await any_store.canon_run_status(answer.conversation_id) is None
+
+
+async def test_a_run_whose_person_lines_were_forgotten_meanwhile_writes_nothing(
+    any_store: Any,
+) -> None:
+    ana, _ = await private_talk(any_store, "ana")
+    line, answer = await scene_talk(any_store, ana)
+    await any_store.end_conversation(answer.conversation_id, "idle", NOW)
+    await any_store.forget_scene_lines(ana.user_id, "scene:telegram:-100")  # while it was read
+    saved = await any_store.save_canon_run(
+        answer.conversation_id, DETECTIVE, [proposal("Hermana.", answer)], "done", NOW, [line.id]
+    )
+    assert saved is None
+    assert await any_store.list_canon_proposals(None) == []
+    assert await any_store.canon_run_status(answer.conversation_id) is None  # owed again

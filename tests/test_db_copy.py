@@ -107,6 +107,7 @@ async def populate(store: MemoryStore) -> Thread:
     await store.add_canon_proposals(
         DETECTIVE, [NewCanonProposal("Su barco se llama Gaviota.", (answer.id,))], NOW
     )
+    await store.save_canon_run(scene.id, DETECTIVE, [], "nothing", NOW)
     return thread
 
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
-from memory.models import CanonEvidenceLine, CanonProposal, NewCanonProposal
+from memory.models import CanonEvidenceLine, CanonProposal, Conversation, NewCanonProposal
 
 PENDING = "pending"
 DECISIONS = ("approved", "rejected")
@@ -46,6 +46,28 @@ class CanonStore(Protocol):
     async def decide_canon_proposal(self, proposal_id: int, status: str, now: datetime) -> bool:
         """'approved' or 'rejected', only from pending: False (nothing written) otherwise.
         Any other status is a ValueError."""
+        ...
+
+    async def conversations_pending_canon(self) -> list[Conversation]:
+        """Ended private and scene conversations not yet read for proposals, oldest first."""
+        ...
+
+    async def canon_run_status(self, conversation_id: int) -> str | None: ...
+
+    async def save_canon_run(
+        self,
+        conversation_id: int,
+        character_id: str,
+        proposals: Sequence[NewCanonProposal],
+        status: str,
+        now: datetime,
+        person_lines: Sequence[int] = (),
+    ) -> list[int] | None:
+        """Store the proposals (as `add_canon_proposals`) and mark the conversation read with
+        `status`, in one transaction; None, and nothing written, when the conversation is gone
+        (forgotten), was read already (by another worker), or one of `person_lines` (the
+        people's turns the proposals were checked against) was deleted meanwhile: a forget
+        ran, and the conversation is read again without them."""
         ...
 
     async def forget_canon_evidence(self, person_id: int, character_id: str | None) -> int:

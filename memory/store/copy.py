@@ -133,6 +133,7 @@ COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
         ("proposal_id", "turn_id", "thread_id", "scope", "conversation_id"),
         "proposal_id",
     ),
+    "canon_runs": (("conversation_id", "character_id", "status", "created_at"), "conversation_id"),
 }  # fmt: skip
 PRIMARY_KEYS = {
     "character_choices": "user_id, channel_key",

@@ -24,3 +24,18 @@ CREATE TABLE canon_evidence (
 );
 CREATE INDEX canon_evidence_thread ON canon_evidence (thread_id, scope);
 CREATE INDEX canon_evidence_conversation ON canon_evidence (conversation_id);
+
+-- Which ended conversation was read for proposals, and how (done, nothing, rejected, off,
+-- empty, failed, predates), so that each is read once and what was owed at a crash is found
+-- again; it goes with its conversation.
+CREATE TABLE canon_runs (
+    conversation_id bigint PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
+    character_id    text NOT NULL,
+    status          text NOT NULL,
+    created_at      text NOT NULL
+);
+
+-- The conversations that ended before canon proposals existed are not read after the fact:
+-- an upgrade must not call the model once for every old conversation.
+INSERT INTO canon_runs (conversation_id, character_id, status, created_at)
+SELECT id, character_id, 'predates', ended_at FROM conversations WHERE ended_at IS NOT NULL;

@@ -7,10 +7,10 @@ from datetime import datetime
 
 import asyncpg
 
-from memory.models import CanonEvidenceLine, CanonProposal, NewCanonProposal
+from memory.models import CanonEvidenceLine, CanonProposal, Conversation, NewCanonProposal
 from memory.store.canon import PENDING, checked_decision, is_row_id
 from memory.store.postgres.base import PostgresStoreBase
-from memory.store.postgres.rows import dt, ids_param, ts
+from memory.store.postgres.rows import conversation, dt, ids_param, ts
 
 _SELECT = (
     "SELECT p.*, coalesce((SELECT array_agg(turn_id ORDER BY turn_id) FROM canon_evidence"
@@ -27,6 +27,41 @@ _CITED = (
     " OR e.conversation_id IN (SELECT conversation_id FROM turns WHERE speaker_id = $1"
     " AND scope LIKE 'scene:%' AND ($3::text IS NULL OR scope = $3)))"
 )
+
+
+async def _insert_proposals(
+    con: asyncpg.Connection,
+    character_id: str,
+    proposals: Sequence[NewCanonProposal],
+    now: datetime,
+) -> list[int]:
+    """Inside the caller's transaction: the SQLite twin's `_insert_proposals`."""
+    stored: list[int] = []
+    for proposal in proposals:
+        turns = await con.fetch(
+            "SELECT id, user_id, scope, conversation_id FROM turns"
+            " WHERE id = ANY($1::bigint[]) AND role = 'assistant' AND character_id = $2"
+            " ORDER BY id",
+            ids_param(list(proposal.evidence_turn_ids)),
+            character_id,
+        )
+        if not turns:
+            continue
+        proposal_id = await con.fetchval(
+            "INSERT INTO canon_proposals (character_id, text, contradicts, status, created_at)"
+            " VALUES ($1, $2, $3, 'pending', $4) RETURNING id",
+            character_id,
+            proposal.text,
+            proposal.contradicts,
+            ts(now),
+        )
+        await con.executemany(
+            "INSERT INTO canon_evidence (proposal_id, turn_id, thread_id, scope,"
+            " conversation_id) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+            [(proposal_id, *tuple(turn)) for turn in turns],
+        )
+        stored.append(int(proposal_id))
+    return stored
 
 
 def proposal_of(row: asyncpg.Record) -> CanonProposal:
@@ -70,33 +105,54 @@ class PgCanonMixin(PostgresStoreBase):
     async def add_canon_proposals(
         self, character_id: str, proposals: Sequence[NewCanonProposal], now: datetime
     ) -> list[int]:
-        stored: list[int] = []
         async with self._transaction() as con:
-            for proposal in proposals:
-                turns = await con.fetch(
-                    "SELECT id, user_id, scope, conversation_id FROM turns"
-                    " WHERE id = ANY($1::bigint[]) AND role = 'assistant' AND character_id = $2"
-                    " ORDER BY id",
-                    ids_param(list(proposal.evidence_turn_ids)),
-                    character_id,
-                )
-                if not turns:
-                    continue
-                proposal_id = await con.fetchval(
-                    "INSERT INTO canon_proposals (character_id, text, contradicts, status,"
-                    " created_at) VALUES ($1, $2, $3, 'pending', $4) RETURNING id",
-                    character_id,
-                    proposal.text,
-                    proposal.contradicts,
-                    ts(now),
-                )
-                await con.executemany(
-                    "INSERT INTO canon_evidence (proposal_id, turn_id, thread_id, scope,"
-                    " conversation_id) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-                    [(proposal_id, *tuple(turn)) for turn in turns],
-                )
-                stored.append(int(proposal_id))
-        return stored
+            return await _insert_proposals(con, character_id, proposals, now)
+
+    async def conversations_pending_canon(self) -> list[Conversation]:
+        found = await self._pool.fetch(
+            "SELECT c.* FROM conversations c WHERE c.ended_at IS NOT NULL"
+            " AND (c.scope = 'dm' OR c.scope LIKE 'scene:%')"
+            " AND NOT EXISTS (SELECT 1 FROM canon_runs r WHERE r.conversation_id = c.id)"
+            " ORDER BY c.id"
+        )
+        return [conversation(row) for row in found]
+
+    async def canon_run_status(self, conversation_id: int) -> str | None:
+        if not is_row_id(conversation_id):
+            return None
+        found = await self._pool.fetchval(
+            "SELECT status FROM canon_runs WHERE conversation_id = $1", conversation_id
+        )
+        return None if found is None else str(found)
+
+    async def save_canon_run(
+        self,
+        conversation_id: int,
+        character_id: str,
+        proposals: Sequence[NewCanonProposal],
+        status: str,
+        now: datetime,
+        person_lines: Sequence[int] = (),
+    ) -> list[int] | None:
+        wanted = sorted(set(person_lines))
+        async with self._transaction() as con:
+            found = await con.fetchval(
+                "SELECT count(*) FROM turns WHERE id = ANY($1::bigint[])", ids_param(wanted)
+            )
+            if int(found) != len(wanted):
+                return None
+            marked = await con.execute(
+                "INSERT INTO canon_runs (conversation_id, character_id, status, created_at)"
+                " SELECT id, $1, $2, $3 FROM conversations WHERE id = $4"
+                " ON CONFLICT (conversation_id) DO NOTHING",
+                character_id,
+                status,
+                ts(now),
+                conversation_id,
+            )
+            if not str(marked).endswith(" 1"):
+                return None
+            return await _insert_proposals(con, character_id, proposals, now)
 
     async def list_canon_proposals(
         self, character_id: str | None = None, status: str = PENDING

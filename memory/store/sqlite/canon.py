@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 
-from memory.models import CanonEvidenceLine, CanonProposal, NewCanonProposal
+from memory.models import CanonEvidenceLine, CanonProposal, Conversation, NewCanonProposal
 from memory.store.canon import PENDING, checked_decision, is_row_id
 from memory.store.records import dt
 from memory.store.records import ts as _ts
@@ -50,30 +50,84 @@ class CanonMixin(StoreBase):
     def add_canon_proposals(
         self, character_id: str, proposals: Sequence[NewCanonProposal], now: datetime
     ) -> list[int]:
+        with self._transaction():
+            return self._insert_proposals(character_id, proposals, now)
+
+    def _insert_proposals(
+        self, character_id: str, proposals: Sequence[NewCanonProposal], now: datetime
+    ) -> list[int]:
+        """Inside the caller's transaction."""
         stored: list[int] = []
-        with self._transaction() as db:
-            for proposal in proposals:
-                turns = db.execute(
-                    "SELECT t.id, t.user_id, t.scope, t.conversation_id FROM json_each(?) AS w"
-                    " CROSS JOIN turns AS t ON t.id = w.value"
-                    " WHERE t.role = 'assistant' AND t.character_id = ? ORDER BY t.id",
-                    (json.dumps(list(proposal.evidence_turn_ids)), character_id),
-                ).fetchall()
-                if not turns:
-                    continue
-                found = db.execute(
-                    "INSERT INTO canon_proposals (character_id, text, contradicts, status,"
-                    " created_at) VALUES (?, ?, ?, 'pending', ?) RETURNING id",
-                    (character_id, proposal.text, proposal.contradicts, _ts(now)),
-                ).fetchall()
-                proposal_id = int(found[0][0])
-                db.executemany(
-                    "INSERT OR IGNORE INTO canon_evidence (proposal_id, turn_id, thread_id,"
-                    " scope, conversation_id) VALUES (?, ?, ?, ?, ?)",
-                    [(proposal_id, *tuple(turn)) for turn in turns],
-                )
-                stored.append(proposal_id)
+        for proposal in proposals:
+            turns = self._all(
+                "SELECT t.id, t.user_id, t.scope, t.conversation_id FROM json_each(?) AS w"
+                " CROSS JOIN turns AS t ON t.id = w.value"
+                " WHERE t.role = 'assistant' AND t.character_id = ? ORDER BY t.id",
+                (json.dumps(list(proposal.evidence_turn_ids)), character_id),
+            )
+            if not turns:
+                continue
+            found = self._one(
+                "INSERT INTO canon_proposals (character_id, text, contradicts, status,"
+                " created_at) VALUES (?, ?, ?, 'pending', ?) RETURNING id",
+                (character_id, proposal.text, proposal.contradicts, _ts(now)),
+            )
+            assert found is not None
+            proposal_id = int(found[0])
+            self._con.executemany(
+                "INSERT OR IGNORE INTO canon_evidence (proposal_id, turn_id, thread_id,"
+                " scope, conversation_id) VALUES (?, ?, ?, ?, ?)",
+                [(proposal_id, *tuple(turn)) for turn in turns],
+            )
+            stored.append(proposal_id)
         return stored
+
+    @on_db_thread
+    def conversations_pending_canon(self) -> list[Conversation]:
+        return [
+            self._conversation(row)
+            for row in self._all(
+                "SELECT c.* FROM conversations c WHERE c.ended_at IS NOT NULL"
+                " AND (c.scope = 'dm' OR c.scope LIKE 'scene:%')"
+                " AND NOT EXISTS (SELECT 1 FROM canon_runs r WHERE r.conversation_id = c.id)"
+                " ORDER BY c.id"
+            )
+        ]
+
+    @on_db_thread
+    def canon_run_status(self, conversation_id: int) -> str | None:
+        row = self._one(
+            "SELECT status FROM canon_runs WHERE conversation_id = ?", (conversation_id,)
+        )
+        return str(row[0]) if row else None
+
+    @on_db_thread
+    def save_canon_run(
+        self,
+        conversation_id: int,
+        character_id: str,
+        proposals: Sequence[NewCanonProposal],
+        status: str,
+        now: datetime,
+        person_lines: Sequence[int] = (),
+    ) -> list[int] | None:
+        with self._transaction() as db:
+            wanted = sorted(set(person_lines))
+            found = self._one(
+                "SELECT count(*) FROM turns WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(wanted),),
+            )
+            if found is None or int(found[0]) != len(wanted):
+                return None
+            cursor = db.execute(
+                "INSERT INTO canon_runs (conversation_id, character_id, status, created_at)"
+                " SELECT id, ?, ?, ? FROM conversations WHERE id = ?"
+                " ON CONFLICT (conversation_id) DO NOTHING",
+                (character_id, status, _ts(now), conversation_id),
+            )
+            if cursor.rowcount != 1:
+                return None
+            return self._insert_proposals(character_id, proposals, now)
 
     @on_db_thread
     def list_canon_proposals(
