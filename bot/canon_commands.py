@@ -34,8 +34,7 @@ class CanonCommands:
         self._reloader = reloader
 
     async def run(self, caller: Caller, action: str, args: list[str]) -> Answer:
-        """/admin canon [lista [ID] | aprobar ID [ficha|lore] | rechazar ID]: the operator, in
-        a private chat."""
+        """/admin canon [lista [ID] | aprobar ID [ficha|lore] | rechazar ID], operator, private."""
         language = await self._language(caller)
         if not self._access.is_operator(caller):
             return Answer(text(language, "admins_only"), ok=False, private=True)
