@@ -38,10 +38,11 @@ _COMMENTS = {
     "blocks),\n# example dialogue, alternate greetings, lore book settings and unknown extensions.",
 }
 # What a card has no field for: carried under extensions.companion.
-_OURS = (
+_OURS: tuple[str, ...] = (
     "id", "language", "rating", "speech_rules", "does_not_know", "reminder", "model", "temperature",
-    "journey", "journey_reason", "canon", "canon_reason", "aliases", "talkativeness",
+    "journey", "journey_reason", "aliases", "talkativeness",
 )  # fmt: skip
+_OURS += ("canon", "canon_reason")  # canon proposals' opt-out (memory/canon/)
 
 
 class _Dumper(yaml.SafeDumper):

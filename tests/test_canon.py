@@ -108,12 +108,18 @@ async def test_another_persons_assistant_turn_is_not_this_conversations(
     fake_anthropic.queue(Text("Tengo un loro que se llama Txori."))
     other = await app.companion.handle(dm("Hola", user="u2", name="Bea"))
     await converse(app, fake_anthropic, TALK)
-    fake_anthropic.queue(
-        answer((f"Koldo tiene un loro, Txori {{cite:{other.turn_id}}}.", None)), route=ROUTE
-    )
-    fake_anthropic.queue(answer(), route=ROUTE)  # Bea's conversation: nothing
+    citing = answer((f"Koldo tiene un loro, Txori {{cite:{other.turn_id}}}.", None))
+
+    def by_conversation(body: dict[str, Any]) -> ToolUse:
+        """Bea's own conversation proposes nothing; Ana's cites Bea's conversation."""
+        shown = body["messages"][0]["content"][0]["text"]
+        return answer() if f"[{other.turn_id}]" in shown else citing
+
+    fake_anthropic.queue(by_conversation, by_conversation, route=ROUTE)
     await end(app, clock)
+    assert len(fake_anthropic.bodies(ROUTE)) == 2
     assert await pending(app) == []
+    assert await rejections(app) == 1
 
 
 async def test_no_persons_name_fact_or_words_reach_a_proposal(
@@ -121,7 +127,7 @@ async def test_no_persons_name_fact_or_words_reach_a_proposal(
 ) -> None:
     exchanges = [
         ("Soy Ana Etxeberria y mi hermano Julen trabaja en el astillero", "Ya te digo."),
-        ("Mi perro Txuri se escapó por la ría de Zorrotza", "Mi primo también perdió uno."),
+        ("Mi perro se escapó anoche persiguiendo gaviotas por el muelle", "Mi primo también."),
         ("¿Y tú?", "Mi primo Andoni es pescador en Bermeo."),
     ]
     ids = await converse(app, fake_anthropic, exchanges)
@@ -134,13 +140,15 @@ async def test_no_persons_name_fact_or_words_reach_a_proposal(
     fake_anthropic.queue(
         answer(
             (f"Koldo conoce a Ana desde hace años {{cite:{own}}}.", None),  # display name
-            (f"Koldo tiene un amigo, Julen, en el astillero {{cite:{own}}}.", None),  # a name
+            # a name the person wrote, opening the sentence (no capital tells it is a name)
+            (f"Julen y Koldo trabajaron juntos en el astillero {{cite:{own}}}.", None),
             (f"Koldo perdió una vez un perro llamado Txuri {{cite:{own}}}.", None),  # a fact
-            (f"A Koldo se le escapó un perro por la ría de Zorrotza {{cite:{own}}}.", None),
+            (f"A Koldo se le escapó un perro anoche persiguiendo gaviotas por el muelle "
+             f"{{cite:{own}}}.", None),  # their words
             (f"Koldo tiene un primo, Andoni, pescador en Bermeo {{cite:{own}}}.", None),
         ),
         route=ROUTE,
-    )
+    )  # fmt: skip
     await end(app, clock)
     [kept] = await pending(app)
     assert kept.text == "Koldo tiene un primo, Andoni, pescador en Bermeo."
