@@ -48,7 +48,7 @@ class CanonCommands:
         if args:
             return Answer("\n".join(_lines(language, await self._review.one(int(args[0])))),
                           private=True)  # fmt: skip
-        return Answer(_listing(language, await self._review.pending()), private=True)
+        return Answer(listing(language, await self._review.pending()), private=True)
 
     async def _approve(self, language: str, proposal_id: int, place: Place) -> Answer:
         approved = await self._review.approve(proposal_id, place)
@@ -61,12 +61,14 @@ class CanonCommands:
         return Answer("\n".join(lines), private=True)
 
 
-def _listing(language: str, pending: list[Shown]) -> str:
+def listing(language: str, pending: list[Shown]) -> str:
     if not pending:
         return text(language, "canon_none")
     lines = [text(language, "canon_title", count=len(pending))]
     for shown in pending[:LISTED]:
         lines += ["", *_lines(language, shown, EVIDENCE_CHARS)]
+    if len(pending) > LISTED:
+        lines += ["", text(language, "canon_more", count=len(pending) - LISTED)]
     return "\n".join([*lines, "", text(language, "canon_hint")])
 
 

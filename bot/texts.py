@@ -54,6 +54,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "canon_private_only": "Las propuestas de canon se revisan en un chat privado conmigo: "
         "citan lo que los personajes dijeron en conversaciones de otras personas.",
         "canon_none": "No hay propuestas de canon pendientes.",
+        "canon_more": "… y {count} más: aparecerán al decidir estas.",
         "canon_title": "Propuestas de canon pendientes ({count}):",
         "canon_hint": "/admin canon aprobar ID [ficha|lore] la escribe (ficha: del personaje; "
         "lore: de su mundo); /admin canon rechazar ID la descarta.",
@@ -253,6 +254,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "canon_private_only": "Canon proposals are reviewed in a private chat with me: they "
         "quote what characters said in other people's conversations.",
         "canon_none": "No canon proposals are waiting.",
+        "canon_more": "… and {count} more: they show once these are decided.",
         "canon_title": "Canon proposals waiting ({count}):",
         "canon_hint": "/admin canon approve ID [sheet|lore] writes one (sheet: about the "
         "character; lore: about its world); /admin canon reject ID drops it.",

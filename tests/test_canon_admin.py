@@ -7,12 +7,14 @@ else is refused as for every operator command."""
 from __future__ import annotations
 
 import shutil
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bot.canon_commands import listing
+from bot.canon_review import Shown
 from bot.texts import text
-from memory.models import NewCanonProposal, Thread
+from memory.models import CanonEvidenceLine, CanonProposal, NewCanonProposal, Thread
 from tests.conftest import CHARACTERS, FakeClock
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord
@@ -178,3 +180,17 @@ async def test_the_operator_reviews_canon_in_a_discord_dm_and_is_refused_in_the_
             assert await statuses(h.app.store, [sister, bar]) == ["approved", "pending"]
             served = h.app.companion.characters.get(DETECTIVE)
             assert served is not None and served.identity.description.endswith(SISTER)
+
+
+def test_a_long_list_shows_ten_and_says_how_many_more() -> None:
+    when = datetime(2026, 11, 2, 18, 30, tzinfo=UTC)
+    waiting = [
+        Shown(CanonProposal(n, DETECTIVE, f"Hecho {n}.", (n,), None, "pending", when, None),
+              [CanonEvidenceLine(n, when, "x" * 500)])
+        for n in range(1, 13)
+    ]  # fmt: skip
+    shown = listing("es", waiting)
+    assert shown.startswith(text("es", "canon_title", count=12))
+    assert "Hecho 10." in shown and "Hecho 11." not in shown
+    assert text("es", "canon_more", count=2) in shown
+    assert "x" * 199 + "…" in shown and "x" * 200 not in shown  # evidence cut in the list

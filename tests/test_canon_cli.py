@@ -75,6 +75,10 @@ async def test_the_list_shows_each_pending_proposal_its_evidence_and_the_mark(
     assert "CONTRADICTS the sheet: traits: Observador obsesivo" in marked
     assert "soy Ana" not in out  # what the person said is no evidence, and is not shown
     assert "3 pending" in out
+    code, out, err = await companion(
+        "characters", "proposals", "--character", "lighthouse_keeper", env=env
+    )
+    assert code == 0 and "0 pending" in out and SISTER not in out, err
     code, out, err = await companion("characters", "proposals", f"#{cats}", env=env)
     assert code == 0, err
     assert CATS in out and "It contradicts the sheet: traits: Observador obsesivo" in out
