@@ -14,7 +14,7 @@ import pytest
 from bot.app import App, open_app
 from memory.models import CanonProposal, Fact
 from tests.conftest import CHARACTERS, FakeClock, make_settings
-from tests.fakes.anthropic_api import FakeAnthropic, Text, ToolUse
+from tests.fakes.anthropic_api import Error, FakeAnthropic, Text, ToolUse
 from tests.helpers import dm
 
 ROUTE = "propose_canon"
@@ -36,8 +36,8 @@ async def converse(app: App, fake: FakeAnthropic, exchanges: list[tuple[str, str
     return ids
 
 
-async def end(app: App, clock: FakeClock) -> None:
-    clock.advance(hours=2)
+async def end(app: App, clock: FakeClock, **delta: float) -> None:
+    clock.advance(**(delta or {"hours": 2}))
     await app.sweep()
     await app.companion.drain()
 
@@ -278,3 +278,20 @@ async def test_the_call_passes_the_budget_guard(
         calls = await app.store.usage_records()
         assert any(r.kind == "canon" for r in calls)
         assert counter.calls == len(calls)  # every call reserved, the canon one included
+
+
+async def test_a_provider_failure_leaves_the_conversation_owed_and_asked_again_later(
+    app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    _, _, _, boat = await converse(app, fake_anthropic, TALK)
+    fake_anthropic.queue(Error(500), route=ROUTE)
+    await end(app, clock)
+    [ended] = [c async for c in _ended(app)]
+    assert await app.store.canon_run_status(ended) is None  # still owed
+    assert await pending(app) == []
+    fake_anthropic.queue(
+        answer((f"Koldo tiene un bote viejo llamado Gaviota {{cite:{boat}}}.", None)), route=ROUTE
+    )
+    await end(app, clock, minutes=2)  # past the schedule's first wait
+    assert len(await pending(app)) == 1
+    assert await app.store.canon_run_status(ended) == "done"
