@@ -196,20 +196,24 @@ async def test_a_contradiction_of_the_sheet_is_marked_with_the_sheet_line(
     app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
 ) -> None:
     talk = [("¿Cuántos años tienes?", "Sesenta y uno. Bueno, 61 años."),
-            ("¿Dónde está tu despacho?", "En Deusto, encima de una farmacia.")]  # fmt: skip
-    _, age, _, office = await converse(app, fake_anthropic, talk)
+            ("¿Dónde está tu despacho?", "En Deusto, encima de una farmacia."),
+            ("¿Fuiste ertzaina?", "Nunca. Siempre trabajé por mi cuenta.")]  # fmt: skip
+    _, age, _, office, _, never = await converse(app, fake_anthropic, talk)
     fake_anthropic.queue(
         answer(
             (f"Koldo tiene 61 años {{cite:{age}}}.", None),  # code finds it
             (f"El despacho de Koldo está en Deusto {{cite:{office}}}.", "identity.place"),
+            # no value to compare: only the field the model named, checked, marks it
+            (f"Koldo nunca fue ertzaina {{cite:{never}}}.", "identity.trade"),
         ),
         route=ROUTE,
     )
     await end(app, clock)
-    by_age, by_place = await pending(app)
+    by_age, by_place, by_trade = await pending(app)
     assert by_age.contradicts == "identity.age: 58"
     assert by_place.contradicts is not None
     assert by_place.contradicts.startswith("identity.place: un despacho con humedades")
+    assert by_trade.contradicts == "identity.trade: detective privado, antes ertzaina"
 
 
 async def test_a_field_the_sheet_has_not_is_asked_again_and_a_wrong_one_is_not_marked(
