@@ -14,7 +14,7 @@ import pytest
 from bot.app import App, open_app
 from memory.models import CanonProposal, Fact
 from tests.conftest import CHARACTERS, FakeClock, make_settings
-from tests.fakes.anthropic_api import FakeAnthropic, Text, ToolUse
+from tests.fakes.anthropic_api import Error, FakeAnthropic, Text, ToolUse
 from tests.helpers import dm
 
 ROUTE = "propose_canon"
@@ -36,8 +36,8 @@ async def converse(app: App, fake: FakeAnthropic, exchanges: list[tuple[str, str
     return ids
 
 
-async def end(app: App, clock: FakeClock) -> None:
-    clock.advance(hours=2)
+async def end(app: App, clock: FakeClock, **delta: float) -> None:
+    clock.advance(**(delta or {"hours": 2}))
     await app.sweep()
     await app.companion.drain()
 
@@ -196,20 +196,24 @@ async def test_a_contradiction_of_the_sheet_is_marked_with_the_sheet_line(
     app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
 ) -> None:
     talk = [("¿Cuántos años tienes?", "Sesenta y uno. Bueno, 61 años."),
-            ("¿Dónde está tu despacho?", "En Deusto, encima de una farmacia.")]  # fmt: skip
-    _, age, _, office = await converse(app, fake_anthropic, talk)
+            ("¿Dónde está tu despacho?", "En Deusto, encima de una farmacia."),
+            ("¿Fuiste ertzaina?", "Nunca. Siempre trabajé por mi cuenta.")]  # fmt: skip
+    _, age, _, office, _, never = await converse(app, fake_anthropic, talk)
     fake_anthropic.queue(
         answer(
             (f"Koldo tiene 61 años {{cite:{age}}}.", None),  # code finds it
             (f"El despacho de Koldo está en Deusto {{cite:{office}}}.", "identity.place"),
+            # no value to compare: only the field the model named, checked, marks it
+            (f"Koldo nunca fue ertzaina {{cite:{never}}}.", "identity.trade"),
         ),
         route=ROUTE,
     )
     await end(app, clock)
-    by_age, by_place = await pending(app)
+    by_age, by_place, by_trade = await pending(app)
     assert by_age.contradicts == "identity.age: 58"
     assert by_place.contradicts is not None
     assert by_place.contradicts.startswith("identity.place: un despacho con humedades")
+    assert by_trade.contradicts == "identity.trade: detective privado, antes ertzaina"
 
 
 async def test_a_field_the_sheet_has_not_is_asked_again_and_a_wrong_one_is_not_marked(
@@ -278,3 +282,20 @@ async def test_the_call_passes_the_budget_guard(
         calls = await app.store.usage_records()
         assert any(r.kind == "canon" for r in calls)
         assert counter.calls == len(calls)  # every call reserved, the canon one included
+
+
+async def test_a_provider_failure_leaves_the_conversation_owed_and_asked_again_later(
+    app: App, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    _, _, _, boat = await converse(app, fake_anthropic, TALK)
+    fake_anthropic.queue(Error(500), route=ROUTE)
+    await end(app, clock)
+    [ended] = [c async for c in _ended(app)]
+    assert await app.store.canon_run_status(ended) is None  # still owed
+    assert await pending(app) == []
+    fake_anthropic.queue(
+        answer((f"Koldo tiene un bote viejo llamado Gaviota {{cite:{boat}}}.", None)), route=ROUTE
+    )
+    await end(app, clock, minutes=2)  # past the schedule's first wait
+    assert len(await pending(app)) == 1
+    assert await app.store.canon_run_status(ended) == "done"

@@ -141,10 +141,9 @@ class CanonProposer:
     async def _propose(
         self, conversation: Conversation, character: Character, turns: Sequence[Turn]
     ) -> str:
-        thread = conversation.thread
         context = await self._context(conversation, character, turns)
-        system = instructions(character.name, character.language)
         body = request_body(tuple(context.fields.values()), turns, character.name)
+        system = instructions(character.name, character.language)
 
         def validate(response: LLMResponse) -> checks.Sorted:
             arguments = next(
@@ -156,36 +155,13 @@ class CanonProposer:
             log.warning("canon proposals of conversation %s rejected (attempt %s): %s",
                         conversation.id, attempt, exc)  # fmt: skip
 
-        async def record(model: str, error: str | None, response: LLMResponse | None) -> None:
-            usage = UsageRecord(
-                kind=KIND,
-                model=model,
-                ok=error is None,
-                user_id=thread.user_id,
-                character_id=thread.character_id,
-                conversation_id=conversation.id,
-                error=error[:500] if error else None,
-            )
-            await self._store.record_usage(usage.measured(response), self._clock())
-
-        def request_for(feedback: str) -> LLMRequest:
-            text = body
-            if feedback:
-                text += f"\n\nYour previous answer was rejected: {feedback}. Answer again."
-            return LLMRequest(
-                kind=KIND,
-                system=(TextBlock(system),),
-                messages=(ChatMessage("user", (TextBlock(text),)),),
-                max_tokens=800,
-                temperature=0.2,
-                model=self._model,
-                tools=(CANON_TOOL,),
-                force_tool=CANON_TOOL.name,
-                payer=payer_of(thread),
-            )
-
         outcome = await call_until_valid(
-            self._llm, request_for, validate, record, attempts=self._attempts, on_rejected=rejected
+            self._llm,
+            lambda feedback: self._request(conversation.thread, system, body, feedback),
+            validate,
+            lambda model, error, response: self._record(conversation, model, error, response),
+            attempts=self._attempts,
+            on_rejected=rejected,
         )
         if outcome.provider_failed:
             return "pending"  # still owed: a sweep asks again when the schedule says
@@ -194,6 +170,41 @@ class CanonProposer:
                       conversation.id, self._attempts, outcome.failure)  # fmt: skip
             return await self._mark(conversation, "rejected")
         return await self._save(conversation, turns, outcome.value)
+
+    def _request(self, thread: Thread, system: str, body: str, feedback: str) -> LLMRequest:
+        text = body
+        if feedback:
+            text += f"\n\nYour previous answer was rejected: {feedback}. Answer again."
+        return LLMRequest(
+            kind=KIND,
+            system=(TextBlock(system),),
+            messages=(ChatMessage("user", (TextBlock(text),)),),
+            max_tokens=800,
+            temperature=0.2,
+            model=self._model,
+            tools=(CANON_TOOL,),
+            force_tool=CANON_TOOL.name,
+            payer=payer_of(thread),
+        )
+
+    async def _record(
+        self,
+        conversation: Conversation,
+        model: str,
+        error: str | None,
+        response: LLMResponse | None,
+    ) -> None:
+        thread = conversation.thread
+        usage = UsageRecord(
+            kind=KIND,
+            model=model,
+            ok=error is None,
+            user_id=thread.user_id,
+            character_id=thread.character_id,
+            conversation_id=conversation.id,
+            error=error[:500] if error else None,
+        )
+        await self._store.record_usage(usage.measured(response), self._clock())
 
     async def _save(
         self, conversation: Conversation, turns: Sequence[Turn], checked: checks.Sorted
