@@ -23,6 +23,7 @@ from bot.memoria import Memoria
 from bot.photos import Photos
 from bot.reload import CharacterReloader
 from cards.character import CharacterBook
+from memory.canon.proposer import CanonProposer
 from memory.engine.companion import Companion
 from memory.engine.photos import PhotoDescriber
 from memory.engine.prefix import ReplyPrefixes, Upkeep
@@ -58,6 +59,7 @@ class App:
     chronicler: Chronicler | None = None
     # Starts the work owed since the last stop; open_app calls it unless told not to.
     catch_up: Callable[[], None] = lambda: None
+    canon: CanonProposer | None = None
 
 
 def system_clock(settings: Settings) -> Callable[[], datetime]:
@@ -152,6 +154,7 @@ def _commands(
         settings.rate_limit_window_seconds,
         followups_per_week=settings.followups_per_week,
         access_refresh_seconds=settings.access_refresh_seconds,
+        lore_page_cap_tokens=settings.lore_page_cap_tokens,
     )
     commands = Commands(
         companion,
@@ -235,6 +238,8 @@ async def open_app(
     companion, extractor, chronicler = _engine(settings, store, llm, clock, characters)
     reloader = CharacterReloader(settings.characters_dir, characters)
     jobs = _jobs(settings, companion, extractor, reloader, store, clock, chronicler)
+    # Canon proposals (memory/canon/): beside the journey, on the summary's model.
+    jobs.canon = CanonProposer(llm, store, characters, clock, model=settings.llm_summary_model)
     jobs.wire()
     notices.followups = jobs.followups
     if catch_up:
@@ -268,6 +273,7 @@ async def open_app(
             jobs.followups,
             chronicler,
             jobs.catch_up,
+            jobs.canon,
         )
     finally:
         if scheduler.running:

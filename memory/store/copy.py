@@ -125,6 +125,15 @@ COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
         ("platform", "channel_id", "mature", "marked_by", "marked_at", "notice_character"),
         None,
     ),
+    "canon_proposals": (
+        ("id", "character_id", "text", "contradicts", "status", "created_at", "decided_at"),
+        "id",
+    ),
+    "canon_evidence": (
+        ("proposal_id", "turn_id", "thread_id", "scope", "conversation_id"),
+        "proposal_id",
+    ),
+    "canon_runs": (("conversation_id", "character_id", "status", "created_at"), "conversation_id"),
 }  # fmt: skip
 PRIMARY_KEYS = {
     "character_choices": "user_id, channel_key",
@@ -137,10 +146,11 @@ PRIMARY_KEYS = {
     "access_settings": "name",
     "access_notices": "platform, user_id",
     "chat_ratings": "platform, channel_id",
+    "canon_evidence": "proposal_id, turn_id",
 }
 IDENTITY_TABLES = ("users", "conversations", "turns", "summaries", "llm_usage", "facts",
                     "fact_history", "memory_rejections", "followups", "dead_letters",
-                   "journeys")  # fmt: skip
+                   "journeys", "canon_proposals")  # fmt: skip
 
 
 def copy_key(table: str) -> str | None:

@@ -35,6 +35,7 @@ from memory.search.terms import Term
 from memory.store.access import AccessRules
 from memory.store.admin_protocols import Administration, DeadLetters, DeploymentCopy
 from memory.store.budgets import BudgetLedger
+from memory.store.canon import CanonStore
 
 # (first turn id of its exchange, next exchange's first turn id, previous exchange's last, turn)
 ExchangeRow = tuple[int, int | None, int | None, Turn]
@@ -415,6 +416,7 @@ class MemoryStore(
     BudgetLedger,
     AccessRules,
     ChatRatings,
+    CanonStore,
     Protocol,
 ):
     """Everything a backend implements; held only by the composition root and the admin CLI."""

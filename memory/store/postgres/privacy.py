@@ -13,6 +13,7 @@ from memory.profile.fact_keys import registry_key, storage_key
 from memory.store.copy import COPY_TABLES, MEMORY_TABLES, SCENE_LINES
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
+from memory.store.postgres.canon import drop_canon_citing
 from memory.store.postgres.rows import ids_param, ts
 from memory.store.postgres.scenes import delete_scene_lines
 from memory.store.postgres.terms import search_vector
@@ -142,6 +143,10 @@ class PgPrivacyMixin(PostgresStoreBase):
         do to the bytes)."""
         counts: dict[str, int] = {}
         async with self._transaction() as con:
+            # First, while the lines it looks for are still there (memory/store/canon.py).
+            counts["canon_proposals"] = await drop_canon_citing(
+                con, user_id, character_id, None, every_own=True
+            )
             for table in MEMORY_TABLES:
                 status = await con.execute(
                     f"DELETE FROM {table} WHERE user_id = $1 AND character_id = $2",

@@ -136,6 +136,10 @@ class PrivacyMixin(ScenesMixin):
         owned = "WHERE user_id = ? AND character_id = ?"
         counts: dict[str, int] = {}
         with self._transaction() as db:
+            # First, while the lines it looks for are still there (memory/store/canon.py).
+            counts["canon_proposals"] = self._drop_canon_citing(
+                user_id, character_id, None, every_own=True
+            )
             for table in MEMORY_TABLES:  # children before parents
                 cursor = db.execute(f"DELETE FROM {table} {owned}", (user_id, character_id))
                 counts[table] = cursor.rowcount
