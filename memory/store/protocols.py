@@ -260,7 +260,7 @@ class Usage(Protocol):
 
     async def given_up_jobs(self) -> dict[str, int]:
         """How many conversations each background job gave up on after its retries
-        ('extraction', 'journey'): for the admin (`companion stats`)."""
+        ('extraction', 'journey', 'canon'): for the admin (`companion stats`)."""
         ...
 
 

@@ -178,9 +178,10 @@ class PgProfileMixin(PostgresStoreBase):
     async def given_up_jobs(self) -> dict[str, int]:
         row = await self._pool.fetchrow(
             "SELECT (SELECT count(*) FROM conversations WHERE extraction_status = 'failed'),"
-            " (SELECT count(*) FROM journey_runs WHERE status = 'failed')"
+            " (SELECT count(*) FROM journey_runs WHERE status = 'failed'),"
+            " (SELECT count(*) FROM canon_runs WHERE status = 'failed')"
         )
-        return {"extraction": int(row[0]), "journey": int(row[1])}
+        return {"extraction": int(row[0]), "journey": int(row[1]), "canon": int(row[2])}
 
     async def record_rejection(
         self, thread: Thread, conversation_id: int | None, reason: str, now: datetime

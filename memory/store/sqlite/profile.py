@@ -182,9 +182,12 @@ class ProfileMixin(StoreBase):
     def given_up_jobs(self) -> dict[str, int]:
         row = self._one(
             "SELECT (SELECT count(*) FROM conversations WHERE extraction_status = 'failed'),"
-            " (SELECT count(*) FROM journey_runs WHERE status = 'failed')"
+            " (SELECT count(*) FROM journey_runs WHERE status = 'failed'),"
+            " (SELECT count(*) FROM canon_runs WHERE status = 'failed')"
         )
-        return {"extraction": int(row[0]), "journey": int(row[1])} if row else {}
+        if row is None:
+            return {}
+        return {"extraction": int(row[0]), "journey": int(row[1]), "canon": int(row[2])}
 
     @on_db_thread
     def record_rejection(
