@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
 import asyncpg
 
 from memory.models import PROVIDER_FAILURE, Conversation, Fact, FactVersion, Thread
+from memory.store import params
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
 from memory.store.postgres.rows import ts
-
-
-def _fact_values(fact: Fact) -> tuple[object, ...]:
-    """value, origin, evidence, lifetime, event_date, confirmed_at, expires_at, status."""
-    return (
-        fact.value,
-        fact.origin,
-        json.dumps(list(fact.evidence)),
-        fact.lifetime,
-        fact.event_date.isoformat() if fact.event_date else None,
-        ts(fact.confirmed_at),
-        ts(fact.expires_at) if fact.expires_at else None,
-        fact.status,
-    )
 
 
 class PgProfileMixin(PostgresStoreBase):
@@ -47,17 +33,7 @@ class PgProfileMixin(PostgresStoreBase):
             user_id,
             fact_id,
         )
-        return [
-            FactVersion(
-                fact_id=row["fact_id"],
-                value=row["value"],
-                origin=row["origin"],
-                valid_from=datetime.fromisoformat(row["valid_from"]),
-                superseded_at=datetime.fromisoformat(row["superseded_at"]),
-                reason=row["reason"],
-            )
-            for row in found
-        ]
+        return [rows.fact_version(row) for row in found]
 
     async def apply_fact_changes(
         self,
@@ -98,13 +74,7 @@ class PgProfileMixin(PostgresStoreBase):
             "INSERT INTO facts (user_id, character_id, kind, key, scope, created_at, value,"
             " origin, evidence, lifetime, event_date, confirmed_at, expires_at, status)"
             " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-            fact.user_id,
-            fact.character_id,
-            fact.kind,
-            fact.key,
-            fact.scope,
-            ts(fact.created_at),
-            *_fact_values(fact),
+            *params.new_fact(fact),
         )
 
     @staticmethod
@@ -115,14 +85,7 @@ class PgProfileMixin(PostgresStoreBase):
         await con.execute(
             "INSERT INTO fact_history (fact_id, user_id, value, origin, evidence,"
             " valid_from, superseded_at, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            old.id,
-            old.user_id,
-            old.value,
-            old.origin,
-            json.dumps(list(old.evidence)),
-            ts(old.confirmed_at),
-            ts(now),
-            reason,
+            *params.fact_version(old, reason, now),
         )
 
     @staticmethod
@@ -131,9 +94,7 @@ class PgProfileMixin(PostgresStoreBase):
             "UPDATE facts SET value = $1, origin = $2, evidence = $3, lifetime = $4,"
             " event_date = $5, confirmed_at = $6, expires_at = $7, status = $8"
             " WHERE id = $9 AND user_id = $10",
-            *_fact_values(fact),
-            fact.id,
-            fact.user_id,
+            *params.overwritten_fact(fact),
         )
 
     async def mark_extracted(self, conversation_id: int, status: str, now: datetime) -> None:

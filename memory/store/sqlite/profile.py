@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
 from memory.models import (
@@ -12,6 +11,7 @@ from memory.models import (
     FactVersion,
     Thread,
 )
+from memory.store import params, records
 from memory.store.records import fact as _fact
 from memory.store.records import ts as _ts
 from memory.store.sqlite.base import StoreBase, on_db_thread
@@ -36,17 +36,7 @@ class ProfileMixin(StoreBase):
             "SELECT * FROM fact_history WHERE user_id = ? AND fact_id = ? ORDER BY id",
             (user_id, fact_id),
         )
-        return [
-            FactVersion(
-                fact_id=row["fact_id"],
-                value=row["value"],
-                origin=row["origin"],
-                valid_from=datetime.fromisoformat(row["valid_from"]),
-                superseded_at=datetime.fromisoformat(row["superseded_at"]),
-                reason=row["reason"],
-            )
-            for row in cursor
-        ]
+        return [records.fact_version(row) for row in cursor]
 
     @on_db_thread
     def apply_fact_changes(
@@ -86,25 +76,10 @@ class ProfileMixin(StoreBase):
 
     def _insert_fact(self, fact: Fact) -> None:
         self._con.execute(
-            "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
-            " evidence, lifetime, event_date, created_at, confirmed_at, expires_at,"
-            " status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                fact.user_id,
-                fact.character_id,
-                fact.kind,
-                fact.key,
-                fact.value,
-                fact.origin,
-                fact.scope,
-                json.dumps(list(fact.evidence)),
-                fact.lifetime,
-                fact.event_date.isoformat() if fact.event_date else None,
-                _ts(fact.created_at),
-                _ts(fact.confirmed_at),
-                _ts(fact.expires_at) if fact.expires_at else None,
-                fact.status,
-            ),
+            "INSERT INTO facts (user_id, character_id, kind, key, scope, created_at, value,"
+            " origin, evidence, lifetime, event_date, confirmed_at, expires_at, status)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            params.new_fact(fact),
         )
 
     def _archive_version(self, old: Fact, reason: str, now: datetime) -> None:
@@ -112,16 +87,7 @@ class ProfileMixin(StoreBase):
         self._con.execute(
             "INSERT INTO fact_history (fact_id, user_id, value, origin, evidence,"
             " valid_from, superseded_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                old.id,
-                old.user_id,
-                old.value,
-                old.origin,
-                json.dumps(list(old.evidence)),
-                _ts(old.confirmed_at),
-                _ts(now),
-                reason,
-            ),
+            params.fact_version(old, reason, now),
         )
 
     def _overwrite_fact(self, fact: Fact) -> None:
@@ -129,18 +95,7 @@ class ProfileMixin(StoreBase):
             "UPDATE facts SET value = ?, origin = ?, evidence = ?, lifetime = ?,"
             " event_date = ?, confirmed_at = ?, expires_at = ?, status = ?"
             " WHERE id = ? AND user_id = ?",
-            (
-                fact.value,
-                fact.origin,
-                json.dumps(list(fact.evidence)),
-                fact.lifetime,
-                fact.event_date.isoformat() if fact.event_date else None,
-                _ts(fact.confirmed_at),
-                _ts(fact.expires_at) if fact.expires_at else None,
-                fact.status,
-                fact.id,
-                fact.user_id,
-            ),
+            params.overwritten_fact(fact),
         )
 
     @on_db_thread
