@@ -5,6 +5,7 @@ placeholders (said in its docstring); the statements themselves stay with each b
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
@@ -58,6 +59,27 @@ def fact_version(old: Fact, reason: str, now: datetime) -> tuple[object, ...]:
         ts(now),
         reason,
     )
+
+
+def fact_changes(
+    adds: list[Fact],
+    updates: list[tuple[Fact, Fact, str]],
+    deletes: list[Fact],
+    confirms: list[Fact],
+    now: datetime,
+) -> Iterator[tuple[str, tuple[object, ...]]]:
+    """One extraction's operations as (statement of sql.FACT_WRITES, values), in the order
+    they are written: an update archives the old value into the history before it is
+    overwritten; a confirmation overwrites in place."""
+    for fact in adds:
+        yield "insert", new_fact(fact)
+    for old, new, reason in updates:
+        yield "archive", fact_version(old, reason, now)
+        yield "overwrite", overwritten_fact(new)
+    for fact in confirms:
+        yield "overwrite", overwritten_fact(fact)
+    for fact in deletes:
+        yield "delete", (fact.id, fact.user_id)
 
 
 def summary(thread: Thread, summary: Summary, conversation_id: int | None) -> tuple[Any, ...]:

@@ -314,11 +314,7 @@ class Export(Protocol):
 
     async def import_rows(
         self, user_id: int, character_id: str, data: dict[str, Any], now: datetime
-    ) -> dict[str, int]:
-        """Load an export into this user's memory with fresh ids, rewriting every reference
-        (citations, evidence, history) to them (memory/store/remap.py); one transaction, all
-        or nothing."""
-        ...
+    ) -> dict[str, int]: ...
 
 
 class Journeys(Protocol):

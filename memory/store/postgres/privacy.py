@@ -178,7 +178,7 @@ class PgPrivacyMixin(PostgresStoreBase):
     async def import_rows(
         self, user_id: int, character_id: str, data: dict[str, Any], now: datetime
     ) -> dict[str, int]:
-        """See Export.import_rows."""
+        """As the SQLite store's: fresh ids, every reference rewritten, all or nothing."""
         load = remap.Load(user_id, character_id, data, now)
         async with self._transaction() as con:
             for row in data.get("conversations", []):

@@ -169,7 +169,9 @@ class PrivacyMixin(ScenesMixin):
     def import_rows(
         self, user_id: int, character_id: str, data: dict[str, Any], now: datetime
     ) -> dict[str, int]:
-        """See Export.import_rows."""
+        """Load an export into this user's memory with fresh ids, rewriting every reference
+        (citations, evidence, history) to them (memory/store/remap.py); one transaction, all
+        or nothing."""
         load = remap.Load(user_id, character_id, data, now)
         with self._transaction() as db:
             for row in data.get("conversations", []):

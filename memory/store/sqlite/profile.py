@@ -14,7 +14,10 @@ from memory.models import (
 from memory.store import params, records
 from memory.store.records import fact as _fact
 from memory.store.records import ts as _ts
+from memory.store.sql import FACT_WRITES, numbered
 from memory.store.sqlite.base import StoreBase, on_db_thread
+
+_FACT_WRITES = {name: numbered(statement) for name, statement in FACT_WRITES.items()}
 
 
 class ProfileMixin(StoreBase):
@@ -59,44 +62,11 @@ class ProfileMixin(StoreBase):
                 ).fetchall()
             ):
                 return False
-            for fact in adds:
-                self._insert_fact(fact)
-            for old, new, reason in updates:
-                self._archive_version(old, reason, now)
-                self._overwrite_fact(new)
-            for fact in confirms:
-                self._overwrite_fact(fact)
-            for fact in deletes:
-                db.execute(
-                    "DELETE FROM facts WHERE id = ? AND user_id = ?", (fact.id, fact.user_id)
-                )
+            for name, values in params.fact_changes(adds, updates, deletes, confirms, now):
+                db.execute(_FACT_WRITES[name], values)
             if conversation_id is not None:
                 self._mark_extracted(conversation_id, "done", now)
         return True
-
-    def _insert_fact(self, fact: Fact) -> None:
-        self._con.execute(
-            "INSERT INTO facts (user_id, character_id, kind, key, scope, created_at, value,"
-            " origin, evidence, lifetime, event_date, confirmed_at, expires_at, status)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            params.new_fact(fact),
-        )
-
-    def _archive_version(self, old: Fact, reason: str, now: datetime) -> None:
-        """The value a fact had until now, into its history."""
-        self._con.execute(
-            "INSERT INTO fact_history (fact_id, user_id, value, origin, evidence,"
-            " valid_from, superseded_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            params.fact_version(old, reason, now),
-        )
-
-    def _overwrite_fact(self, fact: Fact) -> None:
-        self._con.execute(
-            "UPDATE facts SET value = ?, origin = ?, evidence = ?, lifetime = ?,"
-            " event_date = ?, confirmed_at = ?, expires_at = ?, status = ?"
-            " WHERE id = ? AND user_id = ?",
-            params.overwritten_fact(fact),
-        )
 
     @on_db_thread
     def mark_extracted(self, conversation_id: int, status: str, now: datetime) -> None:
