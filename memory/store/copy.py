@@ -164,6 +164,24 @@ def checked_table(table: str) -> tuple[tuple[str, ...], str | None]:
     return COPY_TABLES[table]
 
 
+def page_query(table: str, after_id: int, limit: int) -> tuple[str, tuple[int, ...]] | None:
+    """The statement ($N parameters) and its values that read `read_rows`' page of `table`:
+    up to `limit` rows whose copy key is above `after_id`, in key order, rows sharing a key
+    value (a user's character choices) never split between pages; a table without an integer
+    key comes whole at after_id 0, and None (nothing) after it."""
+    columns, key = checked_table(table)  # the name is one of ours before it is put in the SQL
+    names = ", ".join(columns)
+    order = PRIMARY_KEYS.get(table, key)
+    if key is None:
+        return (f"SELECT {names} FROM {table} ORDER BY {order}", ()) if after_id <= 0 else None
+    return (
+        f"SELECT {names} FROM {table} WHERE {key} > $1 AND {key} <= (SELECT max(k)"
+        f" FROM (SELECT {key} AS k FROM {table} WHERE {key} > $1 ORDER BY {key}"
+        f" LIMIT $2) AS page) ORDER BY {order}",
+        (after_id, limit),
+    )
+
+
 class CopyRefused(RuntimeError):
     """The copy cannot start or did not verify; the message says what to do."""
 
