@@ -11,6 +11,8 @@ from typing import Protocol
 from bot.access import Access
 from bot.access_commands import AccessCommands
 from bot.answers import Answer, Button, Caller, clean_input, is_blank
+from bot.canon_commands import CanonCommands
+from bot.canon_review import CanonReview
 from bot.command_line import help_lines
 from bot.community import ChatRatings, Community, Usable
 from bot.greeting import greeting
@@ -28,6 +30,7 @@ from memory.engine.llm import TextSink
 from memory.errors import UserFacingError
 from memory.models import Reply
 from memory.store.access import AccessRules
+from memory.store.canon import CanonStore
 from memory.store.protocols import Channels, FollowUps, Preferences, Scenes, Users
 
 
@@ -43,13 +46,14 @@ class Limits:
     followups_per_week: int = 2
     # How often a process looks whether another one changed the access rules (bot/access.py).
     access_refresh_seconds: float = 2.0
+    lore_page_cap_tokens: int = 1500  # lint's measure of a lore page, after /admin canon
 
 
 class CommandStore(
-    Users, Channels, Preferences, FollowUps, Scenes, AccessRules, ChatRatings, Protocol
+    Users, Channels, Preferences, FollowUps, Scenes, AccessRules, ChatRatings, CanonStore, Protocol
 ):
     """Who the user is, which character answers them where, their time zone, scenes, who may
-    talk, and the chats marked mature."""
+    talk, the chats marked mature, and the canon proposals an operator reviews."""
 
 
 Notify = Callable[[Answer], Awaitable[None]]
@@ -102,6 +106,8 @@ class Commands:
         self._default_setting = default_character
         self.access = Access(store, admin_ids, clock, limits.access_refresh_seconds)
         self.access_commands = AccessCommands(self.access, self.language)
+        review = CanonReview(store, companion.characters, clock, limits.lore_page_cap_tokens)
+        self.canon = CanonCommands(review, self.access, self.language, reloader)
         self.scenes = SceneRoom(companion, store, self, clock)
 
     def is_admin(self, caller: Caller) -> bool:

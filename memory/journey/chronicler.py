@@ -22,6 +22,7 @@ from cards.character import Character, CharacterBook
 from memory.budget.policy import payer_of
 from memory.engine.forced_tool import OutputRejected, call_until_valid
 from memory.engine.llm import LLM, ChatMessage, LLMRequest, LLMResponse, TextBlock, ToolSpec
+from memory.engine.prefix import ReplyPrefixes, framed
 from memory.engine.retries import Backoff, backoff_of
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.credentials import credential_values
@@ -143,6 +144,7 @@ class Chronicler:
         cap_tokens: int = JOURNEY_MAX_TOKENS,
         attempts: int = 3,
         model: str | None = None,
+        prefixes: ReplyPrefixes | None = None,
         scene_cap_tokens: int = 0,
     ) -> None:
         """`scene_cap_tokens`: the cap of each character's chronicle of a group scene; 0
@@ -150,6 +152,8 @@ class Chronicler:
         self._llm = llm
         self._store = store
         self._characters = characters
+        # The conversation's reply prefix, sent first so the call reads the reply's cache.
+        self._prefixes = prefixes
         self._clock = clock
         self._tokens = tokens
         self._attempts = attempts
@@ -255,7 +259,9 @@ class Chronicler:
         known = credential_values(t.text for t in turns)
         names = character.names_in_memory()
         cap = telling.cap
-        system = telling.instructions(character.name, character.language, cap)
+        prefix = self._prefixes.of(conversation.id) if self._prefixes else None
+        own = telling.instructions(character.name, character.language, cap)
+        tools, system = framed(prefix, self._model, JOURNEY_TOOL, own)
         over: list[tuple[str, ...]] = []
 
         def validate(response: LLMResponse) -> Checked:
@@ -294,12 +300,12 @@ class Chronicler:
                 text += f"\n\nYour previous answer was rejected: {feedback}. Answer again."
             return LLMRequest(
                 kind="journey",
-                system=(TextBlock(system),),
+                system=system,
                 messages=(ChatMessage("user", (TextBlock(text),)),),
                 max_tokens=2 * cap + 300,
                 temperature=0.3,
                 model=self._model,
-                tools=(JOURNEY_TOOL,),
+                tools=tools,
                 force_tool=JOURNEY_TOOL.name,
                 payer=payer_of(thread),
             )

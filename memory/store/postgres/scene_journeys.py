@@ -9,8 +9,8 @@ from memory.journey.model import Journey
 from memory.models import Conversation
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
-from memory.store.postgres.journeys import journey_of
 from memory.store.postgres.rows import ts
+from memory.store.records import journey as journey_of
 from memory.store.scene_journeys import SceneSpeech
 
 SCENE_OWNERS = "SELECT id FROM users WHERE platform_user_id LIKE 'scene:%'"

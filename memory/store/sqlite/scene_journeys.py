@@ -7,10 +7,10 @@ from datetime import datetime
 
 from memory.journey.model import Journey
 from memory.models import Conversation
+from memory.store.records import journey as journey_of
 from memory.store.records import ts as _ts
 from memory.store.scene_journeys import SceneSpeech
 from memory.store.sqlite.base import StoreBase, on_db_thread
-from memory.store.sqlite.journeys import journey_of
 
 SCENE_OWNERS = "SELECT id FROM users WHERE platform_user_id LIKE 'scene:%'"
 
