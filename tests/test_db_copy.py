@@ -101,6 +101,8 @@ async def populate(store: MemoryStore) -> Thread:
     await store.claim_access_notice("telegram", "666", NOW, NOW - timedelta(days=1))
     # A group marked for adults (migration 0025).
     await store.mark_chat_mature("telegram", "-100", True, "admin", NOW)
+    # A Discord channel's server, its budget community (migration 0028).
+    await store.record_channel_community("discord:55", "discord:900")
     return thread
 
 

@@ -84,6 +84,7 @@ class BudgetedLLM:
         self._clock = clock
         self._notify = notify
         self._identities: dict[int, str] = {}
+        self._communities: dict[str, str] = {}
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         hold = await self.reserve(request)
@@ -108,7 +109,8 @@ class BudgetedLLM:
     async def reserve(self, request: LLMRequest) -> _Hold:
         """The request's worst case reserved on every counter of its payer, or BudgetExhausted."""
         person = await self._person(request.payer)
-        claims = tuple(self._policy.claims(person, request.payer.community, self._clock()))
+        community = await self._community(request.payer.community)
+        claims = tuple(self._policy.claims(person, community, self._clock()))
         amount = self._pricing.worst_case(request)
         if not claims:
             return _Hold((), amount)
@@ -164,4 +166,20 @@ class BudgetedLLM:
             if len(self._identities) >= IDENTITIES_KEPT:  # bounded: looked up again later
                 self._identities.clear()
             self._identities[payer.person] = known
+        return known
+
+    async def _community(self, channel: str | None) -> str | None:
+        """The community a thread's channel belongs to: a Discord channel's server, recorded
+        when its messages are admitted (bot/budgets.py ChannelRecorder), so that a server's
+        channels share one budget; a channel with no record (a Telegram group) is its own."""
+        if channel is None:
+            return None
+        known = self._communities.get(channel)
+        if known is None:
+            known = await self._ledger.channel_community(channel)
+            if known is None:
+                return channel  # asked again next time: its first message records it
+            if len(self._communities) >= IDENTITIES_KEPT:
+                self._communities.clear()
+            self._communities[channel] = known
         return known

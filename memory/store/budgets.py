@@ -47,3 +47,14 @@ class BudgetLedger(Protocol):
     async def platform_identity(self, user_id: int) -> str | None:
         """'platform:platform_user_id' of a users row, None when it is gone."""
         ...
+
+    async def channel_community(self, channel: str) -> str | None:
+        """The community recorded for a group channel ('discord:<channel>' ->
+        'discord:<server>', migration 0028), None when none is."""
+        ...
+
+
+class ChannelCommunities(Protocol):
+    async def record_channel_community(self, channel: str, community: str) -> None:
+        """Remember the community of a group channel (a Discord channel's server)."""
+        ...

@@ -125,6 +125,7 @@ COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
         ("platform", "channel_id", "mature", "marked_by", "marked_at", "notice_character"),
         None,
     ),
+    "channel_communities": (("channel", "community"), None),
 }  # fmt: skip
 PRIMARY_KEYS = {
     "character_choices": "user_id, channel_key",
@@ -137,6 +138,7 @@ PRIMARY_KEYS = {
     "access_settings": "name",
     "access_notices": "platform, user_id",
     "chat_ratings": "platform, channel_id",
+    "channel_communities": "channel",
 }
 IDENTITY_TABLES = ("users", "conversations", "turns", "summaries", "llm_usage", "facts",
                     "fact_history", "memory_rejections", "followups", "dead_letters",

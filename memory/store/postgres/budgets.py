@@ -114,6 +114,20 @@ class PgBudgetsMixin(PostgresStoreBase):
         )
         return f"{row[0]}:{row[1]}" if row else None
 
+    async def channel_community(self, channel: str) -> str | None:
+        row = await self._pool.fetchrow(
+            "SELECT community FROM channel_communities WHERE channel = $1", channel
+        )
+        return str(row[0]) if row else None
+
+    async def record_channel_community(self, channel: str, community: str) -> None:
+        await self._pool.execute(
+            "INSERT INTO channel_communities (channel, community) VALUES ($1, $2)"
+            " ON CONFLICT (channel) DO UPDATE SET community = excluded.community",
+            channel,
+            community,
+        )
+
 
 async def _retried(run: Callable[[], Awaitable[list[asyncpg.Record]]]) -> list[asyncpg.Record]:
     for _ in range(_ATTEMPTS - 1):
