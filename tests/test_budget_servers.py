@@ -29,9 +29,7 @@ async def test_a_servers_channels_share_the_servers_community_budget(
             await fake.webhooks.wait_for_messages(first, 1)
             await fake.guild_message(BOB, "hola desde random", mention_bot=True, channel_id=second)
             await fake.webhooks.wait_for_messages(second, 1)
-            counters = {
-                c.scope: c for c in await h.app.store.budget_counters(day_key(clock()))
-            }
+            counters = {c.scope: c for c in await h.app.store.budget_counters(day_key(clock()))}
             assert f"community:{server}" in counters
             assert counters[f"community:{server}"].calls == 2  # both channels' replies
             assert not any(f"discord:{channel}" in scope for scope in counters
