@@ -80,14 +80,32 @@ async def spend_rows(settings: Settings, ledger: BudgetLedger, now: datetime) ->
     rows: list[Spend] = []
     for period in (day_key(now), month_key(now)):
         for counter in await ledger.budget_counters(period):
-            rows.append(_spend(policy, counter))
-    return rows
+            rows.append(spend_of(policy, counter))
+    return stripes_summed(rows)
 
 
-def _spend(policy: BudgetPolicy, counter: BudgetCounter) -> Spend:
+def stripes_summed(rows: list[Spend]) -> list[Spend]:
+    """The global cap's stripes (memory/budget/policy.py) shown as the one cap they keep."""
+    summed: dict[tuple[str, str, str], Spend] = {}
+    for row in rows:
+        key = (row.kind, row.name, row.period)
+        if key in summed:
+            was = summed[key]
+            row = replace(
+                was,
+                spent=was.spent + row.spent,
+                reserved=was.reserved + row.reserved,
+                calls=was.calls + row.calls,
+                refused=was.refused + row.refused,
+            )
+        summed[key] = row
+    return list(summed.values())
+
+
+def spend_of(policy: BudgetPolicy, counter: BudgetCounter) -> Spend:
     kind, _, name = counter.scope.partition(":")
     daily = counter.period.startswith("d:")
-    if counter.scope == GLOBAL:
+    if counter.scope == GLOBAL or counter.scope.startswith(f"{GLOBAL}#"):
         kind, name, budget = "global", "all", policy.global_day
     elif kind == "community":
         budget = policy.community_day

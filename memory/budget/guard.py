@@ -12,11 +12,12 @@ only be exceeded by what a call really cost beyond its estimated worst case.
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory.budget.policy import GLOBAL, BudgetPolicy, Claim, Pricing
+from memory.budget.policy import BudgetPolicy, Claim, Pricing
 from memory.engine.llm import (
     LLM,
     LLMError,
@@ -85,6 +86,7 @@ class BudgetedLLM:
         self._notify = notify
         self._identities: dict[int, str] = {}
         self._communities: dict[str, str] = {}
+        self._random = random.Random()
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         hold = await self.reserve(request)
@@ -107,21 +109,27 @@ class BudgetedLLM:
             await close()
 
     async def reserve(self, request: LLMRequest) -> _Hold:
-        """The request's worst case reserved on every counter of its payer, or BudgetExhausted."""
+        """The request's worst case reserved on every counter of its payer, or BudgetExhausted.
+        The global cap's stripes are tried from a random one until one has room."""
         person = await self._person(request.payer)
         community = await self._community(request.payer.community)
-        claims = tuple(self._policy.claims(person, community, self._clock()))
-        amount = self._pricing.worst_case(request)
-        if not claims:
-            return _Hold((), amount)
-        refused = await self._ledger.reserve_budget(
-            [(c.scope, c.period, c.limit) for c in claims], amount
-        )
-        if refused is None:
-            return _Hold(claims, amount)
-        claim = claims[refused]
+        now, amount = self._clock(), self._pricing.worst_case(request)
+        stripes = max(1, self._policy.global_stripes)
+        first = self._random.randrange(stripes)
+        for attempt in range(stripes):
+            claims = tuple(self._policy.claims(person, community, now, first + attempt))
+            if not claims:
+                return _Hold((), amount)
+            refused = await self._ledger.reserve_budget(
+                [(c.scope, c.period, c.limit) for c in claims], amount
+            )
+            if refused is None:
+                return _Hold(claims, amount)
+            claim = claims[refused]
+            if claim.kind != "global":
+                break
         if claim.kind == "global":
-            await self._tell(claim, claim.limit, 100)
+            await self._tell(claim, self._policy.global_day or 0.0, 100)
         log.info(
             "%s call refused: the %s budget %s is spent", request.kind, claim.kind, claim.scope
         )
@@ -140,20 +148,31 @@ class BudgetedLLM:
                     [(c.scope, c.period) for c in hold.claims], hold.amount, cost
                 )
                 for claim, spent in zip(hold.claims, after, strict=True):
-                    if claim.scope == GLOBAL:
+                    if claim.kind == "global":
                         await self._watch_global(claim, spent)
 
-    async def _watch_global(self, claim: Claim, spent: float) -> None:
+    async def _watch_global(self, stripe: Claim, spent: float) -> None:
+        """The operators' notices at 80% and 100% of the whole cap. The stripes' total is read
+        only when this stripe is past the level: the total cannot be past it otherwise (and
+        the stripe that is tells, at its next settle)."""
+        cap = self._policy.global_day or 0.0
         for level in NOTICE_LEVELS:
-            if claim.limit > 0 and spent >= claim.limit * level / 100:
-                await self._tell(claim, spent, level)
+            if stripe.limit > 0 and spent >= stripe.limit * level / 100:
+                scopes = self._policy.global_scopes()
+                total = spent
+                if len(scopes) > 1:
+                    total = await self._ledger.budget_total(scopes, stripe.period)
+                if total >= cap * level / 100:
+                    await self._tell(stripe, total, level)
 
     async def _tell(self, claim: Claim, spent: float, level: int) -> None:
-        """The operators hear of each level once per day, whichever worker gets there first."""
+        """The operators hear of each level once per day, whichever worker gets there first
+        (recorded on the first stripe's counter)."""
         if self._notify is None:
             return
-        if await self._ledger.claim_budget_notice(claim.scope, claim.period, level):
-            await self._notify(level, spent, claim.limit, self._pricing.unit)
+        holder = self._policy.global_scopes()[0]
+        if await self._ledger.claim_budget_notice(holder, claim.period, level):
+            await self._notify(level, spent, self._policy.global_day or 0.0, self._pricing.unit)
 
     async def _person(self, payer: Payer) -> str | None:
         """The person's platform identity: a forget that deletes their row and a new row on

@@ -40,6 +40,10 @@ class BudgetLedger(Protocol):
         """True once per counter and level (the first worker to ask): who sends the notice."""
         ...
 
+    async def budget_total(self, scopes: Sequence[str], period: str) -> float:
+        """The spent of these counters of one period, summed (a striped cap's stripes)."""
+        ...
+
     async def budget_counters(self, period: str) -> list[BudgetCounter]:
         """Every counter of one period ('d:2026-12-03', 'm:2026-12')."""
         ...

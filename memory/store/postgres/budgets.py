@@ -100,6 +100,15 @@ class PgBudgetsMixin(PostgresStoreBase):
         )
         return status.endswith(" 1")
 
+    async def budget_total(self, scopes: Sequence[str], period: str) -> float:
+        total = await self._pool.fetchval(
+            "SELECT coalesce(sum(spent), 0) FROM budget_counters"
+            " WHERE period = $1 AND scope = ANY($2::text[])",
+            period,
+            list(scopes),
+        )
+        return float(total)
+
     async def budget_counters(self, period: str) -> list[BudgetCounter]:
         rows = await self._pool.fetch(
             "SELECT scope, period, spent, reserved, calls, refused FROM budget_counters"

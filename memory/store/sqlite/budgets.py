@@ -62,6 +62,16 @@ class BudgetsMixin(StoreBase):
         return cursor.rowcount == 1
 
     @on_db_thread
+    def budget_total(self, scopes: Sequence[str], period: str) -> float:
+        marks = ", ".join("?" for _ in scopes)
+        row = self._one(
+            f"SELECT coalesce(sum(spent), 0) FROM budget_counters WHERE period = ?"
+            f" AND scope IN ({marks})",
+            (period, *scopes),
+        )
+        return float(row[0]) if row else 0.0
+
+    @on_db_thread
     def budget_counters(self, period: str) -> list[BudgetCounter]:
         return [
             BudgetCounter(*row)
