@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 from bot.config import Settings
 from bot.followups import FollowUpJob
 from bot.llm import ClosableLLM
+from bot.texts import text
 from memory.budget.guard import BudgetedLLM
 from memory.budget.policy import GLOBAL, BudgetPolicy, Pricing, day_key, month_key
 from memory.engine.tokens import TokenEstimator
@@ -57,7 +58,14 @@ def budgeted(
     if not policy.active:
         return llm
     pricing = Pricing.for_model(settings.price_table(), settings.llm_model, TokenEstimator())
-    return BudgetedLLM(llm, ledger, replace(policy, unit=pricing.unit), pricing, clock, notices)
+    policy = replace(policy, unit=pricing.unit)
+    return BudgetedLLM(llm, ledger, policy, pricing, clock, notices, budget_line)
+
+
+def budget_line(language: str, kind: str, resets_at: datetime) -> str:
+    """The line a person out of budget gets (bot/texts.py): whose limit, and when it resets."""
+    when = f"{resets_at:%Y-%m-%d %H:%M} ({resets_at.tzname() or 'UTC'})"
+    return text(language, "budget_out", what=text(language, f"budget_out_{kind}"), when=when)
 
 
 @dataclass(frozen=True)

@@ -37,29 +37,28 @@ IDENTITIES_KEPT = 10_000
 # level (80, 100), spent, cap, unit: told to the operators once per level and day.
 Notice = Callable[[int, float, float, str], Awaitable[None]]
 
-RESETS = {
-    "es": "Has llegado al límite de uso {what}; podrás seguir hablando a partir del {when}.",
-    "en": "You have reached the {what} usage limit; you can keep talking from {when}.",
-}
-WHAT = {
-    "es": {"person": "de tu cuenta", "community": "de este grupo", "global": "del bot"},
-    "en": {"person": "of your account", "community": "of this group", "global": "of the bot"},
-}
+# (language, kind, resets_at) -> the one line a person out of budget is answered with. The
+# wording is the bot's (bot/texts.py, passed in by bot/budgets.py): memory/ holds no user-facing
+# catalogue; `plain_wording` serves callers without one (the bench).
+Wording = Callable[[str, str, datetime], str]
+
+
+def plain_wording(language: str, kind: str, resets_at: datetime) -> str:
+    return f"The {kind} budget is spent until {resets_at:%Y-%m-%d %H:%M}."
 
 
 class BudgetExhausted(LLMError):
     """A call refused before the model was asked: a budget of its payer is spent."""
 
-    def __init__(self, kind: str, resets_at: datetime) -> None:
+    def __init__(self, kind: str, resets_at: datetime, wording: Wording = plain_wording) -> None:
         super().__init__(f"budget: the {kind} budget is spent until {resets_at.isoformat()}")
         self.kind = kind
         self.resets_at = resets_at
+        self._wording = wording
 
     def line(self, language: str) -> str:
         """The one line a person is answered with: whose limit, and when it resets."""
-        lang = language if language in RESETS else "en"
-        when = f"{self.resets_at:%Y-%m-%d %H:%M} ({self.resets_at.tzname() or 'UTC'})"
-        return RESETS[lang].format(what=WHAT[lang][self.kind], when=when)
+        return self._wording(language, self.kind, self.resets_at)
 
 
 @dataclass(frozen=True)
@@ -77,8 +76,10 @@ class BudgetedLLM:
         pricing: Pricing,
         clock: Callable[[], datetime],
         notify: Notice | None = None,
+        wording: Wording = plain_wording,
     ) -> None:
         self._llm = llm
+        self._wording = wording
         self._ledger = ledger
         self._policy = policy
         self._pricing = pricing
@@ -133,7 +134,7 @@ class BudgetedLLM:
         log.info(
             "%s call refused: the %s budget %s is spent", request.kind, claim.kind, claim.scope
         )
-        raise BudgetExhausted(claim.kind, claim.resets_at)
+        raise BudgetExhausted(claim.kind, claim.resets_at, self._wording)
 
     async def _settled(self, hold: _Hold, call: Awaitable[LLMResponse]) -> LLMResponse:
         cost = 0.0
