@@ -56,11 +56,16 @@ class PgBudgetsMixin(PostgresStoreBase):
         """See memory/store/budgets.py."""
         scopes, periods = [s for s, _, _ in limits], [p for _, p, _ in limits]
         caps = [limit for _, _, limit in limits]
-        # Creating a missing counter takes no lock on an existing one.
+        def reserve() -> Awaitable[list[asyncpg.Record]]:
+            return self._pool.fetch(_RESERVE, scopes, periods, caps, amount)
+
+        # Counters mostly exist already: the reservation is tried first, and only when it
+        # reserved nothing are missing counters created (which takes no lock on an existing
+        # one) and the reservation tried again; one round trip per call, not two.
+        if await _retried(reserve):
+            return None
         await self._pool.execute(_CREATE, scopes, periods)
-        reserved = await _retried(lambda: self._pool.fetch(_RESERVE, scopes, periods, caps,
-                                                           amount))  # fmt: skip
-        if reserved:
+        if await _retried(reserve):
             return None
         async with self._transaction() as con:
             rows = await con.fetch(
