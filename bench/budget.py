@@ -45,7 +45,6 @@ if str(REPO) not in sys.path:  # run as a script: make `bench`, `bot` and `memor
     sys.path.insert(0, str(REPO))
 
 from bench.common import emit  # noqa: E402
-from bot.config import STRIPES_ON_POSTGRES  # noqa: E402
 from memory.budget.guard import BudgetedLLM, BudgetExhausted  # noqa: E402
 from memory.budget.policy import BudgetPolicy, Pricing, input_tokens  # noqa: E402
 from memory.engine.llm import (  # noqa: E402
@@ -347,21 +346,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.add_argument("--messages-heavy", type=int, default=12)
     parser.add_argument("--messages-light", type=int, default=2)
-    parser.add_argument("--stripes", type=int, default=None,
-                        help="the global cap's stripes (default: as BUDGET_GLOBAL_STRIPES=0, "
-                             f"{STRIPES_ON_POSTGRES} on PostgreSQL, 1 on SQLite)")  # fmt: skip
+    parser.add_argument("--stripes", type=int, default=1,
+                        help="the global cap's stripes (BUDGET_GLOBAL_STRIPES), both set-ups")
     parsed = parser.parse_args(args)
     result: dict[str, Any] = {"people": PEOPLE, "communities": COMMUNITIES, "setups": {},
                               "budgets_usd": {"person_day": POLICY.guest_day,
                                               "community_day": POLICY.community_day,
                                               "global_day": POLICY.global_day}}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="bench-budget-") as folder:
-        for name, run, stripes in (("postgres_2_workers", run_postgres, STRIPES_ON_POSTGRES),
-                                   ("sqlite_single", run_sqlite, 1)):  # fmt: skip
-            stripes = parsed.stripes or stripes
+        for name, run in (("postgres_2_workers", run_postgres), ("sqlite_single", run_sqlite)):
             result["setups"][name] = asyncio.run(
-                run(Path(folder), parsed.messages_heavy, parsed.messages_light, stripes)
-            ) | {"global_stripes": stripes}
+                run(Path(folder), parsed.messages_heavy, parsed.messages_light, parsed.stripes)
+            ) | {"global_stripes": parsed.stripes}
     emit(result, table(result), parsed.json)
     return 0
 

@@ -50,9 +50,6 @@ class _EnvBeforeDotEnv(PydanticBaseSettingsSource):
         return {k: v for k, v in self._dotenv().items() if setting_name(k) not in named}
 
 
-STRIPES_ON_POSTGRES = 8
-
-
 class Settings(BaseSettings):
     # Empty values in .env mean "use the default", as in .env.example.
     model_config = SettingsConfigDict(
@@ -197,8 +194,8 @@ class Settings(BaseSettings):
     budget_global_day: float | None = Field(None, ge=0)
     budget_people: str = ""
     # The global cap kept in this many counters, so that concurrent calls do not all wait on
-    # one row; 0: 8 on PostgreSQL (several workers), 1 on SQLite (one thread serialises anyway).
-    budget_global_stripes: int = Field(0, ge=0, le=64)
+    # one row (docs/budgets.md: measured, it did not pay on the bench's machine; off).
+    budget_global_stripes: int = Field(1, ge=1, le=64)
 
     # Photos: shown to the model when it can see images (Anthropic; the OpenAI-compatible
     # provider never), described by LLM_SUMMARY_MODEL, refused past PHOTO_MAX_BYTES.
@@ -310,13 +307,8 @@ class Settings(BaseSettings):
         return BudgetPolicy(
             self.budget_person_day, self.budget_person_month, self.budget_guest_day,
             self.budget_guest_month, self.budget_community_day, self.budget_global_day,
-            parse_people(self.budget_people), global_stripes=self.global_stripes(),
+            parse_people(self.budget_people), global_stripes=self.budget_global_stripes,
         )  # fmt: skip
-
-    def global_stripes(self) -> int:
-        if self.budget_global_stripes:
-            return self.budget_global_stripes
-        return STRIPES_ON_POSTGRES if self.database_url is not None else 1
 
     def price_table(self) -> PriceTable:
         paid = Prices(self.price_input_per_mtok, self.price_output_per_mtok)
