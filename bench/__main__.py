@@ -55,6 +55,8 @@ SUITES = (
           "the purge after a forget under steady writers: its length and the writers' stalls"),
     Suite("budget", "bench.budget",
           "budgets under a burst on PostgreSQL and SQLite: overspend, calls after exhaustion"),
+    Suite("canon", "bench.canon",
+          "canon proposals with an improvising scripted model: traps kept, contradictions marked"),
 )  # fmt: skip
 
 

@@ -4,6 +4,8 @@ Model (as documented by the provider, simplified where it does not change the fi
 - a request is one sequence of blocks: each tool definition, then each system block, then the
   content blocks of each message, in order;
 - a breakpoint is a block carrying `cache_control` (at most 4 per request);
+- `tool_choice` is part of the identity of the message blocks only: changing it leaves the
+  tools' and the system's entries readable (the provider's table of what invalidates a cache);
 - a cache entry is the hash of a whole prefix (canonical JSON of its blocks without
   `cache_control`, chained from the model name), stored at a breakpoint whose prefix holds at
   least `min_cacheable` tokens; shorter prefixes are never stored;
@@ -81,6 +83,7 @@ def blocks_of(body: dict[str, Any], count: TokenCounter) -> list[Block]:
     for block in system:
         key = canonical({"system": _strip(block)})
         blocks.append(Block(key, block_tokens(block, count), _ttl_of(block)))
+    choice = body.get("tool_choice")
     for index, message in enumerate(body.get("messages", [])):
         content = message["content"]
         if isinstance(content, str):
@@ -89,6 +92,8 @@ def blocks_of(body: dict[str, Any], count: TokenCounter) -> list[Block]:
             # The message index and role are part of the identity: the same texts split
             # differently across messages are a different prompt.
             key = canonical({"message": index, "role": message["role"], "block": _strip(block)})
+            if choice is not None:
+                key = canonical({"tool_choice": choice, "block": key})
             blocks.append(Block(key, block_tokens(block, count), _ttl_of(block)))
     return blocks
 

@@ -69,6 +69,11 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
         f"cache_read_share_non_compaction: {result['cache_read_share_non_compaction']:.1%} "
         "(the same, session openings included)",
         f"cache_read_share_all:    {result['cache_read_share_all']:.1%} (every turn)",
+        f"cache_read_share_all_calls: {result['cache_read_share_all_calls']:.1%} (every input "
+        f"token of every call: replies, compactions, extractions, journey; by kind "
+        f"{result['cache_read_share_by_kind']}); cost of all calls "
+        f"{result['cost_all_calls']:,} token-equivalents over {result['input_tokens_all_calls']:,}"
+        f" input tokens ({result['cost_ratio_all_calls']:.1%})",
         f"cache_read_share_steady_short: {result['cache_read_share_steady_short']:.1%} (the same "
         f"conversation in messages of {SHORT_WORDS} words, each shipped character: "
         f"{result['cache_read_share_steady_short_by_character']})",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 
 from bot.answers import Answer, Caller
+from bot.canon_registry import CANON
 from bot.command_surface import CommandSurface
 from bot.registry_parts import Arg, Command, Handler, Words, sub
 
@@ -67,9 +68,9 @@ ACCESO = Command(
 ADMIN = Command(
     "admin",
     Words("admin", "admin"),
-    Words("Admin: las reglas del operador", "Admin: the operator's rules"),
+    Words("Admin: las reglas del operador y el canon", "Admin: the operator's rules and canon"),
     admin=True,
-    subcommands=(ACCESO,),
+    subcommands=(ACCESO, CANON),
 )
 YO = Command(
     "yo",

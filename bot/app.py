@@ -23,21 +23,24 @@ from bot.memoria import Memoria
 from bot.photos import Photos
 from bot.reload import CharacterReloader
 from cards.character import CharacterBook
+from memory.canon.proposer import CanonProposer
 from memory.engine.companion import Companion
 from memory.engine.photos import PhotoDescriber
+from memory.engine.prefix import ReplyPrefixes, Upkeep
 from memory.engine.responder import Responder
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.learned import shipped_check
 from memory.integrity.legible import load_vocabularies
-from memory.journey.chronicler import Chronicler
+from memory.journey.chronicler import JOURNEY_TOOL, Chronicler
 from memory.journey.source import ProfileWithJourney
 from memory.privacy import MemoryService
 from memory.profile.extraction import ProfileExtractor, character_names
+from memory.profile.planning import EXTRACTION_TOOL
 from memory.profile.view import ProfileService
 from memory.scene.people import ScenePeople
 from memory.search.retrieval import Retriever
 from memory.store import MemoryStore, open_store
-from memory.summary.rolling import Summariser
+from memory.summary.rolling import SUMMARY_TOOL, Summariser
 
 
 @dataclass
@@ -56,6 +59,7 @@ class App:
     chronicler: Chronicler | None = None
     # Starts the work owed since the last stop; open_app calls it unless told not to.
     catch_up: Callable[[], None] = lambda: None
+    canon: CanonProposer | None = None
 
 
 def system_clock(settings: Settings) -> Callable[[], datetime]:
@@ -74,6 +78,7 @@ def _engine(
     store and one LLM."""
     engine_settings = settings.engine()
     tokens = TokenEstimator()
+    prefixes = ReplyPrefixes(settings.max_sessions_in_ram)
     summariser = Summariser(
         llm,
         lambda record: store.record_usage(record, clock()),
@@ -83,6 +88,7 @@ def _engine(
         record_rejection=lambda thread, conversation_id, reason: store.record_rejection(
             thread, conversation_id, reason, clock()
         ),
+        prefixes=prefixes,
     )
     lifetimes = settings.lifetimes()
     facts = ProfileService(store, lifetimes, settings.budget_profile_tokens, tokens, characters)
@@ -94,6 +100,7 @@ def _engine(
         tokens,
         characters,
     )
+    journey_model = settings.llm_journey_model or settings.llm_summary_model
     chronicler = Chronicler(
         llm,
         store,
@@ -101,11 +108,17 @@ def _engine(
         clock,
         tokens,
         cap_tokens=settings.journey_max_tokens,
-        model=settings.llm_journey_model or settings.llm_summary_model,
+        model=journey_model,
+        prefixes=prefixes,
     )
     extractor = ProfileExtractor(
-        llm, store, lifetimes, clock, characters, model=settings.llm_summary_model
-    )
+        llm, store, lifetimes, clock, characters, model=settings.llm_summary_model,
+        prefixes=prefixes,
+    )  # fmt: skip
+    # A reply may lend its prefix to the background calls on its model (memory/engine/prefix.py).
+    journey_tool = (JOURNEY_TOOL,) if journey_model == settings.llm_summary_model else ()
+    upkeep = Upkeep((SUMMARY_TOOL, EXTRACTION_TOOL, *journey_tool), settings.llm_summary_model)
+    lent = prefixes if settings.llm_share_reply_prefix else None
     responder = Responder(
         llm,
         store,
@@ -115,10 +128,13 @@ def _engine(
         engine_settings.lore_page_cap_tokens,
         tokens,
         clock,
+        upkeep,
+        lent,
     )
     companion = Companion(
         store, characters, responder, summariser, engine_settings, clock, tokens, profile=profile
     )
+    companion.on_forget(prefixes.forget)  # they hold memory rendered for one user
     return companion, extractor, chronicler
 
 
@@ -138,6 +154,7 @@ def _commands(
         settings.rate_limit_window_seconds,
         followups_per_week=settings.followups_per_week,
         access_refresh_seconds=settings.access_refresh_seconds,
+        lore_page_cap_tokens=settings.lore_page_cap_tokens,
     )
     commands = Commands(
         companion,
@@ -221,6 +238,8 @@ async def open_app(
     companion, extractor, chronicler = _engine(settings, store, llm, clock, characters)
     reloader = CharacterReloader(settings.characters_dir, characters)
     jobs = _jobs(settings, companion, extractor, reloader, store, clock, chronicler)
+    # Canon proposals (memory/canon/): beside the journey, on the summary's model.
+    jobs.canon = CanonProposer(llm, store, characters, clock, model=settings.llm_summary_model)
     jobs.wire()
     notices.followups = jobs.followups
     if catch_up:
@@ -254,6 +273,7 @@ async def open_app(
             jobs.followups,
             chronicler,
             jobs.catch_up,
+            jobs.canon,
         )
     finally:
         if scheduler.running:

@@ -36,6 +36,7 @@ def _version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     from bot.cli_access import register as register_access
     from bot.cli_admin import register as register_admin
+    from bot.cli_canon import register as register_canon
     from bot.cli_db import register as register_db
     from bot.cli_inbox import register as register_inbox
     from bot.cli_memory import register as register_memory
@@ -64,12 +65,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands.add_parser("migrate", help="apply pending database migrations and exit")
     characters = commands.add_parser(
-        "characters", help="list, lint, import (SillyTavern cards) or export character files"
+        "characters",
+        help="list, lint, import (SillyTavern cards) or export character files; review the "
+        "canon they propose",
     )
     characters_commands = characters.add_subparsers(dest="action", required=True)
     characters_commands.add_parser("list", help="list the characters and their files")
     characters_commands.add_parser("lint", help="warn where a sheet breaks the writing rules")
     register_admin(commands, characters_commands)
+    register_canon(characters_commands)
     register_memory(commands)
     register_db(commands)
     register_inbox(commands)
@@ -182,6 +186,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings, log_file: Path | Non
     # the platforms' libraries that `run` needs.
     if args.command == "chat":
         return asyncio.run(_chat(settings, args.character, args.user, log_file))
+    if args.command == "characters" and args.action in ("proposals", "approve", "reject"):
+        from bot.cli_canon import run_canon
+
+        return asyncio.run(run_canon(args, settings))
     if args.command in ("characters", "stats"):
         from bot.cli_admin import run_admin
 

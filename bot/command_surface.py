@@ -41,6 +41,12 @@ class AccessCommandFace(Protocol):
     async def run(self, caller: Caller, action: str, args: list[str]) -> Answer: ...
 
 
+class CanonFace(Protocol):
+    """/admin canon (bot/canon_commands.py)."""
+
+    async def run(self, caller: Caller, action: str, args: list[str]) -> Answer: ...
+
+
 class CommandSurface(Protocol):
     """The methods the registry's handlers call, one per command family."""
 
@@ -52,6 +58,9 @@ class CommandSurface(Protocol):
 
     @property
     def access_commands(self) -> AccessCommandFace: ...
+
+    @property
+    def canon(self) -> CanonFace: ...
 
     async def language(self, caller: Caller) -> str: ...
 

@@ -11,6 +11,8 @@ from typing import Protocol
 from bot.access import Access
 from bot.access_commands import AccessCommands
 from bot.answers import Answer, Button, Caller, clean_input, is_blank
+from bot.canon_commands import CanonCommands
+from bot.canon_review import CanonReview
 from bot.channel_communities import ChannelRecorder
 from bot.command_line import help_lines
 from bot.community import ChatRatings, Community, Usable
@@ -30,6 +32,7 @@ from memory.errors import UserFacingError
 from memory.models import Reply
 from memory.store.access import AccessRules
 from memory.store.budgets import ChannelCommunities
+from memory.store.canon import CanonStore
 from memory.store.protocols import Channels, FollowUps, Preferences, Scenes, Users
 
 
@@ -45,6 +48,7 @@ class Limits:
     followups_per_week: int = 2
     # How often a process looks whether another one changed the access rules (bot/access.py).
     access_refresh_seconds: float = 2.0
+    lore_page_cap_tokens: int = 1500  # lint's measure of a lore page, after /admin canon
 
 
 class CommandStore(
@@ -55,11 +59,13 @@ class CommandStore(
     Scenes,
     AccessRules,
     ChatRatings,
+    CanonStore,
     ChannelCommunities,
     Protocol,
 ):
     """Who the user is, which character answers them where, their time zone, scenes, who may
-    talk, the chats marked mature, and the server each channel is in."""
+    talk, the chats marked mature, the canon proposals an operator reviews, and the server
+    each channel is in."""
 
 
 Notify = Callable[[Answer], Awaitable[None]]
@@ -113,6 +119,8 @@ class Commands:
         self.access = Access(store, admin_ids, clock, limits.access_refresh_seconds)
         self._channels = ChannelRecorder(store)
         self.access_commands = AccessCommands(self.access, self.language)
+        review = CanonReview(store, companion.characters, clock, limits.lore_page_cap_tokens)
+        self.canon = CanonCommands(review, self.access, self.language, reloader)
         self.scenes = SceneRoom(companion, store, self, clock)
 
     def is_admin(self, caller: Caller) -> bool:

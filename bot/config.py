@@ -79,6 +79,9 @@ class Settings(BaseSettings):
     llm_timeout_seconds: float = Field(60.0, gt=0)
     llm_max_retries: int = Field(2, ge=0, le=10)
     llm_max_reply_tokens: int = Field(600, ge=16)
+    # Background calls on the reply's model send the reply's tools and system first, to read
+    # its cache (memory/engine/prefix.py). Off: measured to cost more than it saves.
+    llm_share_reply_prefix: bool = False
 
     # Storage and characters
     database_path: Path = Path("./data/companion.db")

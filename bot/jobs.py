@@ -15,6 +15,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.followups import FollowUpJob
 from bot.reload import CharacterReloader
+from memory.canon.proposer import CanonProposer
 from memory.engine.companion import Companion
 from memory.journey.chronicler import Chronicler
 from memory.models import Conversation
@@ -53,6 +54,8 @@ class BackgroundJobs:
         self._chronicler = chronicler
         self._clock = clock
         self._letters_kept = letters_kept
+        # Canon proposals after each conversation (memory/canon/), set by the composition root.
+        self.canon: CanonProposer | None = None
 
     def wire(self) -> None:
         """Connect the engine's events to the jobs."""
@@ -61,6 +64,8 @@ class BackgroundJobs:
         self._companion.on_forget(self._extractor.cancel_for)
         if self._chronicler is not None:
             self._companion.on_forget(self._chronicler.cancel_for)
+        if self.canon is not None:
+            self._companion.on_forget(self.canon.cancel_for)
 
     def catch_up(self) -> None:
         """Start the work that was due when the process last stopped, found from the database:
@@ -68,6 +73,8 @@ class BackgroundJobs:
         self._companion.spawn(self._extractor.extract_pending())
         if self._chronicler is not None:
             self._companion.spawn(self._chronicler.write_pending())
+        if self.canon is not None:
+            self._companion.spawn(self.canon.write_pending())
 
     def schedule(self, scheduler: AsyncIOScheduler) -> None:
         scheduler.add_job(
@@ -95,6 +102,8 @@ class BackgroundJobs:
         await self._extractor.extract_pending()
         if self._chronicler is not None:
             await self._chronicler.write_pending()
+        if self.canon is not None:
+            await self.canon.write_pending()
         await self._store.expire_dead_letters(self._clock() - self._letters_kept)
         await self._store.resume_purge()  # owed by a crash or by another process's forget
 
@@ -113,3 +122,5 @@ class BackgroundJobs:
     async def _extract_later(self, conversation: Conversation) -> None:
         self._companion.spawn(self._extract_and_refresh(conversation))
         self._companion.spawn(self._chronicle_and_refresh(conversation))
+        if self.canon is not None:
+            self._companion.spawn(self.canon.write(conversation))

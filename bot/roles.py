@@ -28,7 +28,12 @@ from bot.app import App, open_app, system_clock
 from bot.budgets import spend_metrics
 from bot.config import Settings
 from bot.health import Metrics, TimedLLM, serve_health
-from bot.inbox.claimed_jobs import ClaimedCompactions, claim_extractions, claim_journeys
+from bot.inbox.claimed_jobs import (
+    ClaimedCompactions,
+    claim_canon,
+    claim_extractions,
+    claim_journeys,
+)
 from bot.inbox.discord_platform import DiscordIngest
 from bot.inbox.discord_worker import DiscordWorker
 from bot.inbox.refused import PlatformAccess
@@ -189,6 +194,8 @@ def claim_background_jobs(app: App, inbox: Inbox) -> None:
     claim_extractions(app.extractor, inbox)
     if app.chronicler is not None:
         claim_journeys(app.chronicler, inbox)
+    if app.canon is not None:
+        claim_canon(app.canon, inbox)
     app.companion.claim_compactions(ClaimedCompactions(inbox, app.store))
 
 

@@ -57,6 +57,31 @@ TEXTS: dict[str, dict[str, str]] = {
         "access_changed": "Hecho.",
         "access_unchanged": "Ya estaba así.",
         "whoami": "Tus ids: {ids}",
+        "canon_private_only": "Las propuestas de canon se revisan en un chat privado conmigo: "
+        "citan lo que los personajes dijeron en conversaciones de otras personas.",
+        "canon_none": "No hay propuestas de canon pendientes.",
+        "canon_more": "… y {count} más: aparecerán al decidir estas.",
+        "canon_title": "Propuestas de canon pendientes ({count}):",
+        "canon_hint": "/admin canon aprobar ID [ficha|lore] la escribe (ficha: del personaje; "
+        "lore: de su mundo); /admin canon rechazar ID la descarta.",
+        "canon_status_pending": "pendiente",
+        "canon_status_approved": "aprobada",
+        "canon_status_rejected": "rechazada",
+        "canon_mark": "⚠ Contradice la ficha: {sheet}",
+        "canon_line": "  turno {turn} ({when}): {text}",
+        "canon_no_evidence": "  (ya no queda ninguna línea: un olvido las borró)",
+        "canon_approved_sheet": "Aprobada #{id}: escrita al final de la descripción de la ficha.",
+        "canon_approved_lore": "Aprobada #{id}: escrita en la página de lore «canon».",
+        "canon_rejected": "Rechazada #{id}: no se escribe nada.",
+        "canon_unknown": "No hay ninguna propuesta de canon #{id} (/admin canon las lista).",
+        "canon_already_approved": "La propuesta #{id} ya estaba aprobada ({when} UTC).",
+        "canon_already_rejected": "La propuesta #{id} ya estaba rechazada ({when} UTC).",
+        "canon_contradicts": "La propuesta #{id} contradice la ficha ({sheet}): la ficha diría "
+        "las dos cosas. Corrige la ficha a mano y recházala, o apruébala con "
+        "`companion characters approve {id} --force`.",
+        "canon_not_written": "La propuesta #{id} no se ha escrito y nada ha cambiado: {reason}",
+        "canon_no_character": "La propuesta #{id} es de «{character}», que ahora no tiene un "
+        "fichero válido: arréglalo o recházala.",
         "reset": "Conversación terminada. Lo importante queda guardado; la próxima empieza "
         "de cero.",
         "reset_none": "No había ninguna conversación abierta.",
@@ -237,6 +262,31 @@ TEXTS: dict[str, dict[str, str]] = {
         "access_changed": "Done.",
         "access_unchanged": "It was already so.",
         "whoami": "Your ids: {ids}",
+        "canon_private_only": "Canon proposals are reviewed in a private chat with me: they "
+        "quote what characters said in other people's conversations.",
+        "canon_none": "No canon proposals are waiting.",
+        "canon_more": "… and {count} more: they show once these are decided.",
+        "canon_title": "Canon proposals waiting ({count}):",
+        "canon_hint": "/admin canon approve ID [sheet|lore] writes one (sheet: about the "
+        "character; lore: about its world); /admin canon reject ID drops it.",
+        "canon_status_pending": "pending",
+        "canon_status_approved": "approved",
+        "canon_status_rejected": "rejected",
+        "canon_mark": "⚠ Contradicts the sheet: {sheet}",
+        "canon_line": "  turn {turn} ({when}): {text}",
+        "canon_no_evidence": "  (no line is left: a forget removed them)",
+        "canon_approved_sheet": "Approved #{id}: written at the end of the sheet's description.",
+        "canon_approved_lore": "Approved #{id}: written on the lore page 'canon'.",
+        "canon_rejected": "Rejected #{id}: nothing is written.",
+        "canon_unknown": "There is no canon proposal #{id} (/admin canon lists them).",
+        "canon_already_approved": "Proposal #{id} was already approved ({when} UTC).",
+        "canon_already_rejected": "Proposal #{id} was already rejected ({when} UTC).",
+        "canon_contradicts": "Proposal #{id} contradicts the sheet ({sheet}): the sheet would "
+        "say both. Fix the sheet by hand and reject it, or approve it with "
+        "`companion characters approve {id} --force`.",
+        "canon_not_written": "Proposal #{id} was not written and nothing changed: {reason}",
+        "canon_no_character": "Proposal #{id} is about '{character}', which has no valid file "
+        "now: fix it or reject the proposal.",
         "reset": "Conversation ended. What matters is kept; the next one starts fresh.",
         "reset_none": "There was no open conversation.",
         "rate_limited": "You're going fast: I'll answer all of it in {seconds} s.",

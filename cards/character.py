@@ -100,6 +100,11 @@ class Character(_Strict):
     # conversation and shown in block 2. Off, say why in `journey_reason` (lint asks for it).
     journey: bool = True
     journey_reason: str = ""
+    # Canon proposals (memory/canon/): after each conversation, what the character
+    # established about itself or its world, proposed to the admin. `canon: false` opts out
+    # (no call is made); say why in `canon_reason` (lint asks for it).
+    canon: bool = True
+    canon_reason: str = ""
     # Scenes (memory/scene/): other names people call the character by in a group, and how
     # likely it is to answer a message that names nobody (0 never ... 1 often).
     aliases: tuple[str, ...] = Field(default=(), max_length=8)

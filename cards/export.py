@@ -24,11 +24,11 @@ from cards.text import COMPANION_EXTENSION, split_scenario, split_traits
 _KEY_ORDER = (
     "id", "name", "language", "rating", "identity", "traits", "speech_rules", "does_not_know",
     "opening_messages", "reminder", "model", "temperature", "retrieval", "journey",
-    "journey_reason", "aliases", "talkativeness", "card_passthrough",
+    "journey_reason", "canon", "canon_reason", "aliases", "talkativeness", "card_passthrough",
 )  # fmt: skip
 _DEFAULTS: dict[str, object] = {
     "rating": "general", "retrieval": "auto", "journey": True, "journey_reason": "", "aliases": [],
-    "talkativeness": 0.5,
+    "talkativeness": 0.5, "canon": True, "canon_reason": "",
 }  # fmt: skip
 _COMMENTS = {
     "does_not_know": "Cards have no such list: add what the character does not know (it is the "
@@ -38,10 +38,11 @@ _COMMENTS = {
     "blocks),\n# example dialogue, alternate greetings, lore book settings and unknown extensions.",
 }
 # What a card has no field for: carried under extensions.companion.
-_OURS = (
+_OURS: tuple[str, ...] = (
     "id", "language", "rating", "speech_rules", "does_not_know", "reminder", "model", "temperature",
     "journey", "journey_reason", "aliases", "talkativeness",
 )  # fmt: skip
+_OURS += ("canon", "canon_reason")  # canon proposals' opt-out (memory/canon/)
 
 
 class _Dumper(yaml.SafeDumper):

@@ -106,6 +106,12 @@ def lint_character(
             "the journey is off without a reason: the character will not remember the story "
             "of its conversations, only facts; set journey_reason, or remove `journey: false`",
         )
+    if not character.canon and not character.canon_reason.strip():
+        warn(
+            "canon",
+            "canon proposals are off without a reason: what the character improvises about "
+            "itself is never proposed for its sheet; set canon_reason, or remove `canon: false`",
+        )
     return found
 
 

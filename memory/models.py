@@ -312,3 +312,41 @@ class Fragment:
     turn_ids: tuple[int, ...]
     when: datetime
     text: str
+
+
+CanonStatus = Literal["pending", "approved", "rejected"]
+CANON_STATUSES: tuple[CanonStatus, ...] = ("pending", "approved", "rejected")
+
+
+@dataclass(frozen=True, slots=True)
+class NewCanonProposal:
+    """A proposal the checks passed (memory/canon/), before it is stored: what the character
+    established about itself or its world, the ids of its own assistant turns it rests on,
+    and the sheet or lore text it contradicts, if any."""
+
+    text: str
+    evidence_turn_ids: tuple[int, ...]
+    contradicts: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CanonProposal:
+    """A stored proposal (migration 0027), waiting for an admin or decided."""
+
+    id: int
+    character_id: str
+    text: str
+    evidence_turn_ids: tuple[int, ...]
+    contradicts: str | None
+    status: str
+    created_at: datetime
+    decided_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class CanonEvidenceLine:
+    """One of the character's own lines a proposal rests on, as the admin reads it."""
+
+    turn_id: int
+    created_at: datetime
+    text: str

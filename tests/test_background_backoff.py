@@ -80,11 +80,13 @@ async def test_a_failing_provider_is_asked_again_after_1_5_30_minutes_then_given
     given_up = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert any("extraction of conversation" in m and "given up" in m for m in given_up)
     assert any("journey of conversation" in m and "given up" in m for m in given_up)
+    assert any("canon proposals of conversation" in m and "given up" in m for m in given_up)
     # The admin sees it.
     database = str(app.settings.database_path)
     code, out, _ = await companion("stats", env=env_for(tmp_path, None, DATABASE_PATH=database))
     assert code == 0
-    assert "given up after their provider failed every retry: extraction 1, journey 1" in out
+    given = "given up after their provider failed every retry: extraction 1, journey 1, canon 1"
+    assert given in out
 
 
 async def test_a_provider_back_within_the_schedule_writes_the_profile_and_the_journey(

@@ -26,6 +26,7 @@ from tests.fakes.telegram_api import FakeTelegram
 from tests.helpers import dm
 from tests.raw_db import raw_database
 from tests.test_background_backoff import EXTRACTION, JOURNEY
+from tests.test_canon import ROUTE as CANON
 from tests.test_cli import companion, env_for
 
 ANA, OPERATOR = 1001, 4242
@@ -130,8 +131,8 @@ async def test_operators_hear_once_at_80_and_once_at_100_percent_of_the_global_c
         assert len(fake_anthropic.bodies()) == 2  # the refused ones asked nothing
 
 
-def calls(fake: FakeAnthropic) -> tuple[int, int]:
-    return len(fake.bodies(EXTRACTION)), len(fake.bodies(JOURNEY))
+def calls(fake: FakeAnthropic) -> tuple[int, int, int]:
+    return len(fake.bodies(EXTRACTION)), len(fake.bodies(JOURNEY)), len(fake.bodies(CANON))
 
 
 async def sweep_after(app: App, clock: FakeClock, **delta: float) -> None:
@@ -153,16 +154,16 @@ async def test_background_calls_count_to_the_person_and_wait_for_the_reset(
         await sweep_after(app, clock, hours=1)  # ends the conversation: both jobs owed
         for _ in range(4):  # more sweeps than the provider's retry schedule would allow
             await sweep_after(app, clock, minutes=31)
-        assert calls(fake_anthropic) == (0, 0)  # deferred, no call
+        assert calls(fake_anthropic) == (0, 0, 0)  # deferred, no call
         with raw_database(app.settings) as raw:
             [(status,)] = raw.execute("SELECT extraction_status FROM conversations").fetchall()
         assert status not in ("done", "failed")  # still owed, not given up
         await sweep_after(app, clock, hours=4)  # the next day (01:34): the budget reset
-        assert calls(fake_anthropic) == (1, 1)
+        assert calls(fake_anthropic) == (1, 1, 1)
         next_day = ("person:telegram:u1", day_key(clock()))
         [row] = [c for c in await app.store.budget_counters(next_day[1])
                  if c.scope == next_day[0]]  # fmt: skip
-        assert row.calls == 2 and row.spent > 0  # extraction and journey, paid by Ane
+        assert row.calls == 3 and row.spent > 0  # extraction, journey, canon: paid by Ane
 
 
 async def test_stats_by_person_and_community_show_spend_against_budgets(

@@ -33,6 +33,7 @@ ANSWERING = [
     "bot/photos.py",
     "bot/terminal.py",
     "bot/greeting.py",
+    "bot/canon_commands.py",
     *(str(p.relative_to(ROOT)) for p in sorted((ROOT / "bot/adapters").glob("*.py"))),
 ]
 # memory/ modules on the users' path: their refusals are worded by the catalogue.

@@ -10,6 +10,7 @@ from typing import Any
 
 from bench.cache_sim import PromptCache
 from bench.context_growth import main, run
+from bench.context_growth_report import format_table
 
 WORDS = ["tide", "lantern", "harbour", "kettle", "gull", "rope", "shelf", "book", "cat", "rain"]
 
@@ -70,6 +71,8 @@ def test_bench_runs_and_prompt_stays_bounded(tmp_path: Path) -> None:
     prompt, full = result["prompt_tokens"], result["full_history_tokens"]
     assert prompt["80"] <= 1.3 * prompt["40"]
     assert prompt["80"] < full["80"] / 2
+    cost = f"cost of all calls {result['cost_all_calls']:,} token-equivalents"
+    assert cost in format_table(result)  # the table reports every call beside the replies
 
 
 def test_with_the_journey_the_second_session_carries_it_in_block_2(tmp_path: Path) -> None:
@@ -88,6 +91,14 @@ def test_json_output_is_one_object(tmp_path: Path, capsys: Any) -> None:
     printed = json.loads(capsys.readouterr().out)
     assert printed["prompt_tokens"].keys() == {"10", "30"}
     assert "cache_read_share_steady" in printed
+    # Every call of the conversation's life, beside the replies' share.
+    kinds = printed["cache_read_share_by_kind"]
+    assert {"reply", "summary"} <= set(kinds)  # 30 turns: no session ends
+    total = sum(printed["input_tokens_by_kind"].values())
+    assert total == printed["input_tokens_all_calls"] > 0
+    read = sum(kinds[k] * printed["input_tokens_by_kind"][k] for k in kinds)
+    assert abs(printed["cache_read_share_all_calls"] - read / total) < 0.001
+    assert kinds["reply"] == printed["cache_read_share_all"]
 
 
 def _body(*texts: str, breakpoint_at: int) -> dict[str, Any]:
@@ -116,3 +127,15 @@ def test_cache_sim_stores_nothing_below_the_minimum() -> None:
     for _ in range(2):
         result = cache.request(_body("a" * 50, "b", breakpoint_at=0), now, len)
         assert (result.read, result.write, result.uncached) == (0, 0, 51)
+
+
+def test_cache_sim_a_new_tool_choice_reads_the_tools_and_system_not_the_messages() -> None:
+    """The provider's table: a change of tool_choice invalidates the message blocks only."""
+    cache = PromptCache(min_cacheable=10)
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    body = _body("a" * 20, "b" * 5, breakpoint_at=0)
+    body["system"] = [{"type": "text", "text": "s" * 30, "cache_control": {"type": "ephemeral"}}]
+    assert cache.request(body, now, len).write == 50
+    forced = {**body, "tool_choice": {"type": "tool", "name": "write_summary"}}
+    again = cache.request(forced, now + timedelta(minutes=1), len)
+    assert (again.read, again.write, again.uncached) == (30, 20, 5)

@@ -18,6 +18,7 @@ from memory.journey.model import Journey
 from memory.models import (
     DeadLetter,
     Fact,
+    NewCanonProposal,
     ReplySources,
     Speaker,
     Summary,
@@ -101,6 +102,12 @@ async def populate(store: MemoryStore) -> Thread:
     await store.claim_access_notice("telegram", "666", NOW, NOW - timedelta(days=1))
     # A group marked for adults (migration 0025).
     await store.mark_chat_mature("telegram", "-100", True, "admin", NOW)
+    # A canon proposal resting on the detective's reply in the scene (migration 0027).
+    answer = await store.add_turn(scene, "assistant", "Mi barco se llama Gaviota", NOW)
+    await store.add_canon_proposals(
+        DETECTIVE, [NewCanonProposal("Su barco se llama Gaviota.", (answer.id,))], NOW
+    )
+    await store.save_canon_run(scene.id, DETECTIVE, [], "nothing", NOW)
     # A Discord channel's server, its budget community (migration 0028).
     await store.record_channel_community("discord:55", "discord:900")
     return thread

@@ -78,6 +78,10 @@ def samples(fact: int) -> dict[str, Sample]:
         "admin.acceso.desbloquear": (["rol", "88"], "block: -"),
         "admin.acceso.privados": (["on"], "dms: on"),
         "admin.acceso.invitacion": (["off"], "invite-only: off"),
+        # Canon proposals (bot/canon_commands.py): none waiting here (tests/test_canon_admin.py).
+        "admin.canon.lista": (["999"], text("es", "canon_unknown", id=999)),
+        "admin.canon.aprobar": (["999", "ficha"], text("es", "canon_unknown", id=999)),
+        "admin.canon.rechazar": (["999"], text("es", "canon_unknown", id=999)),
     }
 
 
@@ -220,7 +224,11 @@ async def test_discord_tree_is_localised_admin_hidden_and_synced_only_when_chang
         operator = synced["admin"]  # one hidden group, its rules a subgroup: /admin acceso ...
         assert operator["default_member_permissions"] not in (None, "")
         assert "admin-admin" not in synced
-        [acceso] = operator["options"]
+        subgroups = {o["name"]: o for o in operator["options"]}
+        assert set(subgroups) == {"acceso", "canon"}  # /admin canon: the canon proposals
+        acceso = subgroups["acceso"]
+        canon = {o["name"] for o in subgroups["canon"]["options"]}
+        assert canon == {"lista", "aprobar", "rechazar"}
         assert acceso["name"] == "acceso" and acceso["name_localizations"]["en-US"] == "access"
         assert {o["name"] for o in acceso["options"]} >= {"lista", "bloquear", "solo-invitados"}
         assert synced["yo"]["name_localizations"]["en-US"] == "whoami"

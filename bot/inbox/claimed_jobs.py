@@ -14,6 +14,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+from memory.canon.proposer import CanonProposer
 from memory.journey.chronicler import Chronicler
 from memory.models import Conversation
 from memory.profile.extraction import ProfileExtractor
@@ -89,3 +90,20 @@ def claim_journeys(chronicler: Chronicler, inbox: Inbox) -> None:
             return await plain(conversation)
 
     chronicler.write = write  # type: ignore[method-assign]
+
+
+def claim_canon(proposer: CanonProposer, inbox: Inbox) -> None:
+    """Route every canon read of this process through its conversation's claim, as the
+    journey's: one worker calls the model for a conversation (canon_runs keeps the write
+    once whichever worker saves first)."""
+    plain: Callable[[Conversation], Awaitable[str]] = proposer.write
+
+    async def write(conversation: Conversation) -> str:
+        key = f"canon:{conversation.id}"
+        async with inbox.job_claim(key, JOURNEY_CLAIM_SECONDS) as mine:
+            if not mine:
+                log.debug("canon of %s: claimed elsewhere", conversation.id)
+                return CLAIMED_ELSEWHERE
+            return await plain(conversation)
+
+    proposer.write = write  # type: ignore[method-assign]

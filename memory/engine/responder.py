@@ -31,6 +31,7 @@ from memory.engine.llm import (
 )
 from memory.engine.lore import render_lore_index
 from memory.engine.off_record import counts_only, ram_turn
+from memory.engine.prefix import CachedPrefix, ReplyPrefixes, Upkeep
 from memory.engine.prompt import (
     Budgets,
     PromptState,
@@ -106,10 +107,16 @@ class Responder:
         lore_cap_tokens: int,
         tokens: TokenEstimator,
         clock: Callable[[], datetime],
+        upkeep: Upkeep | None = None,
+        prefixes: ReplyPrefixes | None = None,
     ) -> None:
         self._llm = llm
         self._store = store
         self._retriever = retriever
+        # The background calls' tools, and where each conversation's reply prefix is kept for
+        # them (memory/engine/prefix.py): both or neither.
+        self._upkeep = upkeep if prefixes is not None else None
+        self._prefixes = prefixes
         self._budgets = budgets
         self._max_reply_tokens = max_reply_tokens
         self._lore_cap = lore_cap_tokens
@@ -128,23 +135,27 @@ class Responder:
         `on_text` sees the text so far while the model writes it, when the provider streams."""
         fragments = await self._fragments(session, character)
         toolbox = self._toolbox(session, character)
+        upkeep = self._upkeep.for_reply(character.model) if self._upkeep else ()
+        tools = (*toolbox.specs(), *upkeep)
         prompt = render(
             self._state(session, character, fragments),
             now,
             self._budgets_for(character),
             self._tokens,
-            prefix_tokens=self._tokens.count(tool_definitions(toolbox.specs())),
+            prefix_tokens=self._tokens.count(tool_definitions(tools)),
         )
         call = _Call(session, character, turn_id, len(fragments), on_text)
         messages = list(prompt.messages)
         for tool_round in range(MAX_TOOL_ROUNDS + 1):
             may_use_tools = tool_round < MAX_TOOL_ROUNDS
-            answered = await self._call(
-                call, prompt, messages, toolbox.specs(), may_use_tools, tool_round
-            )
+            answered = await self._call(call, prompt, messages, tools, may_use_tools, tool_round)
             if answered is None:
                 return None
             response, usage = answered
+            if upkeep and tool_round == 0 and self._prefixes is not None:
+                owner = (session.thread.user_id, session.thread.character_id)
+                sent = CachedPrefix(character.model, tools, prompt.system)
+                self._prefixes.keep(session.conversation.id, owner, sent)
             if not (response.tool_calls and may_use_tools):
                 break
             await self.save_usage(session, usage)
@@ -365,9 +376,13 @@ class Responder:
             return None
         usage = response.usage
         if tool_round == 0:
+            # The upkeep tools lent to the background calls are counted: lending them leaves
+            # the calibration where it was.
+            lent = tuple(t for t in tools if self._upkeep and t in self._upkeep.tools)
             estimated = sum(self._tokens.count(b.text) for b in prompt.system) + sum(
                 self._tokens.count(m.text) for m in prompt.messages
             )
+            estimated += self._tokens.count(tool_definitions(lent)) if lent else 0
             self._tokens.calibrate(estimated, usage.total_input)
         return response, record
 

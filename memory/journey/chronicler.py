@@ -22,6 +22,7 @@ from cards.character import Character, CharacterBook
 from memory.budget.policy import payer_of
 from memory.engine.forced_tool import OutputRejected, call_until_valid
 from memory.engine.llm import LLM, ChatMessage, LLMRequest, LLMResponse, TextBlock, ToolSpec
+from memory.engine.prefix import ReplyPrefixes, framed
 from memory.engine.retries import Backoff, backoff_of
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.credentials import credential_values
@@ -130,10 +131,13 @@ class Chronicler:
         cap_tokens: int = JOURNEY_MAX_TOKENS,
         attempts: int = 3,
         model: str | None = None,
+        prefixes: ReplyPrefixes | None = None,
     ) -> None:
         self._llm = llm
         self._store = store
         self._characters = characters
+        # The conversation's reply prefix, sent first so the call reads the reply's cache.
+        self._prefixes = prefixes
         self._clock = clock
         self._tokens = tokens
         self._cap = cap_tokens
@@ -225,7 +229,9 @@ class Chronicler:
         allowed = {t.id for t in turns} | set(previous.cited_ids if previous else ())
         known = credential_values(t.text for t in turns)
         names = character.names_in_memory()
-        system = instructions(character.name, character.language, self._cap)
+        prefix = self._prefixes.of(conversation.id) if self._prefixes else None
+        own = instructions(character.name, character.language, self._cap)
+        tools, system = framed(prefix, self._model, JOURNEY_TOOL, own)
         over: list[tuple[str, ...]] = []
 
         def validate(response: LLMResponse) -> Checked:
@@ -264,12 +270,12 @@ class Chronicler:
                 text += f"\n\nYour previous answer was rejected: {feedback}. Answer again."
             return LLMRequest(
                 kind="journey",
-                system=(TextBlock(system),),
+                system=system,
                 messages=(ChatMessage("user", (TextBlock(text),)),),
                 max_tokens=2 * self._cap + 300,
                 temperature=0.3,
                 model=self._model,
-                tools=(JOURNEY_TOOL,),
+                tools=tools,
                 force_tool=JOURNEY_TOOL.name,
                 payer=payer_of(thread),
             )

@@ -29,6 +29,7 @@ from memory.engine.llm import (
     LLMResponse,
     TextBlock,
 )
+from memory.engine.prefix import ReplyPrefixes, framed
 from memory.engine.retries import Backoff, backoff_of
 from memory.integrity.gate import as_data
 from memory.models import Conversation, Fact, Turn, UsageRecord
@@ -103,10 +104,13 @@ class ProfileExtractor:
         characters: CharacterBook,
         attempts: int = 3,
         model: str | None = None,
+        prefixes: ReplyPrefixes | None = None,
     ) -> None:
         self._llm = llm
         self._store = store
         self._lifetimes = lifetimes
+        # The conversation's reply prefix, sent first so the call reads the reply's cache.
+        self._prefixes = prefixes
         self._clock = clock
         self._characters = characters
         self._attempts = attempts
@@ -282,14 +286,17 @@ class ProfileExtractor:
         if feedback:
             body += f"\n\nYour previous answer was rejected: {feedback}. Answer again."
         name = self._characters.name_of(conversation.thread.character_id)
+        prefix = self._prefixes.of(conversation.id) if self._prefixes else None
+        instructions = _INSTRUCTIONS.format(name=name)
+        tools, system = framed(prefix, self._model, EXTRACTION_TOOL, instructions)
         return LLMRequest(
             kind="extraction",
-            system=(TextBlock(_INSTRUCTIONS.format(name=name)),),
+            system=system,
             messages=(ChatMessage("user", (TextBlock(body),)),),
             max_tokens=1500,
             temperature=0.0,
             model=self._model,
-            tools=(EXTRACTION_TOOL,),
+            tools=tools,
             force_tool=EXTRACTION_TOOL.name,
             payer=payer_of(conversation.thread),
         )

@@ -125,6 +125,15 @@ COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
         ("platform", "channel_id", "mature", "marked_by", "marked_at", "notice_character"),
         None,
     ),
+    "canon_proposals": (
+        ("id", "character_id", "text", "contradicts", "status", "created_at", "decided_at"),
+        "id",
+    ),
+    "canon_evidence": (
+        ("proposal_id", "turn_id", "thread_id", "scope", "conversation_id"),
+        "proposal_id",
+    ),
+    "canon_runs": (("conversation_id", "character_id", "status", "created_at"), "conversation_id"),
     "channel_communities": (("channel", "community"), None),
 }  # fmt: skip
 PRIMARY_KEYS = {
@@ -138,11 +147,12 @@ PRIMARY_KEYS = {
     "access_settings": "name",
     "access_notices": "platform, user_id",
     "chat_ratings": "platform, channel_id",
+    "canon_evidence": "proposal_id, turn_id",
     "channel_communities": "channel",
 }
 IDENTITY_TABLES = ("users", "conversations", "turns", "summaries", "llm_usage", "facts",
                     "fact_history", "memory_rejections", "followups", "dead_letters",
-                   "journeys")  # fmt: skip
+                   "journeys", "canon_proposals")  # fmt: skip
 
 
 def copy_key(table: str) -> str | None:
@@ -154,6 +164,24 @@ def checked_table(table: str) -> tuple[tuple[str, ...], str | None]:
     if table not in COPY_TABLES:
         raise ValueError(f"not a table of the copy: {table!r}")
     return COPY_TABLES[table]
+
+
+def page_query(table: str, after_id: int, limit: int) -> tuple[str, tuple[int, ...]] | None:
+    """The statement ($N parameters) and its values that read `read_rows`' page of `table`:
+    up to `limit` rows whose copy key is above `after_id`, in key order, rows sharing a key
+    value (a user's character choices) never split between pages; a table without an integer
+    key comes whole at after_id 0, and None (nothing) after it."""
+    columns, key = checked_table(table)  # the name is one of ours before it is put in the SQL
+    names = ", ".join(columns)
+    order = PRIMARY_KEYS.get(table, key)
+    if key is None:
+        return (f"SELECT {names} FROM {table} ORDER BY {order}", ()) if after_id <= 0 else None
+    return (
+        f"SELECT {names} FROM {table} WHERE {key} > $1 AND {key} <= (SELECT max(k)"
+        f" FROM (SELECT {key} AS k FROM {table} WHERE {key} > $1 ORDER BY {key}"
+        f" LIMIT $2) AS page) ORDER BY {order}",
+        (after_id, limit),
+    )
 
 
 class CopyRefused(RuntimeError):

@@ -35,6 +35,7 @@ from memory.search.terms import Term
 from memory.store.access import AccessRules
 from memory.store.admin_protocols import Administration, DeadLetters, DeploymentCopy
 from memory.store.budgets import BudgetLedger, ChannelCommunities
+from memory.store.canon import CanonStore
 
 # (first turn id of its exchange, next exchange's first turn id, previous exchange's last, turn)
 ExchangeRow = tuple[int, int | None, int | None, Turn]
@@ -259,7 +260,7 @@ class Usage(Protocol):
 
     async def given_up_jobs(self) -> dict[str, int]:
         """How many conversations each background job gave up on after its retries
-        ('extraction', 'journey'): for the admin (`companion stats`)."""
+        ('extraction', 'journey', 'canon'): for the admin (`companion stats`)."""
         ...
 
 
@@ -416,6 +417,7 @@ class MemoryStore(
     ChannelCommunities,
     AccessRules,
     ChatRatings,
+    CanonStore,
     Protocol,
 ):
     """Everything a backend implements; held only by the composition root and the admin CLI."""

@@ -8,19 +8,25 @@ records read back are the very ones written.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
+from memory.journey.model import Journey
 from memory.models import (
     Conversation,
     DeadLetter,
     Fact,
+    FactVersion,
+    FollowUpCandidate,
+    ReplySources,
     Speaker,
     Summary,
     SummaryFields,
     Thread,
     Turn,
     UsageRecord,
+    User,
 )
 
 
@@ -68,6 +74,35 @@ def fact(row: Row) -> Fact:
     )
 
 
+def fact_version(row: Row) -> FactVersion:
+    return FactVersion(
+        fact_id=row["fact_id"],
+        value=row["value"],
+        origin=row["origin"],
+        valid_from=datetime.fromisoformat(row["valid_from"]),
+        superseded_at=datetime.fromisoformat(row["superseded_at"]),
+        reason=row["reason"],
+    )
+
+
+def followup_offers(rows: Iterable[Row]) -> list[FollowUpCandidate]:
+    """The first dated fact of each user and character among rows of OFFERS_DUE
+    (memory/store/followup_rules.py), in the rows' order."""
+    offers: dict[tuple[int, str], FollowUpCandidate] = {}
+    for r in rows:
+        offers.setdefault(
+            (r["user_id"], r["character_id"]),
+            FollowUpCandidate(
+                fact(r), r["platform"], r["platform_user_id"], r["display_name"], r["timezone"]
+            ),
+        )
+    return list(offers.values())
+
+
+def user(row: Row) -> User:
+    return User(row["id"], row["platform"], row["platform_user_id"], row["display_name"])
+
+
 def conversation(row: Row) -> Conversation:
     return Conversation(
         id=row["id"],
@@ -113,6 +148,29 @@ def summary(row: Row) -> Summary:
         fields=SummaryFields(**{name: tuple(raw.get(name, ())) for name in raw}),
         cited_ids=frozenset(json.loads(row["cited_ids_json"])),
         covers_up_to_turn_id=row["covers_up_to_turn_id"],
+        created_at=datetime.fromisoformat(row["created_at"]),
+        id=row["id"],
+    )
+
+
+def reply_sources(row: Row) -> ReplySources:
+    return ReplySources(
+        turn_id=row["turn_id"],
+        fact_ids=tuple(json.loads(row["fact_ids"])),
+        summary_id=row["summary_id"],
+        window_turn_ids=tuple(json.loads(row["window_turn_ids"])),
+        fragment_turn_ids=tuple(json.loads(row["fragment_turn_ids"])),
+        created_at=datetime.fromisoformat(row["created_at"]),
+        journey_id=row["journey_id"],
+    )
+
+
+def journey(row: Row) -> Journey:
+    return Journey(
+        user_id=row["user_id"],
+        character_id=row["character_id"],
+        paragraphs=Journey.split(row["text"]),
+        covers_conversation_id=row["covers_conversation_id"],
         created_at=datetime.fromisoformat(row["created_at"]),
         id=row["id"],
     )

@@ -25,6 +25,7 @@ from memory.engine.llm import (
     TextBlock,
     ToolSpec,
 )
+from memory.engine.prefix import ReplyPrefixes, framed
 from memory.engine.tokens import TokenEstimator
 from memory.integrity.credentials import credential_values, mask_credentials
 from memory.integrity.together import ClaimRefusal, filter_claims
@@ -201,8 +202,11 @@ class Summariser:
         attempts: int = 3,
         model: str | None = None,
         record_rejection: Callable[[Thread, int | None, str], Awaitable[None]] | None = None,
+        prefixes: ReplyPrefixes | None = None,
     ) -> None:
         self._llm = llm
+        # The conversation's reply prefix, sent first so the call reads the reply's cache.
+        self._prefixes = prefixes
         # Claims the memory gate drops are counted with the profile's refusals
         # (memory_rejections), so an attack on the summary shows up where an admin looks.
         self._record_rejection = record_rejection
@@ -227,14 +231,16 @@ class Summariser:
             cap=self._cap,
             past_example=past_example(job.character_name),
         )
+        prefix = self._prefixes.of(job.conversation_id) if self._prefixes else None
+        tools, system_blocks = framed(prefix, self._model, SUMMARY_TOOL, system)
         return LLMRequest(
             kind="summary",
-            system=(TextBlock(system),),
+            system=system_blocks,
             messages=(ChatMessage("user", (TextBlock(body),)),),
             max_tokens=1200,
             temperature=0.2,
             model=self._model,
-            tools=(SUMMARY_TOOL,),
+            tools=tools,
             force_tool=SUMMARY_TOOL.name,
             payer=payer_of(job.thread),
         )

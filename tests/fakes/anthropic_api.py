@@ -77,6 +77,7 @@ _EMPTY_TOOL_ANSWERS: dict[str, Any] = {
     },
     "record_profile": {"operations": []},
     "write_journey": {"journey": ""},
+    "propose_canon": {"proposals": []},
 }
 
 

@@ -10,6 +10,7 @@ from memory.store.postgres.base import (
     redact_url,
 )
 from memory.store.postgres.budgets import PgBudgetsMixin
+from memory.store.postgres.canon import PgCanonMixin
 from memory.store.postgres.conversations import PgConversationsMixin
 from memory.store.postgres.copy import PgCopyMixin
 from memory.store.postgres.dead_letters import PgDeadLettersMixin
@@ -35,6 +36,7 @@ class PostgresStore(
     PgScenesMixin,
     PgAccessMixin,
     PgRatingsMixin,
+    PgCanonMixin,
 ):
     """Everything the engine keeps, on PostgreSQL 15 or later."""
 

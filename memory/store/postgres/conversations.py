@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +19,7 @@ from memory.models import (
     User,
     UserTurn,
 )
+from memory.store import params
 from memory.store.errors import ConversationGone
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
@@ -87,15 +87,6 @@ def _turn_values(
             role, text, platform_message_id, vector)  # fmt: skip
 
 
-def _usage_values(record: UsageRecord) -> tuple[Any, ...]:
-    """$15-$30 of _WITH_USAGE (the time is the reply's)."""
-    return (record.user_id, record.character_id, record.conversation_id, record.turn_id,
-            record.kind, record.model, int(record.ok),
-            record.error, record.input_tokens, record.cache_read_tokens,
-            record.cache_write_tokens, record.output_tokens, float(record.latency_ms),
-            record.tool_round, record.fragments, record.tools_called)  # fmt: skip
-
-
 class PgConversationsMixin(PostgresStoreBase):
     # ---- users and conversations ------------------------------------------------------------
 
@@ -112,7 +103,7 @@ class PgConversationsMixin(PostgresStoreBase):
             ts(now),
         )
         assert row is not None
-        return User(row["id"], row["platform"], row["platform_user_id"], row["display_name"])
+        return rows.user(row)
 
     async def find_user(self, platform: str, platform_user_id: str) -> User | None:
         row = await self._pool.fetchrow(
@@ -120,9 +111,7 @@ class PgConversationsMixin(PostgresStoreBase):
             platform,
             platform_user_id,
         )
-        if row is None:
-            return None
-        return User(row["id"], row["platform"], row["platform_user_id"], row["display_name"])
+        return rows.user(row) if row else None
 
     async def open_conversation(self, thread: Thread) -> Conversation | None:
         row = await self._pool.fetchrow(
@@ -238,12 +227,9 @@ class PgConversationsMixin(PostgresStoreBase):
         turn_id = await self._pool.fetchval(
             _WITH_TURN + _WITH_SOURCES + _WITH_USAGE + " SELECT id FROM t",
             *_turn_values(conversation, "assistant", text, now, None),
-            json.dumps(list(sources.fact_ids)),
-            sources.summary_id or None,
-            json.dumps(list(sources.window_turn_ids)),
-            json.dumps(list(sources.fragment_turn_ids)),
+            *params.reply_sources(sources),
             usage is not None,
-            *_usage_values(usage or UsageRecord("reply", "", True)),
+            *params.usage(usage or UsageRecord("reply", "", True)),
             sources.journey_id,  # $31, after _WITH_USAGE's
         )
         if turn_id is None:
@@ -341,7 +327,7 @@ class PgConversationsMixin(PostgresStoreBase):
             " output_tokens, latency_ms, tool_round, fragments, tools_called, created_at)"
             " SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17"
             " WHERE $3::bigint IS NULL OR EXISTS (SELECT 1 FROM conversations WHERE id = $3)",
-            *_usage_values(record),
+            *params.usage(record),
             ts(now),
         )
 
@@ -379,13 +365,6 @@ async def _insert_summary(
         " covers_up_to_turn_id, created_at) SELECT $1, $2, $3, $4, $5, $6, $7"
         " WHERE $8::bigint IS NULL OR EXISTS (SELECT 1 FROM conversations WHERE id = $8"
         " AND user_id = $1 AND character_id = $2) RETURNING id",
-        thread.user_id,
-        thread.character_id,
-        thread.scope,
-        json.dumps(dict(summary.fields.items()), ensure_ascii=False),
-        json.dumps(sorted(summary.cited_ids)),
-        summary.covers_up_to_turn_id,
-        ts(summary.created_at),
-        conversation_id,
+        *params.summary(thread, summary, conversation_id),
     )
     return int(found) if found is not None else None

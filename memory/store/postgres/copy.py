@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.store.copy import COPY_TABLES, IDENTITY_TABLES, PRIMARY_KEYS, checked_table
+from memory.store.copy import COPY_TABLES, IDENTITY_TABLES, checked_table, page_query
 from memory.store.postgres.base import PostgresStoreBase
 from memory.store.postgres.terms import search_vector
 
@@ -26,25 +26,11 @@ class PgCopyMixin(PostgresStoreBase):
         return int(await self._pool.fetchval(f"SELECT count(*) FROM {table}"))
 
     async def read_rows(self, table: str, after_id: int, limit: int) -> list[dict[str, Any]]:
-        """Up to `limit` rows whose `copy_key` is above `after_id`, in primary-key order. Rows
-        sharing a key value (a user's character choices) are never split between pages, so a
-        page may hold a few more; a table without an integer key comes whole at after_id 0."""
-        columns, key = checked_table(table)
-        names = ", ".join(columns)
-        order = PRIMARY_KEYS.get(table, key)
-        if key is None:
-            if after_id > 0:
-                return []
-            found = await self._pool.fetch(f"SELECT {names} FROM {table} ORDER BY {order}")
-        else:
-            found = await self._pool.fetch(
-                f"SELECT {names} FROM {table} WHERE {key} > $1 AND {key} <= (SELECT max(k)"
-                f" FROM (SELECT {key} AS k FROM {table} WHERE {key} > $1 ORDER BY {key}"
-                f" LIMIT $2) AS page) ORDER BY {order}",
-                after_id,
-                limit,
-            )
-        return [dict(row) for row in found]
+        """`limit` rows or so after `after_id` (memory/store/copy.py's `page_query`)."""
+        query = page_query(table, after_id, limit)
+        if query is None:
+            return []
+        return [dict(row) for row in await self._pool.fetch(query[0], *query[1])]
 
     async def write_rows(self, table: str, rows: list[dict[str, Any]]) -> None:
         """Insert `rows` as they are, ids included, in one transaction (a turn's search vector

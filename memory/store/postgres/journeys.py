@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
-from typing import Any
 
 import asyncpg
 
-from memory.journey.model import JOURNEY_SCOPE, Journey, remap_citations
+from memory.journey.model import JOURNEY_SCOPE, Journey
 from memory.models import Conversation
+from memory.store import params, remap
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
 from memory.store.postgres.rows import ts
-
-
-def journey_of(row: asyncpg.Record) -> Journey:
-    return Journey(
-        user_id=row["user_id"],
-        character_id=row["character_id"],
-        paragraphs=Journey.split(row["text"]),
-        covers_conversation_id=row["covers_conversation_id"],
-        created_at=datetime.fromisoformat(row["created_at"]),
-        id=row["id"],
-    )
-
 
 _INSERT = (
     "INSERT INTO journeys (user_id, character_id, text, cited_ids_json, covers_conversation_id,"
@@ -44,7 +31,7 @@ class PgJourneysMixin(PostgresStoreBase):
             user_id,
             character_id,
         )
-        return journey_of(row) if row else None
+        return rows.journey(row) if row else None
 
     async def save_journey(
         self, journey: Journey, conversation_id: int, previous_id: int | None, now: datetime
@@ -67,13 +54,7 @@ class PgJourneysMixin(PostgresStoreBase):
                 await con.execute("DELETE FROM journeys WHERE id = $1", current)
                 await self._record_pending_purge(con)
             await con.execute(
-                _INSERT,
-                journey.user_id,
-                journey.character_id,
-                journey.text,
-                json.dumps(sorted(journey.cited_ids)),
-                conversation_id,
-                ts(journey.created_at),
+                _INSERT, *params.journey(journey, conversation_id, journey.created_at)
             )
             await con.execute(
                 _RUN, conversation_id, journey.user_id, journey.character_id, "done", ts(now)
@@ -109,18 +90,12 @@ class PgJourneysMixin(PostgresStoreBase):
                 status = await con.execute(
                     "UPDATE journeys SET text = $1, cited_ids_json = $2 WHERE id = $3"
                     " AND user_id = $4 AND character_id = $5",
-                    journey.text,
-                    json.dumps(sorted(journey.cited_ids)),
-                    journey.id,
-                    journey.user_id,
-                    journey.character_id,
+                    *params.rewritten_journey(journey),
                 )
             else:
                 status = await con.execute(
                     "DELETE FROM journeys WHERE id = $1 AND user_id = $2 AND character_id = $3",
-                    journey.id,
-                    journey.user_id,
-                    journey.character_id,
+                    *params.journey_key(journey),
                 )
             written = status.endswith(" 1")
             if written:
@@ -143,34 +118,15 @@ class PgJourneysMixin(PostgresStoreBase):
             self._start_purge()
         return deleted
 
-    async def _import_journey(
-        self,
-        con: asyncpg.Connection,
-        user_id: int,
-        character_id: str,
-        data: dict[str, Any],
-        conversation_ids: dict[int, int],
-        turn_ids: dict[int, int],
-        now: datetime,
-    ) -> int:
+    async def _import_journey(self, con: asyncpg.Connection, load: remap.Load) -> int:
         """Inside import_rows' transaction (see the SQLite store's `_import_journey`)."""
-        for new_id in conversation_ids.values():
-            await con.execute(_RUN, new_id, user_id, character_id, "imported", ts(now))
-        found = data.get("journeys") or []
-        text = remap_citations(str(found[-1].get("text", "")), turn_ids) if found else ""
-        if not text.strip():
+        owner = (load.user_id, load.character_id)
+        for new_id in load.conversation_ids.values():
+            await con.execute(_RUN, new_id, *owner, "imported", ts(load.now))
+        journey = remap.journey(load)
+        if journey is None:
             return 0
-        await con.execute(
-            "DELETE FROM journeys WHERE user_id = $1 AND character_id = $2", user_id, character_id
-        )
-        journey = Journey(user_id, character_id, Journey.split(text), None, now)
-        await con.execute(
-            _INSERT,
-            user_id,
-            character_id,
-            journey.text,
-            json.dumps(sorted(journey.cited_ids)),
-            max(conversation_ids.values(), default=None),
-            ts(now),
-        )
+        await con.execute("DELETE FROM journeys WHERE user_id = $1 AND character_id = $2", *owner)
+        covers = max(load.conversation_ids.values(), default=None)
+        await con.execute(_INSERT, *params.journey(journey, covers, load.now))
         return 1

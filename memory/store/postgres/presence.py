@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import date, datetime
 
 from memory.models import FollowUpCandidate, FollowUpState, Thread
-from memory.store.followup_rules import OWED
+from memory.store import records
+from memory.store.followup_rules import OFFERS_DUE, OWED
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
 from memory.store.postgres.rows import ts
@@ -126,28 +127,7 @@ class PgPresenceMixin(PostgresStoreBase):
     async def followup_offers_due(self) -> list[FollowUpCandidate]:
         """One dated fact (learned in a private chat) of each user and character never offered
         follow-ups yet: the offer goes out once, after the first dated event."""
-        found = await self._pool.fetch(
-            "SELECT f.*, u.platform, u.platform_user_id, u.display_name, p.timezone"
-            " FROM facts f JOIN users u ON u.id = f.user_id"
-            " LEFT JOIN user_preferences p ON p.user_id = f.user_id"
-            " WHERE f.scope = 'dm' AND f.status = 'active' AND f.event_date IS NOT NULL"
-            " AND NOT EXISTS (SELECT 1 FROM followup_settings s WHERE s.user_id = f.user_id"
-            " AND s.character_id = f.character_id AND s.offered_at IS NOT NULL)"
-            " ORDER BY f.id",
-        )
-        offers: dict[tuple[int, str], FollowUpCandidate] = {}
-        for r in found:
-            offers.setdefault(
-                (r["user_id"], r["character_id"]),
-                FollowUpCandidate(
-                    rows.fact(r),
-                    r["platform"],
-                    r["platform_user_id"],
-                    r["display_name"],
-                    r["timezone"],
-                ),
-            )
-        return list(offers.values())
+        return records.followup_offers(await self._pool.fetch(OFFERS_DUE))
 
     async def followup_state(self, user_id: int, character_id: str) -> FollowUpState:
         sent = await self._pool.fetch(

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
 import asyncpg
 
 from memory.models import Fact, ReplySources, Summary, Thread, Turn
-from memory.profile.fact_keys import registry_key, storage_key
+from memory.store import remap
 from memory.store.copy import COPY_TABLES, MEMORY_TABLES, SCENE_LINES
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
-from memory.store.postgres.rows import ids_param, ts
+from memory.store.postgres.canon import drop_canon_citing
+from memory.store.postgres.rows import ids_param
 from memory.store.postgres.scenes import delete_scene_lines
 from memory.store.postgres.terms import search_vector
-from memory.store.remap import evidence as remapped
-from memory.store.remap import summary_values
 
 _EXPORTED = ("conversations", "turns", "summaries", "facts", "journeys")
 
@@ -88,17 +86,7 @@ class PgPrivacyMixin(PostgresStoreBase):
             user_id,
             character_id,
         )
-        if row is None:
-            return None
-        return ReplySources(
-            turn_id=row["turn_id"],
-            fact_ids=tuple(json.loads(row["fact_ids"])),
-            summary_id=row["summary_id"],
-            window_turn_ids=tuple(json.loads(row["window_turn_ids"])),
-            fragment_turn_ids=tuple(json.loads(row["fragment_turn_ids"])),
-            created_at=datetime.fromisoformat(row["created_at"]),
-            journey_id=row["journey_id"],
-        )
+        return rows.reply_sources(row) if row else None
 
     async def summary_by_id(self, user_id: int, summary_id: int) -> Summary | None:
         row = await self._pool.fetchrow(
@@ -142,6 +130,10 @@ class PgPrivacyMixin(PostgresStoreBase):
         do to the bytes)."""
         counts: dict[str, int] = {}
         async with self._transaction() as con:
+            # First, while the lines it looks for are still there (memory/store/canon.py).
+            counts["canon_proposals"] = await drop_canon_citing(
+                con, user_id, character_id, None, every_own=True
+            )
             for table in MEMORY_TABLES:
                 status = await con.execute(
                     f"DELETE FROM {table} WHERE user_id = $1 AND character_id = $2",
@@ -191,141 +183,80 @@ class PgPrivacyMixin(PostgresStoreBase):
     async def import_rows(
         self, user_id: int, character_id: str, data: dict[str, Any], now: datetime
     ) -> dict[str, int]:
-        """Load an export into this user's memory with fresh ids, rewriting every reference
-        (citations, evidence, history) to them; one transaction, all or nothing."""
-        counts = {"conversations": 0, "turns": 0, "summaries": 0, "facts": 0}
+        """As the SQLite store's: fresh ids, every reference rewritten, all or nothing."""
+        load = remap.Load(user_id, character_id, data, now)
         async with self._transaction() as con:
-            conversation_ids: dict[int, int] = {}
             for row in data.get("conversations", []):
-                conversation_ids[row["id"]] = await con.fetchval(
+                load.conversation_ids[row["id"]] = await con.fetchval(
                     "INSERT INTO conversations (user_id, character_id, scope, started_at,"
                     " last_activity_at, ended_at, end_reason, extracted_at, extraction_status)"
                     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
-                    user_id,
-                    character_id,
-                    row["scope"],
-                    row["started_at"],
-                    row["last_activity_at"],
-                    row["ended_at"] or ts(now),
-                    row["end_reason"] or "imported",
-                    row["extracted_at"] or ts(now),
-                    row.get("extraction_status") or "imported",
+                    *remap.conversation(row, load),
                 )
-                counts["conversations"] += 1
-            turn_ids = await self._import_turns(con, user_id, character_id, data, conversation_ids)
-            counts["turns"] = len(turn_ids)
-            counts["summaries"] = await self._import_summaries(
-                con, user_id, character_id, data, turn_ids
-            )
-            counts["facts"] = await self._import_facts(con, user_id, character_id, data, turn_ids)
-            if await self._import_journey(  # type: ignore[attr-defined]
-                con, user_id, character_id, data, conversation_ids, turn_ids, now
-            ):
+            for row in sorted(data.get("turns", []), key=lambda r: r["id"]):
+                load.turn_ids[row["id"]] = await con.fetchval(
+                    "INSERT INTO turns (conversation_id, user_id, character_id, scope, role, text,"
+                    " created_at, search) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::tsvector)"
+                    " RETURNING id",
+                    *remap.turn(row, load),
+                    None if row["role"] == "tool" else search_vector(row["text"]),
+                )
+            counts = {
+                "conversations": len(load.conversation_ids),
+                "turns": len(load.turn_ids),
+                "summaries": await self._import_summaries(con, load),
+                "facts": await self._import_facts(con, load),
+            }
+            if await self._import_journey(con, load):  # type: ignore[attr-defined]
                 counts["journeys"] = 1
         return counts
 
     @staticmethod
-    async def _import_turns(
-        con: asyncpg.Connection,
-        user_id: int,
-        character_id: str,
-        data: dict[str, Any],
-        conversation_ids: dict[int, int],
-    ) -> dict[int, int]:
-        turn_ids: dict[int, int] = {}
-        for row in sorted(data.get("turns", []), key=lambda r: r["id"]):
-            turn_ids[row["id"]] = await con.fetchval(
-                "INSERT INTO turns (conversation_id, user_id, character_id, scope, role, text,"
-                " created_at, platform_message_id, search)"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8::tsvector) RETURNING id",
-                conversation_ids[row["conversation_id"]],
-                user_id,
-                character_id,
-                row["scope"],
-                row["role"],
-                row["text"],
-                row["created_at"],
-                None if row["role"] == "tool" else search_vector(row["text"]),
-            )
-        return turn_ids
-
-    @staticmethod
-    async def _import_summaries(
-        con: asyncpg.Connection,
-        user_id: int,
-        character_id: str,
-        data: dict[str, Any],
-        turn_ids: dict[int, int],
-    ) -> int:
-        for row in sorted(data.get("summaries", []), key=lambda r: r["id"]):
-            fields, cited, covered = summary_values(row, turn_ids)
+    async def _import_summaries(con: asyncpg.Connection, load: remap.Load) -> int:
+        for row in sorted(load.data.get("summaries", []), key=lambda r: r["id"]):
             await con.execute(
                 "INSERT INTO summaries (user_id, character_id, scope, fields_json,"
                 " cited_ids_json, covers_up_to_turn_id, created_at)"
                 " VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                user_id,
-                character_id,
-                row["scope"],
-                fields,
-                cited,
-                covered,
-                row["created_at"],
+                *remap.summary(row, load),
             )
-        return len(data.get("summaries", []))
+        return len(load.data.get("summaries", []))
 
     @staticmethod
-    async def _import_facts(
-        con: asyncpg.Connection,
-        user_id: int,
-        character_id: str,
-        data: dict[str, Any],
-        turn_ids: dict[int, int],
-    ) -> int:
+    async def _import_facts(con: asyncpg.Connection, load: remap.Load) -> int:
         fact_ids: dict[int, int] = {}
-        for row in data.get("facts", []):
-            key = row["key"]
-            if registry_key(key) is None:  # never stored as free text: its registry fallback
-                taken = {
-                    r[0]
-                    for r in await con.fetch(
-                        "SELECT key FROM facts WHERE user_id = $1 AND character_id = $2"
-                        " AND scope = $3 AND kind = $4",
-                        user_id,
-                        character_id,
-                        row["scope"],
-                        row["kind"],
-                    )
-                }
-                key = storage_key(key, taken, row["kind"])
+        stored = await con.fetch(
+            "SELECT scope, kind, key FROM facts WHERE user_id = $1 AND character_id = $2",
+            load.user_id,
+            load.character_id,
+        )
+        for row, key in remap.fact_keys(load.data.get("facts", []), map(tuple, stored)):
             inserted = await con.fetchval(
                 "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
                 " evidence, lifetime, event_date, created_at, confirmed_at, expires_at, status)"
                 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
                 " ON CONFLICT (user_id, character_id, scope, kind, key) DO NOTHING RETURNING id",
-                user_id, character_id, row["kind"], key, row["value"], row["origin"],
-                row["scope"], remapped(row["evidence"], turn_ids), row["lifetime"],
-                row["event_date"], row["created_at"], row["confirmed_at"], row["expires_at"],
-                row["status"],
-            )  # fmt: skip
+                *remap.fact(row, key, load),
+            )
             if inserted is not None:
                 fact_ids[row["id"]] = inserted
-        for row in data.get("fact_history", []):
+        for row in load.data.get("fact_history", []):
             if row["fact_id"] in fact_ids:
                 await con.execute(
                     "INSERT INTO fact_history (fact_id, user_id, value, origin, evidence,"
                     " valid_from, superseded_at, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                    fact_ids[row["fact_id"]], user_id, row["value"], row["origin"],
-                    remapped(row["evidence"], turn_ids),
-                    row["valid_from"], row["superseded_at"], row["reason"],
-                )  # fmt: skip
+                    *remap.fact_version(row, fact_ids[row["fact_id"]], load),
+                )
         return len(fact_ids)
 
     async def thread_turns_by_ids(self, thread: Thread, ids: list[int]) -> list[Turn]:
         """The turns among `ids` in this very thread (user, character and scope): a DM turn is
         never readable from a group, nor anyone else's from anywhere."""
         found = await self._pool.fetch(
-            "SELECT t.id, t.conversation_id, t.role, t.text, t.created_at,"
-            " t.platform_message_id FROM unnest($1::bigint[]) AS wanted(id)"
+            # Every column of a turn, the speaker's too: a scene's line is read back voiced.
+            "SELECT t.id, t.conversation_id, t.role, t.text, t.created_at, t.platform_message_id,"
+            " t.speaker_id, t.speaker_character, t.speaker_name"
+            " FROM unnest($1::bigint[]) AS wanted(id)"
             " JOIN turns t ON t.id = wanted.id WHERE t.user_id = $2 AND t.character_id = $3"
             " AND t.scope = $4 ORDER BY t.id",
             ids_param(ids),

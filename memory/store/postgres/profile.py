@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
 import asyncpg
 
 from memory.models import PROVIDER_FAILURE, Conversation, Fact, FactVersion, Thread
+from memory.store import params
 from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
 from memory.store.postgres.rows import ts
-
-
-def _fact_values(fact: Fact) -> tuple[object, ...]:
-    """value, origin, evidence, lifetime, event_date, confirmed_at, expires_at, status."""
-    return (
-        fact.value,
-        fact.origin,
-        json.dumps(list(fact.evidence)),
-        fact.lifetime,
-        fact.event_date.isoformat() if fact.event_date else None,
-        ts(fact.confirmed_at),
-        ts(fact.expires_at) if fact.expires_at else None,
-        fact.status,
-    )
+from memory.store.sql import FACT_WRITES
 
 
 class PgProfileMixin(PostgresStoreBase):
@@ -47,17 +34,7 @@ class PgProfileMixin(PostgresStoreBase):
             user_id,
             fact_id,
         )
-        return [
-            FactVersion(
-                fact_id=row["fact_id"],
-                value=row["value"],
-                origin=row["origin"],
-                valid_from=datetime.fromisoformat(row["valid_from"]),
-                superseded_at=datetime.fromisoformat(row["superseded_at"]),
-                reason=row["reason"],
-            )
-            for row in found
-        ]
+        return [rows.fact_version(row) for row in found]
 
     async def apply_fact_changes(
         self,
@@ -77,64 +54,11 @@ class PgProfileMixin(PostgresStoreBase):
                 "SELECT 1 FROM conversations WHERE id = $1 FOR SHARE", conversation_id
             ):
                 return False
-            for fact in adds:
-                await self._insert_fact(con, fact)
-            for old, new, reason in updates:
-                await self._archive_version(con, old, reason, now)
-                await self._overwrite_fact(con, new)
-            for fact in confirms:
-                await self._overwrite_fact(con, fact)
-            for fact in deletes:
-                await con.execute(
-                    "DELETE FROM facts WHERE id = $1 AND user_id = $2", fact.id, fact.user_id
-                )
+            for name, values in params.fact_changes(adds, updates, deletes, confirms, now):
+                await con.execute(FACT_WRITES[name], *values)
             if conversation_id is not None:
                 await self._mark(con, conversation_id, "done", now)
         return True
-
-    @staticmethod
-    async def _insert_fact(con: asyncpg.Connection, fact: Fact) -> None:
-        await con.execute(
-            "INSERT INTO facts (user_id, character_id, kind, key, scope, created_at, value,"
-            " origin, evidence, lifetime, event_date, confirmed_at, expires_at, status)"
-            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-            fact.user_id,
-            fact.character_id,
-            fact.kind,
-            fact.key,
-            fact.scope,
-            ts(fact.created_at),
-            *_fact_values(fact),
-        )
-
-    @staticmethod
-    async def _archive_version(
-        con: asyncpg.Connection, old: Fact, reason: str, now: datetime
-    ) -> None:
-        """The value a fact had until now, into its history."""
-        await con.execute(
-            "INSERT INTO fact_history (fact_id, user_id, value, origin, evidence,"
-            " valid_from, superseded_at, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            old.id,
-            old.user_id,
-            old.value,
-            old.origin,
-            json.dumps(list(old.evidence)),
-            ts(old.confirmed_at),
-            ts(now),
-            reason,
-        )
-
-    @staticmethod
-    async def _overwrite_fact(con: asyncpg.Connection, fact: Fact) -> None:
-        await con.execute(
-            "UPDATE facts SET value = $1, origin = $2, evidence = $3, lifetime = $4,"
-            " event_date = $5, confirmed_at = $6, expires_at = $7, status = $8"
-            " WHERE id = $9 AND user_id = $10",
-            *_fact_values(fact),
-            fact.id,
-            fact.user_id,
-        )
 
     async def mark_extracted(self, conversation_id: int, status: str, now: datetime) -> None:
         async with self._pool.acquire() as con:
@@ -178,9 +102,10 @@ class PgProfileMixin(PostgresStoreBase):
     async def given_up_jobs(self) -> dict[str, int]:
         row = await self._pool.fetchrow(
             "SELECT (SELECT count(*) FROM conversations WHERE extraction_status = 'failed'),"
-            " (SELECT count(*) FROM journey_runs WHERE status = 'failed')"
+            " (SELECT count(*) FROM journey_runs WHERE status = 'failed'),"
+            " (SELECT count(*) FROM canon_runs WHERE status = 'failed')"
         )
-        return {"extraction": int(row[0]), "journey": int(row[1])}
+        return {"extraction": int(row[0]), "journey": int(row[1]), "canon": int(row[2])}
 
     async def record_rejection(
         self, thread: Thread, conversation_id: int | None, reason: str, now: datetime

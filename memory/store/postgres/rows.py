@@ -3,7 +3,19 @@ columns hold what the SQLite store's hold) and what only this backend needs."""
 
 from __future__ import annotations
 
-from memory.store.records import conversation, dt, fact, summary, ts, turn, usage_record
+from memory.store.records import (
+    conversation,
+    dt,
+    fact,
+    fact_version,
+    journey,
+    reply_sources,
+    summary,
+    ts,
+    turn,
+    usage_record,
+    user,
+)
 
 # The columns of a turn the store reads (never the search vector).
 TURN_COLUMNS = (
@@ -26,9 +38,13 @@ __all__ = [
     "conversation",
     "dt",
     "fact",
+    "fact_version",
     "ids_param",
+    "journey",
+    "reply_sources",
     "summary",
     "ts",
     "turn",
     "usage_record",
+    "user",
 ]

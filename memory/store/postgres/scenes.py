@@ -9,6 +9,7 @@ import asyncpg
 
 from memory.models import SceneErasure, Thread
 from memory.store.postgres.base import PostgresStoreBase
+from memory.store.postgres.canon import drop_canon_citing
 from memory.store.postgres.rows import ts
 from memory.store.remap import without_citing
 
@@ -95,11 +96,15 @@ class PgScenesMixin(PostgresStoreBase):
         self, person_id: int, scene_scope: str | None, character_id: str | None = None
     ) -> SceneErasure:
         """See memory/store/protocols.py Scenes.forget_scene_lines."""
+        group = None if scene_scope is None else "group:" + scene_scope.removeprefix("scene:")
         async with self._transaction() as con:
+            # The canon proposals resting on what they were in, before their lines go.
+            canon = await drop_canon_citing(
+                con, person_id, character_id, scene_scope, own_scope=group
+            )
             erased = await delete_scene_lines(con, person_id, scene_scope, character_id)
             facts = old = 0
             if scene_scope is not None:
-                group = "group:" + scene_scope.removeprefix("scene:")
                 # Their own threads in the group from before it was a scene go too (their
                 # bytes as well: a person with no line in the scene is purged all the same).
                 for table in ("turns", "summaries", "conversations"):
@@ -115,7 +120,7 @@ class PgScenesMixin(PostgresStoreBase):
                         "DELETE FROM facts WHERE user_id = $1 AND scope = $2", person_id, group
                     )
                 )
-            owed = bool(erased.lines or facts or old)
+            owed = bool(erased.lines or facts or old or canon)
             if owed:
                 await self._record_pending_purge(con)
         if owed:

@@ -17,9 +17,8 @@ from memory.store.postgres import rows
 from memory.store.postgres.base import PostgresStoreBase
 from memory.store.postgres.rows import ids_param
 from memory.store.postgres.terms import any_query, term_query
-
-# (first turn id of its exchange, next exchange's first turn id, previous exchange's last, turn)
-ExchangeRow = tuple[int, int | None, int | None, Turn]
+from memory.store.protocols import ExchangeRow
+from memory.store.sql import EXCHANGE_SPAN
 
 # The thread of $1 (user), $2 (character) and $3 (scope, every scope when NULL), as `alias`.
 _IN_THREAD = "{t}.user_id = $1 AND {t}.character_id = $2 AND ($3::text IS NULL OR {t}.scope = $3)"
@@ -48,13 +47,8 @@ _MATCHING = (
 )
 
 _EXCHANGES = (
-    "WITH span AS (SELECT DISTINCT t.conversation_id AS cid,"
-    " coalesce((SELECT p.id FROM turns p WHERE p.conversation_id = t.conversation_id"
-    "  AND p.id <= t.id AND p.role = 'user' ORDER BY p.id DESC LIMIT 1),"
-    "  (SELECT min(p.id) FROM turns p WHERE p.conversation_id = t.conversation_id)) AS lo,"
-    " (SELECT n.id FROM turns n WHERE n.conversation_id = t.conversation_id"
-    "  AND n.id > t.id AND n.role = 'user' ORDER BY n.id LIMIT 1) AS hi"
-    " FROM unnest($4::bigint[]) AS hit(id) JOIN turns t ON t.id = hit.id WHERE "
+    EXCHANGE_SPAN
+    + " FROM unnest($4::bigint[]) AS hit(id) JOIN turns t ON t.id = hit.id WHERE "
     + _IN_THREAD.format(t="t")
     + ") SELECT span.lo, span.hi, (SELECT max(p.id) FROM turns p"
     "  WHERE p.conversation_id = span.cid AND p.id < span.lo) AS previous,"
@@ -138,8 +132,10 @@ class PgSearchMixin(PostgresStoreBase):
         """The turns among `ids` that belong to this user with this character; others are
         absent. In the order of `ids`."""
         found = await self._pool.fetch(
-            "SELECT t.id, t.conversation_id, t.role, t.text, t.created_at,"
-            " t.platform_message_id FROM unnest($1::bigint[]) WITH ORDINALITY AS hit(id, i)"
+            # The speaker's columns too: a scene's line is read back voiced.
+            "SELECT t.id, t.conversation_id, t.role, t.text, t.created_at, t.platform_message_id,"
+            " t.speaker_id, t.speaker_character, t.speaker_name"
+            " FROM unnest($1::bigint[]) WITH ORDINALITY AS hit(id, i)"
             " JOIN turns t ON t.id = hit.id WHERE t.user_id = $2 AND t.character_id = $3"
             " ORDER BY hit.i",
             ids_param(ids),

@@ -5,6 +5,7 @@ bytes (index merge and WAL truncation)."""
 from memory.store.sqlite.access import AccessMixin
 from memory.store.sqlite.base import available_migrations
 from memory.store.sqlite.budgets import BudgetsMixin
+from memory.store.sqlite.canon import CanonMixin
 from memory.store.sqlite.conversations import ConversationsMixin
 from memory.store.sqlite.copy import CopyMixin
 from memory.store.sqlite.dead_letters import DeadLettersMixin
@@ -28,6 +29,7 @@ class SqliteStore(
     JourneysMixin,
     AccessMixin,
     RatingsMixin,
+    CanonMixin,
 ):
     """Every interface of memory/store/protocols.py on one SQLite file:
     `await SqliteStore.open(path)`."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from dataclasses import replace
 from datetime import datetime
@@ -19,7 +18,7 @@ from memory.models import (
     User,
     UserTurn,
 )
-from memory.store import records
+from memory.store import params, records
 from memory.store.errors import ConversationGone
 from memory.store.records import speaker_columns
 from memory.store.records import ts as _ts
@@ -42,7 +41,7 @@ class ConversationsMixin(StoreBase):
             (platform, platform_user_id, display_name, _ts(now)),
         )
         assert row is not None
-        return User(row["id"], row["platform"], row["platform_user_id"], row["display_name"])
+        return records.user(row)
 
     @on_db_thread
     def find_user(self, platform: str, platform_user_id: str) -> User | None:
@@ -51,9 +50,7 @@ class ConversationsMixin(StoreBase):
             " WHERE platform = ? AND platform_user_id = ?",
             (platform, platform_user_id),
         )
-        if row is None:
-            return None
-        return User(row["id"], row["platform"], row["platform_user_id"], row["display_name"])
+        return records.user(row) if row else None
 
     @on_db_thread
     def open_conversation(self, thread: Thread) -> Conversation | None:
@@ -188,10 +185,7 @@ class ConversationsMixin(StoreBase):
                 sources.turn_id,
                 thread.user_id,
                 thread.character_id,
-                json.dumps(list(sources.fact_ids)),
-                sources.summary_id or None,
-                json.dumps(list(sources.window_turn_ids)),
-                json.dumps(list(sources.fragment_turn_ids)),
+                *params.reply_sources(sources),
                 _ts(sources.created_at),
                 sources.journey_id,
             ),
@@ -310,16 +304,7 @@ class ConversationsMixin(StoreBase):
             " covers_up_to_turn_id, created_at) SELECT ?, ?, ?, ?, ?, ?, ?"
             " WHERE ?8 IS NULL OR EXISTS (SELECT 1 FROM conversations WHERE id = ?8"
             " AND user_id = ?1 AND character_id = ?2) RETURNING id",
-            (
-                thread.user_id,
-                thread.character_id,
-                thread.scope,
-                json.dumps(dict(summary.fields.items()), ensure_ascii=False),
-                json.dumps(sorted(summary.cited_ids)),
-                summary.covers_up_to_turn_id,
-                _ts(summary.created_at),
-                conversation_id,
-            ),
+            params.summary(thread, summary, conversation_id),
         )
         return int(row[0]) if row else None
 
@@ -335,28 +320,10 @@ class ConversationsMixin(StoreBase):
         self._con.execute(
             "INSERT INTO llm_usage (user_id, character_id, conversation_id, turn_id, kind,"
             " model, ok, error, input_tokens, cache_read_tokens, cache_write_tokens,"
-            " output_tokens, latency_ms, created_at, tool_round, fragments, tools_called)"
+            " output_tokens, latency_ms, tool_round, fragments, tools_called, created_at)"
             " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17"
             " WHERE ?3 IS NULL OR EXISTS (SELECT 1 FROM conversations WHERE id = ?3)",
-            (
-                record.user_id,
-                record.character_id,
-                record.conversation_id,
-                record.turn_id,
-                record.kind,
-                record.model,
-                int(record.ok),
-                record.error,
-                record.input_tokens,
-                record.cache_read_tokens,
-                record.cache_write_tokens,
-                record.output_tokens,
-                record.latency_ms,
-                _ts(now),
-                record.tool_round,
-                record.fragments,
-                record.tools_called,
-            ),
+            (*params.usage(record), _ts(now)),
         )
 
     @on_db_thread

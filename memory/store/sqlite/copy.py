@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.store.copy import COPY_TABLES, PRIMARY_KEYS, checked_table
+from memory.store.copy import COPY_TABLES, checked_table, page_query
+from memory.store.sql import numbered
 from memory.store.sqlite.base import StoreBase, on_db_thread
 
 
@@ -22,23 +23,12 @@ class CopyMixin(StoreBase):
 
     @on_db_thread
     def read_rows(self, table: str, after_id: int, limit: int) -> list[dict[str, Any]]:
-        """Up to `limit` rows whose copy key is above `after_id`, in key order; rows sharing a
-        key value (a user's character choices) are never split between pages; a table
-        without an integer key comes whole at after_id 0."""
-        columns, key = checked_table(table)
-        names = ", ".join(columns)
-        order = PRIMARY_KEYS.get(table, key)
-        if key is None:
-            if after_id > 0:
-                return []
-            found = self._all(f"SELECT {names} FROM {table} ORDER BY {order}")
-        else:
-            found = self._all(
-                f"SELECT {names} FROM {table} WHERE {key} > ?1 AND {key} <= (SELECT max(k)"
-                f" FROM (SELECT {key} AS k FROM {table} WHERE {key} > ?1 ORDER BY {key}"
-                f" LIMIT ?2)) ORDER BY {order}",
-                (after_id, limit),
-            )
+        """`limit` rows or so after `after_id` (memory/store/copy.py's `page_query`)."""
+        query = page_query(table, after_id, limit)
+        if query is None:
+            return []
+        columns, _ = checked_table(table)
+        found = self._all(numbered(query[0]), query[1])
         return [dict(zip(columns, tuple(row), strict=True)) for row in found]
 
     @on_db_thread

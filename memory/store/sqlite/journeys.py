@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from datetime import datetime
-from typing import Any
 
-from memory.journey.model import JOURNEY_SCOPE, Journey, remap_citations
+from memory.journey.model import JOURNEY_SCOPE, Journey
 from memory.models import Conversation
+from memory.store import params, records, remap
 from memory.store.records import ts as _ts
 from memory.store.sqlite.base import StoreBase, on_db_thread
 
-
-def journey_of(row: sqlite3.Row | dict[str, Any]) -> Journey:
-    return Journey(
-        user_id=row["user_id"],
-        character_id=row["character_id"],
-        paragraphs=Journey.split(row["text"]),
-        covers_conversation_id=row["covers_conversation_id"],
-        created_at=datetime.fromisoformat(row["created_at"]),
-        id=row["id"],
-    )
+_INSERT = (
+    "INSERT INTO journeys (user_id, character_id, text, cited_ids_json, covers_conversation_id,"
+    " created_at) VALUES (?, ?, ?, ?, ?, ?)"
+)
 
 
 class JourneysMixin(StoreBase):
@@ -31,7 +23,7 @@ class JourneysMixin(StoreBase):
             "SELECT * FROM journeys WHERE user_id = ? AND character_id = ?",
             (user_id, character_id),
         )
-        return journey_of(row) if row else None
+        return records.journey(row) if row else None
 
     @on_db_thread
     def save_journey(
@@ -52,18 +44,7 @@ class JourneysMixin(StoreBase):
             if current:  # the old version goes: a save point replaces, it is never kept
                 db.execute("DELETE FROM journeys WHERE id = ?", (previous_id,))
                 self._record_pending_purge()
-            db.execute(
-                "INSERT INTO journeys (user_id, character_id, text, cited_ids_json,"
-                " covers_conversation_id, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    journey.user_id,
-                    journey.character_id,
-                    journey.text,
-                    json.dumps(sorted(journey.cited_ids)),
-                    conversation_id,
-                    _ts(journey.created_at),
-                ),
-            )
+            db.execute(_INSERT, params.journey(journey, conversation_id, journey.created_at))
             self._insert_run(conversation_id, journey.user_id, journey.character_id, "done", now)
         return True
 
@@ -114,18 +95,12 @@ class JourneysMixin(StoreBase):
                 cursor = db.execute(
                     "UPDATE journeys SET text = ?, cited_ids_json = ? WHERE id = ?"
                     " AND user_id = ? AND character_id = ?",
-                    (
-                        journey.text,
-                        json.dumps(sorted(journey.cited_ids)),
-                        journey.id,
-                        journey.user_id,
-                        journey.character_id,
-                    ),
+                    params.rewritten_journey(journey),
                 )
             else:
                 cursor = db.execute(
                     "DELETE FROM journeys WHERE id = ? AND user_id = ? AND character_id = ?",
-                    (journey.id, journey.user_id, journey.character_id),
+                    params.journey_key(journey),
                 )
             if cursor.rowcount == 1:
                 self._record_pending_purge()
@@ -148,41 +123,17 @@ class JourneysMixin(StoreBase):
                 self._record_pending_purge()
         return cursor.rowcount == 1
 
-    def _import_journey(
-        self,
-        user_id: int,
-        character_id: str,
-        data: dict[str, Any],
-        conversation_ids: dict[int, int],
-        turn_ids: dict[int, int],
-        now: datetime,
-    ) -> int:
+    def _import_journey(self, load: remap.Load) -> int:
         """Inside import_rows' transaction: the imported conversations are history, never
         chronicled again; an imported journey (already gated by the import) replaces the
-        pair's, its citations rewritten to the new turn ids (one citing a turn not imported
-        loses that sentence, in memory/privacy.py's gate)."""
-        for new_id in conversation_ids.values():
-            self._insert_run(new_id, user_id, character_id, "imported", now)
-        rows = data.get("journeys") or []
-        if not rows:
+        pair's (remap.journey)."""
+        owner = (load.user_id, load.character_id)
+        for new_id in load.conversation_ids.values():
+            self._insert_run(new_id, *owner, "imported", load.now)
+        journey = remap.journey(load)
+        if journey is None:
             return 0
-        text = remap_citations(str(rows[-1].get("text", "")), turn_ids)
-        if not text.strip():
-            return 0
-        self._con.execute(
-            "DELETE FROM journeys WHERE user_id = ? AND character_id = ?", (user_id, character_id)
-        )
-        journey = Journey(user_id, character_id, Journey.split(text), None, now)
-        self._con.execute(
-            "INSERT INTO journeys (user_id, character_id, text, cited_ids_json,"
-            " covers_conversation_id, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                user_id,
-                character_id,
-                journey.text,
-                json.dumps(sorted(journey.cited_ids)),
-                max(conversation_ids.values(), default=None),
-                _ts(now),
-            ),
-        )
+        self._con.execute("DELETE FROM journeys WHERE user_id = ? AND character_id = ?", owner)
+        covers = max(load.conversation_ids.values(), default=None)
+        self._con.execute(_INSERT, params.journey(journey, covers, load.now))
         return 1

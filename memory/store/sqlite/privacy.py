@@ -6,19 +6,10 @@ import json
 from datetime import datetime
 from typing import Any
 
-from memory.models import (
-    Fact,
-    ReplySources,
-    Summary,
-    Thread,
-    Turn,
-)
-from memory.profile.fact_keys import registry_key, storage_key
+from memory.models import Fact, ReplySources, Summary, Thread, Turn
+from memory.store import records, remap
 from memory.store.copy import MEMORY_TABLES, SCENE_LINES
 from memory.store.records import fact as _fact
-from memory.store.records import ts as _ts
-from memory.store.remap import evidence as remapped
-from memory.store.remap import summary_values
 from memory.store.sqlite.base import on_db_thread
 from memory.store.sqlite.scenes import ScenesMixin
 
@@ -80,17 +71,7 @@ class PrivacyMixin(ScenesMixin):
             " ORDER BY turn_id DESC LIMIT 1",
             (user_id, character_id),
         )
-        if row is None:
-            return None
-        return ReplySources(
-            turn_id=row["turn_id"],
-            fact_ids=tuple(json.loads(row["fact_ids"])),
-            summary_id=row["summary_id"],
-            window_turn_ids=tuple(json.loads(row["window_turn_ids"])),
-            fragment_turn_ids=tuple(json.loads(row["fragment_turn_ids"])),
-            created_at=datetime.fromisoformat(row["created_at"]),
-            journey_id=row["journey_id"],
-        )
+        return records.reply_sources(row) if row else None
 
     @on_db_thread
     def summary_by_id(self, user_id: int, summary_id: int) -> Summary | None:
@@ -136,6 +117,10 @@ class PrivacyMixin(ScenesMixin):
         owned = "WHERE user_id = ? AND character_id = ?"
         counts: dict[str, int] = {}
         with self._transaction() as db:
+            # First, while the lines it looks for are still there (memory/store/canon.py).
+            counts["canon_proposals"] = self._drop_canon_citing(
+                user_id, character_id, None, every_own=True
+            )
             for table in MEMORY_TABLES:  # children before parents
                 cursor = db.execute(f"DELETE FROM {table} {owned}", (user_id, character_id))
                 counts[table] = cursor.rowcount
@@ -189,131 +174,67 @@ class PrivacyMixin(ScenesMixin):
         self, user_id: int, character_id: str, data: dict[str, Any], now: datetime
     ) -> dict[str, int]:
         """Load an export into this user's memory with fresh ids, rewriting every reference
-        (citations, evidence, history) to them; one transaction, all or nothing."""
-        turn_ids: dict[int, int] = {}
-        counts = {"conversations": 0, "turns": 0, "summaries": 0, "facts": 0}
+        (citations, evidence, history) to them (memory/store/remap.py); one transaction, all
+        or nothing."""
+        load = remap.Load(user_id, character_id, data, now)
         with self._transaction() as db:
-            conversation_ids: dict[int, int] = {}
             for row in data.get("conversations", []):
                 cursor = db.execute(
                     "INSERT INTO conversations (user_id, character_id, scope, started_at,"
                     " last_activity_at, ended_at, end_reason, extracted_at, extraction_status)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                    (
-                        user_id,
-                        character_id,
-                        row["scope"],
-                        row["started_at"],
-                        row["last_activity_at"],
-                        row["ended_at"] or _ts(now),
-                        row["end_reason"] or "imported",
-                        row["extracted_at"] or _ts(now),
-                        row.get("extraction_status") or "imported",
-                    ),
+                    remap.conversation(row, load),
                 )
-                conversation_ids[row["id"]] = cursor.fetchall()[0][0]  # whole, before COMMIT
-                counts["conversations"] += 1
+                # fetched whole, before COMMIT
+                load.conversation_ids[row["id"]] = cursor.fetchall()[0][0]
             for row in sorted(data.get("turns", []), key=lambda r: r["id"]):
                 cursor = db.execute(
                     "INSERT INTO turns (conversation_id, user_id, character_id, scope, role,"
-                    " text, created_at, platform_message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                    " RETURNING id",
-                    (
-                        conversation_ids[row["conversation_id"]],
-                        user_id,
-                        character_id,
-                        row["scope"],
-                        row["role"],
-                        row["text"],
-                        row["created_at"],
-                        None,
-                    ),
+                    " text, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                    remap.turn(row, load),
                 )
-                turn_ids[row["id"]] = cursor.fetchall()[0][0]  # whole, before COMMIT
-                counts["turns"] += 1
-            counts["summaries"] = self._import_summaries(user_id, character_id, data, turn_ids)
-            counts["facts"] = self._import_facts(user_id, character_id, data, turn_ids)
-            if self._import_journey(  # type: ignore[attr-defined]
-                user_id, character_id, data, conversation_ids, turn_ids, now
-            ):
+                load.turn_ids[row["id"]] = cursor.fetchall()[0][0]
+            counts = {
+                "conversations": len(load.conversation_ids),
+                "turns": len(load.turn_ids),
+                "summaries": self._import_summaries(load),
+                "facts": self._import_facts(load),
+            }
+            if self._import_journey(load):  # type: ignore[attr-defined]
                 counts["journeys"] = 1
         return counts
 
-    def _import_summaries(
-        self, user_id: int, character_id: str, data: dict[str, Any], turn_ids: dict[int, int]
-    ) -> int:
-        for row in sorted(data.get("summaries", []), key=lambda r: r["id"]):
-            fields, cited, covered = summary_values(row, turn_ids)
+    def _import_summaries(self, load: remap.Load) -> int:
+        for row in sorted(load.data.get("summaries", []), key=lambda r: r["id"]):
             self._con.execute(
                 "INSERT INTO summaries (user_id, character_id, scope, fields_json,"
                 " cited_ids_json, covers_up_to_turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    user_id,
-                    character_id,
-                    row["scope"],
-                    fields,
-                    cited,
-                    covered,
-                    row["created_at"],
-                ),
+                remap.summary(row, load),
             )
-        return len(data.get("summaries", []))
+        return len(load.data.get("summaries", []))
 
-    def _import_facts(
-        self, user_id: int, character_id: str, data: dict[str, Any], turn_ids: dict[int, int]
-    ) -> int:
+    def _import_facts(self, load: remap.Load) -> int:
         fact_ids: dict[int, int] = {}
-        for row in data.get("facts", []):
-            key = row["key"]
-            if registry_key(key) is None:  # never stored as free text: its registry fallback
-                taken = {
-                    r[0]
-                    for r in self._all(
-                        "SELECT key FROM facts WHERE user_id = ? AND character_id = ?"
-                        " AND scope = ? AND kind = ?",
-                        (user_id, character_id, row["scope"], row["kind"]),
-                    )
-                }
-                key = storage_key(key, taken, row["kind"])
+        stored = self._all(
+            "SELECT scope, kind, key FROM facts WHERE user_id = ? AND character_id = ?",
+            (load.user_id, load.character_id),
+        )
+        for row, key in remap.fact_keys(load.data.get("facts", []), map(tuple, stored)):
             inserted = self._one(
                 "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
                 " evidence, lifetime, event_date, created_at, confirmed_at, expires_at, status)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (user_id, character_id, scope, kind, key) DO NOTHING RETURNING id",
-                (
-                    user_id,
-                    character_id,
-                    row["kind"],
-                    key,
-                    row["value"],
-                    row["origin"],
-                    row["scope"],
-                    remapped(row["evidence"], turn_ids),
-                    row["lifetime"],
-                    row["event_date"],
-                    row["created_at"],
-                    row["confirmed_at"],
-                    row["expires_at"],
-                    row["status"],
-                ),
+                remap.fact(row, key, load),
             )
             if inserted:
                 fact_ids[row["id"]] = inserted[0]
-        for row in data.get("fact_history", []):
+        for row in load.data.get("fact_history", []):
             if row["fact_id"] in fact_ids:
                 self._con.execute(
                     "INSERT INTO fact_history (fact_id, user_id, value, origin, evidence,"
                     " valid_from, superseded_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        fact_ids[row["fact_id"]],
-                        user_id,
-                        row["value"],
-                        row["origin"],
-                        remapped(row["evidence"], turn_ids),
-                        row["valid_from"],
-                        row["superseded_at"],
-                        row["reason"],
-                    ),
+                    remap.fact_version(row, fact_ids[row["fact_id"]], load),
                 )
         return len(fact_ids)
 

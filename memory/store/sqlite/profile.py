@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
 from memory.models import (
@@ -12,9 +11,13 @@ from memory.models import (
     FactVersion,
     Thread,
 )
+from memory.store import params, records
 from memory.store.records import fact as _fact
 from memory.store.records import ts as _ts
+from memory.store.sql import FACT_WRITES, numbered
 from memory.store.sqlite.base import StoreBase, on_db_thread
+
+_FACT_WRITES = {name: numbered(statement) for name, statement in FACT_WRITES.items()}
 
 
 class ProfileMixin(StoreBase):
@@ -36,17 +39,7 @@ class ProfileMixin(StoreBase):
             "SELECT * FROM fact_history WHERE user_id = ? AND fact_id = ? ORDER BY id",
             (user_id, fact_id),
         )
-        return [
-            FactVersion(
-                fact_id=row["fact_id"],
-                value=row["value"],
-                origin=row["origin"],
-                valid_from=datetime.fromisoformat(row["valid_from"]),
-                superseded_at=datetime.fromisoformat(row["superseded_at"]),
-                reason=row["reason"],
-            )
-            for row in cursor
-        ]
+        return [records.fact_version(row) for row in cursor]
 
     @on_db_thread
     def apply_fact_changes(
@@ -69,79 +62,11 @@ class ProfileMixin(StoreBase):
                 ).fetchall()
             ):
                 return False
-            for fact in adds:
-                self._insert_fact(fact)
-            for old, new, reason in updates:
-                self._archive_version(old, reason, now)
-                self._overwrite_fact(new)
-            for fact in confirms:
-                self._overwrite_fact(fact)
-            for fact in deletes:
-                db.execute(
-                    "DELETE FROM facts WHERE id = ? AND user_id = ?", (fact.id, fact.user_id)
-                )
+            for name, values in params.fact_changes(adds, updates, deletes, confirms, now):
+                db.execute(_FACT_WRITES[name], values)
             if conversation_id is not None:
                 self._mark_extracted(conversation_id, "done", now)
         return True
-
-    def _insert_fact(self, fact: Fact) -> None:
-        self._con.execute(
-            "INSERT INTO facts (user_id, character_id, kind, key, value, origin, scope,"
-            " evidence, lifetime, event_date, created_at, confirmed_at, expires_at,"
-            " status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                fact.user_id,
-                fact.character_id,
-                fact.kind,
-                fact.key,
-                fact.value,
-                fact.origin,
-                fact.scope,
-                json.dumps(list(fact.evidence)),
-                fact.lifetime,
-                fact.event_date.isoformat() if fact.event_date else None,
-                _ts(fact.created_at),
-                _ts(fact.confirmed_at),
-                _ts(fact.expires_at) if fact.expires_at else None,
-                fact.status,
-            ),
-        )
-
-    def _archive_version(self, old: Fact, reason: str, now: datetime) -> None:
-        """The value a fact had until now, into its history."""
-        self._con.execute(
-            "INSERT INTO fact_history (fact_id, user_id, value, origin, evidence,"
-            " valid_from, superseded_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                old.id,
-                old.user_id,
-                old.value,
-                old.origin,
-                json.dumps(list(old.evidence)),
-                _ts(old.confirmed_at),
-                _ts(now),
-                reason,
-            ),
-        )
-
-    def _overwrite_fact(self, fact: Fact) -> None:
-        self._con.execute(
-            "UPDATE facts SET value = ?, origin = ?, evidence = ?, lifetime = ?,"
-            " event_date = ?, confirmed_at = ?, expires_at = ?, status = ?"
-            " WHERE id = ? AND user_id = ?",
-            (
-                fact.value,
-                fact.origin,
-                json.dumps(list(fact.evidence)),
-                fact.lifetime,
-                fact.event_date.isoformat() if fact.event_date else None,
-                _ts(fact.confirmed_at),
-                _ts(fact.expires_at) if fact.expires_at else None,
-                fact.status,
-                fact.id,
-                fact.user_id,
-            ),
-        )
 
     @on_db_thread
     def mark_extracted(self, conversation_id: int, status: str, now: datetime) -> None:
@@ -182,9 +107,12 @@ class ProfileMixin(StoreBase):
     def given_up_jobs(self) -> dict[str, int]:
         row = self._one(
             "SELECT (SELECT count(*) FROM conversations WHERE extraction_status = 'failed'),"
-            " (SELECT count(*) FROM journey_runs WHERE status = 'failed')"
+            " (SELECT count(*) FROM journey_runs WHERE status = 'failed'),"
+            " (SELECT count(*) FROM canon_runs WHERE status = 'failed')"
         )
-        return {"extraction": int(row[0]), "journey": int(row[1])} if row else {}
+        if row is None:
+            return {}
+        return {"extraction": int(row[0]), "journey": int(row[1]), "canon": int(row[2])}
 
     @on_db_thread
     def record_rejection(

@@ -8,10 +8,11 @@ from datetime import datetime
 from memory.models import SceneErasure, Thread
 from memory.store.records import ts as _ts
 from memory.store.remap import without_citing
-from memory.store.sqlite.base import StoreBase, on_db_thread
+from memory.store.sqlite.base import on_db_thread
+from memory.store.sqlite.canon import CanonMixin
 
 
-class ScenesMixin(StoreBase):
+class ScenesMixin(CanonMixin):
     @on_db_thread
     def scene_members(self, platform: str, channel_id: str) -> list[str]:
         """The characters added to the scene, in the order they joined."""
@@ -63,9 +64,11 @@ class ScenesMixin(StoreBase):
         """What was erased, and whether a purge of the bytes is owed."""
         old = 0
         with self._transaction():
+            group = None if scene_scope is None else "group:" + scene_scope.removeprefix("scene:")
+            # The canon proposals resting on what they were in, before their lines go.
+            canon = self._drop_canon_citing(person_id, character_id, scene_scope, own_scope=group)
             erased = self._delete_scene_lines(person_id, scene_scope, character_id)
             if scene_scope is not None:
-                group = "group:" + scene_scope.removeprefix("scene:")
                 # Their own threads in the group from before it was a scene go too (their
                 # bytes as well: a person with no line in the scene is purged all the same).
                 for table in ("turns", "summaries", "conversations"):
@@ -76,7 +79,7 @@ class ScenesMixin(StoreBase):
                     "DELETE FROM facts WHERE user_id = ? AND scope = ?", (person_id, group)
                 ).rowcount
                 erased = SceneErasure(erased.lines, erased.claims, facts, erased.threads)
-            owed = bool(erased.lines or erased.facts or old)
+            owed = bool(erased.lines or erased.facts or old or canon)
             if owed:
                 self._record_pending_purge()
         return erased, owed

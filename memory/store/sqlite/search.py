@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 
-from memory.models import (
-    Turn,
-)
+from memory.models import Turn
 from memory.search.terms import Term
 from memory.store.protocols import ExchangeRow
+from memory.store.sql import EXCHANGE_SPAN
 from memory.store.sqlite import fts
 from memory.store.sqlite.base import StoreBase, on_db_thread
 
@@ -64,14 +63,9 @@ class SearchMixin(StoreBase):
         self, user_id: int, character_id: str, scope: str | None, turn_ids: list[int]
     ) -> list[ExchangeRow]:
         cursor = self._con.execute(
-            "WITH span AS (SELECT DISTINCT t.conversation_id AS cid,"
-            " coalesce((SELECT p.id FROM turns p WHERE p.conversation_id = t.conversation_id"
-            "  AND p.id <= t.id AND p.role = 'user' ORDER BY p.id DESC LIMIT 1),"
-            "  (SELECT min(p.id) FROM turns p WHERE p.conversation_id = t.conversation_id)) AS lo,"
-            " (SELECT n.id FROM turns n WHERE n.conversation_id = t.conversation_id"
-            "  AND n.id > t.id AND n.role = 'user' ORDER BY n.id LIMIT 1) AS hi"
+            EXCHANGE_SPAN
             # CROSS JOIN keeps SQLite from scanning the whole thread by user_id: seek by id.
-            " FROM json_each(?1) AS hit CROSS JOIN turns t ON t.id = hit.value"
+            + " FROM json_each(?1) AS hit CROSS JOIN turns t ON t.id = hit.value"
             " WHERE t.user_id = ?2 AND t.character_id = ?3 AND (?4 IS NULL OR t.scope = ?4))"
             " SELECT span.lo, span.hi, (SELECT max(p.id) FROM turns p"
             "  WHERE p.conversation_id = span.cid AND p.id < span.lo) AS previous, m.*"
