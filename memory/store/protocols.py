@@ -34,7 +34,7 @@ from memory.models import (
 from memory.search.terms import Term
 from memory.store.access import AccessRules
 from memory.store.admin_protocols import Administration, DeadLetters, DeploymentCopy
-from memory.store.budgets import BudgetLedger
+from memory.store.budgets import BudgetLedger, ChannelCommunities
 from memory.store.canon import CanonStore
 
 # (first turn id of its exchange, next exchange's first turn id, previous exchange's last, turn)
@@ -414,6 +414,7 @@ class MemoryStore(
     Journeys,
     Scenes,
     BudgetLedger,
+    ChannelCommunities,
     AccessRules,
     ChatRatings,
     CanonStore,
