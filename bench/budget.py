@@ -126,8 +126,19 @@ class TracedLedger:
     async def budget_counters(self, period: str) -> Any:
         return await self._store.budget_counters(period)
 
+    async def budget_total(self, scopes: Sequence[str], period: str) -> float:
+        return await self._store.budget_total(scopes, period)
+
     async def platform_identity(self, user_id: int) -> str | None:
         return f"bench:{user_id}"
+
+    async def channel_community(self, channel: str) -> str | None:
+        return None  # the bench's communities are their own
+
+
+def unstriped(scope: str) -> str:
+    """A stripe of the global cap ('global#3') counted as the cap itself."""
+    return "global" if scope.startswith("global#") else scope
 
 
 def solo_people(trace: Trace) -> list[int]:
@@ -135,7 +146,8 @@ def solo_people(trace: Trace) -> list[int]:
 
 
 def scopes_of(payer: Payer) -> list[str]:
-    return [c.scope for c in POLICY.claims(f"bench:{payer.person}", payer.community, NOW)]
+    claims = POLICY.claims(f"bench:{payer.person}", payer.community, NOW)
+    return [unstriped(c.scope) for c in claims]
 
 
 NOW = datetime(2026, 11, 2, 12, tzinfo=UTC)
@@ -174,11 +186,12 @@ def guard_pricing(guard: BudgetedLLM) -> Pricing:
 
 
 async def drive(store: BudgetLedger, people: Sequence[int], heavy_n: int, light_n: int,
-                start_at: float, seed: int) -> Trace:  # fmt: skip
+                start_at: float, seed: int, stripes: int) -> Trace:  # fmt: skip
     trace, rng = Trace(), random.Random(seed)
     pricing = Pricing(PriceTable(), "claude-bench", TokenEstimator())
     model = FakeModel(trace, pricing, rng)
-    guard = BudgetedLLM(model, TracedLedger(store, trace), POLICY, pricing, lambda: NOW)
+    policy = replace(POLICY, global_stripes=stripes)
+    guard = BudgetedLLM(model, TracedLedger(store, trace), policy, pricing, lambda: NOW)
     await asyncio.sleep(max(0.0, start_at - time.time()))
     await asyncio.gather(*(
         person_sends(guard, p, heavy_n if heavy(p) else light_n, trace, rng)
@@ -202,12 +215,20 @@ def analyse(traces: Sequence[Trace], counters: dict[str, float]) -> dict[str, An
     payers += [(f"bench:{p}", f"solo:{p}") for t in traces for p in solo_people(t)]
     limits = {c.scope: c.limit for person, community in payers
               for c in POLICY.claims(person, community, NOW)}  # fmt: skip
+    summed: dict[str, float] = {}
+    for scope, spent in counters.items():  # the global cap's stripes as the one cap
+        summed[unstriped(scope)] = summed.get(unstriped(scope), 0.0) + spent
+    counters = summed
     kinds = {"person": 0.0, "community": 0.0, "global": 0.0}
     for scope, spent in counters.items():
         kind = scope.split(":", 1)[0]
         kinds[kind] = max(kinds[kind], max(0.0, spent - limits[scope]) / worst)
     exhausted: dict[str, float] = {}
+    stripes: dict[str, float] = {}
     for when, scope, spent in sorted(s for t in traces for s in t.settles):
+        if scope.startswith("global"):  # the stripes' newest spends, summed
+            stripes[scope] = spent
+            scope, spent = "global", sum(stripes.values())
         if spent >= limits[scope] and scope not in exhausted:
             exhausted[scope] = when
     after = sum(
@@ -237,18 +258,18 @@ async def counters_of(store: Any) -> dict[str, float]:
     return {c.scope: c.spent for c in await store.budget_counters("d:2026-11-02")}
 
 
-async def run_sqlite(folder: Path, heavy_n: int, light_n: int) -> dict[str, Any]:
+async def run_sqlite(folder: Path, heavy_n: int, light_n: int, stripes: int) -> dict[str, Any]:
     from memory.store.sqlite import SqliteStore
 
     store = await SqliteStore.open(folder / "budget.db")
     try:
-        trace = await drive(store, range(PEOPLE), heavy_n, light_n, time.time(), 1)
+        trace = await drive(store, range(PEOPLE), heavy_n, light_n, time.time(), 1, stripes)
         return analyse([trace], await counters_of(store))
     finally:
         await store.close()
 
 
-async def run_postgres(folder: Path, heavy_n: int, light_n: int) -> dict[str, Any]:
+async def run_postgres(folder: Path, heavy_n: int, light_n: int, stripes: int) -> dict[str, Any]:
     import asyncpg
 
     from memory.store.postgres import PostgresStore
@@ -265,6 +286,7 @@ async def run_postgres(folder: Path, heavy_n: int, light_n: int) -> dict[str, An
             asyncio.to_thread(subprocess.call, [
                 sys.executable, __file__, "--child", url, str(worker),
                 str(folder / f"w{worker}.json"), str(start_at), str(heavy_n), str(light_n),
+                str(stripes),
             ])
             for worker in (0, 1)
         ))  # fmt: skip
@@ -286,13 +308,13 @@ def load_trace(path: Path) -> Trace:
 
 
 async def child(url: str, worker: int, out: Path, start_at: float, heavy_n: int,
-                light_n: int) -> None:  # fmt: skip
+                light_n: int, stripes: int) -> None:  # fmt: skip
     from memory.store.postgres import PostgresStore
 
     store = await PostgresStore.open(url)
     try:
         people = [p for p in range(PEOPLE) if p % 2 == worker]
-        trace = await drive(store, people, heavy_n, light_n, start_at, 10 + worker)
+        trace = await drive(store, people, heavy_n, light_n, start_at, 10 + worker, stripes)
     finally:
         await store.close()
     await asyncio.to_thread(out.write_text, json.dumps(trace.__dict__))
@@ -316,14 +338,16 @@ def table(result: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     if args and args[0] == "--child":
-        url, worker, out, start_at, heavy_n, light_n = args[1:7]
+        url, worker, out, start_at, heavy_n, light_n, stripes = args[1:8]
         asyncio.run(child(url, int(worker), Path(out), float(start_at), int(heavy_n),
-                          int(light_n)))  # fmt: skip
+                          int(light_n), int(stripes)))  # fmt: skip
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.add_argument("--messages-heavy", type=int, default=12)
     parser.add_argument("--messages-light", type=int, default=2)
+    parser.add_argument("--stripes", type=int, default=1,
+                        help="the global cap's stripes (BUDGET_GLOBAL_STRIPES), both set-ups")
     parsed = parser.parse_args(args)
     result: dict[str, Any] = {"people": PEOPLE, "communities": COMMUNITIES, "setups": {},
                               "budgets_usd": {"person_day": POLICY.guest_day,
@@ -332,8 +356,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-budget-") as folder:
         for name, run in (("postgres_2_workers", run_postgres), ("sqlite_single", run_sqlite)):
             result["setups"][name] = asyncio.run(
-                run(Path(folder), parsed.messages_heavy, parsed.messages_light)
-            )
+                run(Path(folder), parsed.messages_heavy, parsed.messages_light, parsed.stripes)
+            ) | {"global_stripes": parsed.stripes}
     emit(result, table(result), parsed.json)
     return 0
 

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 from bot.config import Settings
 from bot.followups import FollowUpJob
 from bot.llm import ClosableLLM
+from bot.texts import text
 from memory.budget.guard import BudgetedLLM
 from memory.budget.policy import GLOBAL, BudgetPolicy, Pricing, day_key, month_key
 from memory.engine.tokens import TokenEstimator
@@ -57,7 +58,14 @@ def budgeted(
     if not policy.active:
         return llm
     pricing = Pricing.for_model(settings.price_table(), settings.llm_model, TokenEstimator())
-    return BudgetedLLM(llm, ledger, replace(policy, unit=pricing.unit), pricing, clock, notices)
+    policy = replace(policy, unit=pricing.unit)
+    return BudgetedLLM(llm, ledger, policy, pricing, clock, notices, budget_line)
+
+
+def budget_line(language: str, kind: str, resets_at: datetime) -> str:
+    """The line a person out of budget gets (bot/texts.py): whose limit, and when it resets."""
+    when = f"{resets_at:%Y-%m-%d %H:%M} ({resets_at.tzname() or 'UTC'})"
+    return text(language, "budget_out", what=text(language, f"budget_out_{kind}"), when=when)
 
 
 @dataclass(frozen=True)
@@ -80,14 +88,32 @@ async def spend_rows(settings: Settings, ledger: BudgetLedger, now: datetime) ->
     rows: list[Spend] = []
     for period in (day_key(now), month_key(now)):
         for counter in await ledger.budget_counters(period):
-            rows.append(_spend(policy, counter))
-    return rows
+            rows.append(spend_of(policy, counter))
+    return stripes_summed(rows)
 
 
-def _spend(policy: BudgetPolicy, counter: BudgetCounter) -> Spend:
+def stripes_summed(rows: list[Spend]) -> list[Spend]:
+    """The global cap's stripes (memory/budget/policy.py) shown as the one cap they keep."""
+    summed: dict[tuple[str, str, str], Spend] = {}
+    for row in rows:
+        key = (row.kind, row.name, row.period)
+        if key in summed:
+            was = summed[key]
+            row = replace(
+                was,
+                spent=was.spent + row.spent,
+                reserved=was.reserved + row.reserved,
+                calls=was.calls + row.calls,
+                refused=was.refused + row.refused,
+            )
+        summed[key] = row
+    return list(summed.values())
+
+
+def spend_of(policy: BudgetPolicy, counter: BudgetCounter) -> Spend:
     kind, _, name = counter.scope.partition(":")
     daily = counter.period.startswith("d:")
-    if counter.scope == GLOBAL:
+    if counter.scope == GLOBAL or counter.scope.startswith(f"{GLOBAL}#"):
         kind, name, budget = "global", "all", policy.global_day
     elif kind == "community":
         budget = policy.community_day

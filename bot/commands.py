@@ -13,6 +13,7 @@ from bot.access_commands import AccessCommands
 from bot.answers import Answer, Button, Caller, clean_input, is_blank
 from bot.canon_commands import CanonCommands
 from bot.canon_review import CanonReview
+from bot.channel_communities import ChannelRecorder
 from bot.command_line import help_lines
 from bot.community import ChatRatings, Community, Usable
 from bot.greeting import greeting
@@ -30,6 +31,7 @@ from memory.engine.llm import TextSink
 from memory.errors import UserFacingError
 from memory.models import Reply
 from memory.store.access import AccessRules
+from memory.store.budgets import ChannelCommunities
 from memory.store.canon import CanonStore
 from memory.store.protocols import Channels, FollowUps, Preferences, Scenes, Users
 
@@ -50,10 +52,20 @@ class Limits:
 
 
 class CommandStore(
-    Users, Channels, Preferences, FollowUps, Scenes, AccessRules, ChatRatings, CanonStore, Protocol
+    Users,
+    Channels,
+    Preferences,
+    FollowUps,
+    Scenes,
+    AccessRules,
+    ChatRatings,
+    CanonStore,
+    ChannelCommunities,
+    Protocol,
 ):
     """Who the user is, which character answers them where, their time zone, scenes, who may
-    talk, the chats marked mature, and the canon proposals an operator reviews."""
+    talk, the chats marked mature, the canon proposals an operator reviews, and the server
+    each channel is in."""
 
 
 Notify = Callable[[Answer], Awaitable[None]]
@@ -105,6 +117,7 @@ class Commands:
         )
         self._default_setting = default_character
         self.access = Access(store, admin_ids, clock, limits.access_refresh_seconds)
+        self._channels = ChannelRecorder(store)
         self.access_commands = AccessCommands(self.access, self.language)
         review = CanonReview(store, companion.characters, clock, limits.lore_page_cap_tokens)
         self.canon = CanonCommands(review, self.access, self.language, reloader)
@@ -191,7 +204,7 @@ class Commands:
     ) -> Awaitable[Answer]:
         character = await self.character_for(caller)
         language = pick_language(caller.locale, character.language)
-        if (refused := await self.access.refusal(caller, language)) is not None:
+        if (refused := await self.admit(caller, language)) is not None:
             return _ready(refused)  # before anything is stored or asked of the model
         if is_blank(message):  # zero-width characters alone are no text either
             return _ready(Answer(text(language, "empty"), ok=False))
@@ -219,6 +232,14 @@ class Commands:
             caller.incoming(character.id, message, message_id), gate, held, on_text
         )
         return _answer_of(pending)
+
+    async def admit(self, caller: Caller, language: str) -> Answer | None:
+        """The access check every message passes (None: admitted); an admitted group
+        message records its channel's community, whose budget its calls are paid from."""
+        if (refused := await self.access.refusal(caller, language)) is not None:
+            return refused
+        await self._channels.note(caller)
+        return None
 
     def use_rate_limiter(self, limiter: CallGate) -> None:
         """Replace the rate limiter: tests give one with a clock and a sleep of their own, and

@@ -199,6 +199,9 @@ class Settings(BaseSettings):
     budget_community_day: float | None = Field(None, ge=0)
     budget_global_day: float | None = Field(None, ge=0)
     budget_people: str = ""
+    # The global cap kept in this many counters, so that concurrent calls do not all wait on
+    # one row (docs/budgets.md: measured, it did not pay on the bench's machine; off).
+    budget_global_stripes: int = Field(1, ge=1, le=64)
 
     # Photos: shown to the model when it can see images (Anthropic; the OpenAI-compatible
     # provider never), described by LLM_SUMMARY_MODEL, refused past PHOTO_MAX_BYTES.
@@ -310,7 +313,7 @@ class Settings(BaseSettings):
         return BudgetPolicy(
             self.budget_person_day, self.budget_person_month, self.budget_guest_day,
             self.budget_guest_month, self.budget_community_day, self.budget_global_day,
-            parse_people(self.budget_people),
+            parse_people(self.budget_people), global_stripes=self.budget_global_stripes,
         )  # fmt: skip
 
     def price_table(self) -> PriceTable:

@@ -23,7 +23,8 @@ import socket
 import sys
 import uuid
 
-from bot.app import App, open_app
+from bot.access import Access
+from bot.app import App, open_app, system_clock
 from bot.budgets import spend_metrics
 from bot.config import Settings
 from bot.health import Metrics, TimedLLM, serve_health
@@ -35,6 +36,7 @@ from bot.inbox.claimed_jobs import (
 )
 from bot.inbox.discord_platform import DiscordIngest
 from bot.inbox.discord_worker import DiscordWorker
+from bot.inbox.refused import PlatformAccess
 from bot.inbox.shared_limits import SharedRateLimiter
 from bot.inbox.telegram_platform import TelegramIngest
 from bot.inbox.telegram_worker import TelegramWorker
@@ -95,13 +97,19 @@ async def _platform(settings: Settings, metrics: Metrics, stop: asyncio.Event) -
     # dead letters, the updates the inbox will not take (bot/inbox/dead_letters.py).
     store = await open_store(url)
     inbox = await open_inbox(url)
+    # Who may talk, checked before an update is stored (bot/inbox/refused.py): the same rules
+    # as the workers', .env's merged here too so that they hold before any worker starts.
+    clock = system_clock(settings)
+    access = Access(store, settings.admin_ids, clock, settings.access_refresh_seconds)
+    await access.merge(settings.access_start(), clock())
+    screen = PlatformAccess(access)
     ingests: list[TelegramIngest | DiscordIngest] = []
     try:
         async with serve_health(settings, metrics, inbox.stats) as health:
             if settings.telegram_bot_token is not None:
-                ingests.append(TelegramIngest(settings, inbox, metrics, store))
+                ingests.append(TelegramIngest(settings, inbox, metrics, store, screen))
             if settings.discord_bot_token is not None:
-                ingests.append(DiscordIngest(settings, inbox, metrics, store))
+                ingests.append(DiscordIngest(settings, inbox, metrics, store, access=screen))
             for ingest in ingests:
                 await ingest.start()
             if health is not None:

@@ -48,6 +48,8 @@ class SceneHost(Protocol):
     @property
     def access(self) -> Access: ...
 
+    async def admit(self, caller: Caller, language: str) -> Answer | None: ...
+
     @property
     def community(self) -> Community: ...
 
@@ -130,7 +132,7 @@ class SceneRoom:
         if gone is None and not heard:
             return None
         language = pick_language(caller.locale, cast[0].language)
-        if await self._host.access.refusal(caller, language) is not None:
+        if await self._host.admit(caller, language) is not None:
             return None  # refused in a group: nothing said, nothing stored (bot/access.py)
         if gone is not None:
             return gone

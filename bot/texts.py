@@ -42,6 +42,12 @@ TEXTS: dict[str, dict[str, str]] = {
         "adultos no hablan aquí.",
         "scene_mature_discord": "En Discord lo decide el propio canal: márcalo con restricción de "
         "edad en sus ajustes para que hablen los personajes para adultos.",
+        # Out of budget (bot/budgets.py budget_line): whose limit, and when it resets.
+        "budget_out": "Has llegado al límite de uso {what}; podrás seguir hablando a partir "
+        "del {when}.",
+        "budget_out_person": "de tu cuenta",
+        "budget_out_community": "de este grupo",
+        "budget_out_global": "del bot",
         # Who may talk (bot/access.py): one line, at most once a day, in a private chat.
         "access_blocked": "No puedo hablar contigo. /memoria sigue a tu disposición.",
         "access_dms_off": "No contesto por privado; búscame en un grupo o servidor. /memoria "
@@ -246,6 +252,11 @@ TEXTS: dict[str, dict[str, str]] = {
         "do not speak here.",
         "scene_mature_discord": "On Discord the channel itself decides: mark it age-restricted "
         "in its settings for characters for adults to speak.",
+        "budget_out": "You have reached the {what} usage limit; you can keep talking from "
+        "{when}.",
+        "budget_out_person": "of your account",
+        "budget_out_community": "of this group",
+        "budget_out_global": "of the bot",
         "access_blocked": "I can't talk with you. /memory is still yours to use.",
         "access_dms_off": "I don't answer private messages; find me in a group or server. "
         "/memory is still yours to use.",

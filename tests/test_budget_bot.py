@@ -99,11 +99,14 @@ async def test_memoria_works_while_out_of_budget(
 
 
 async def fill_global(app: App, clock: FakeClock, spent: float) -> None:
-    """The global counter brought to `spent` through the store's own settle."""
-    counter = ("global", day_key(clock()))
-    await app.store.reserve_budget([(*counter, 10.0)], 0.0)
-    now = next(c.spent for c in await app.store.budget_counters(counter[1]) if c.scope == "global")
-    await app.store.settle_budget([counter], 0.0, spent - now)
+    """The global cap's counters (its stripes on PostgreSQL) brought to `spent` in all, evenly,
+    through the store's own settle."""
+    scopes = app.settings.budget_policy().global_scopes()
+    day = day_key(clock())
+    for scope in scopes:
+        await app.store.reserve_budget([(scope, day, 10.0)], 0.0)
+        now = next(c.spent for c in await app.store.budget_counters(day) if c.scope == scope)
+        await app.store.settle_budget([(scope, day)], 0.0, spent / len(scopes) - now)
 
 
 async def test_operators_hear_once_at_80_and_once_at_100_percent_of_the_global_cap(

@@ -108,6 +108,8 @@ async def populate(store: MemoryStore) -> Thread:
         DETECTIVE, [NewCanonProposal("Su barco se llama Gaviota.", (answer.id,))], NOW
     )
     await store.save_canon_run(scene.id, DETECTIVE, [], "nothing", NOW)
+    # A Discord channel's server, its budget community (migration 0028).
+    await store.record_channel_community("discord:55", "discord:900")
     return thread
 
 

@@ -48,6 +48,7 @@ from bot.cli_characters import book_of_valid_files
 from bot.config import Settings
 from bot.health import Metrics
 from bot.inbox.dead_letters import DeadLetterSink, InboxKeeper
+from bot.inbox.refused import PlatformAccess
 from bot.registry import REGISTRY
 from bot.scenes import cast_of, names_a_character
 from memory.errors import UserFacingError
@@ -167,9 +168,11 @@ class DiscordIngest:
         metrics: Metrics,
         bindings: Bindings,
         *,
+        access: PlatformAccess | None = None,
         guild_ready_timeout: float = 2.0,
     ) -> None:
         self._settings = settings
+        self._access = access
         self._metrics = metrics
         self._bindings = bindings
         # The characters' names: a guild message that names one of a scene's is heard by it.
@@ -243,12 +246,23 @@ class DiscordIngest:
         again until it is (the database is down): a dropped event would be lost for good."""
         while True:
             try:
-                await self._keeper.keep(PLATFORM, events, arrival_of)
+                await self._keeper.keep(PLATFORM, await self._screened(events), arrival_of)
                 return
             except Exception:
                 self._metrics.errors += 1
                 log.warning("discord: the inbox could not store; retrying", exc_info=True)
                 await asyncio.sleep(RETRY_SECONDS)
+
+    async def _screened(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A refused person's messages without their words, or left out (bot/inbox/refused.py)."""
+        if self._access is None:
+            return events
+        kept = []
+        for raw in events:
+            data = await self._access.discord(raw["t"], raw["d"])
+            if data is not None:
+                kept.append({"t": raw["t"], "d": data})
+        return kept
 
     async def _wanted(self, event: str, data: dict[str, Any]) -> bool:
         if event == INTERACTION_CREATE:

@@ -21,6 +21,7 @@ from bot.command_line import menu
 from bot.config import Settings
 from bot.health import Metrics
 from bot.inbox.dead_letters import DeadLetterSink, InboxKeeper
+from bot.inbox.refused import PlatformAccess
 from bot.texts import LANGUAGES
 from memory.platform_text import storable_json
 from memory.store.inbox import SCENE_PAIR, Arrival, Inbox
@@ -53,7 +54,12 @@ def telegram_arrival(update: dict[str, Any]) -> Arrival:
 
 class TelegramIngest:
     def __init__(
-        self, settings: Settings, inbox: Inbox, metrics: Metrics, dead_letters: DeadLetterSink
+        self,
+        settings: Settings,
+        inbox: Inbox,
+        metrics: Metrics,
+        dead_letters: DeadLetterSink,
+        access: PlatformAccess | None = None,
     ) -> None:
         assert settings.telegram_bot_token is not None
         token = settings.telegram_bot_token.get_secret_value()
@@ -61,6 +67,7 @@ class TelegramIngest:
         self._settings = settings
         self._keeper = InboxKeeper(inbox, dead_letters, metrics, [token])
         self._metrics = metrics
+        self._access = access
         self._session: aiohttp.ClientSession | None = None
         self._task: asyncio.Task[None] | None = None
         self._runner: web.AppRunner | None = None
@@ -121,7 +128,12 @@ class TelegramIngest:
                 offset = max(ids) + 1
 
     async def _store(self, updates: list[dict[str, Any]]) -> None:
-        """Each update in the inbox, or else a dead letter (bot/inbox/dead_letters.py)."""
+        """Each update in the inbox, or else a dead letter (bot/inbox/dead_letters.py); a
+        refused person's without their words (bot/inbox/refused.py). Raises, and nothing is
+        acknowledged, when the rules cannot be read."""
+        if self._access is not None:
+            screened = [await self._access.telegram(u) for u in updates]
+            updates = [u for u in screened if u is not None]
         await self._keeper.keep("telegram", updates, telegram_arrival)
 
     async def _start_webhook(self) -> None:

@@ -12,11 +12,12 @@ only be exceeded by what a call really cost beyond its estimated worst case.
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory.budget.policy import GLOBAL, BudgetPolicy, Claim, Pricing
+from memory.budget.policy import BudgetPolicy, Claim, Pricing
 from memory.engine.llm import (
     LLM,
     LLMError,
@@ -36,29 +37,28 @@ IDENTITIES_KEPT = 10_000
 # level (80, 100), spent, cap, unit: told to the operators once per level and day.
 Notice = Callable[[int, float, float, str], Awaitable[None]]
 
-RESETS = {
-    "es": "Has llegado al límite de uso {what}; podrás seguir hablando a partir del {when}.",
-    "en": "You have reached the {what} usage limit; you can keep talking from {when}.",
-}
-WHAT = {
-    "es": {"person": "de tu cuenta", "community": "de este grupo", "global": "del bot"},
-    "en": {"person": "of your account", "community": "of this group", "global": "of the bot"},
-}
+# (language, kind, resets_at) -> the one line a person out of budget is answered with. The
+# wording is the bot's (bot/texts.py, passed in by bot/budgets.py): memory/ holds no user-facing
+# catalogue; `plain_wording` serves callers without one (the bench).
+Wording = Callable[[str, str, datetime], str]
+
+
+def plain_wording(language: str, kind: str, resets_at: datetime) -> str:
+    return f"The {kind} budget is spent until {resets_at:%Y-%m-%d %H:%M}."
 
 
 class BudgetExhausted(LLMError):
     """A call refused before the model was asked: a budget of its payer is spent."""
 
-    def __init__(self, kind: str, resets_at: datetime) -> None:
+    def __init__(self, kind: str, resets_at: datetime, wording: Wording = plain_wording) -> None:
         super().__init__(f"budget: the {kind} budget is spent until {resets_at.isoformat()}")
         self.kind = kind
         self.resets_at = resets_at
+        self._wording = wording
 
     def line(self, language: str) -> str:
         """The one line a person is answered with: whose limit, and when it resets."""
-        lang = language if language in RESETS else "en"
-        when = f"{self.resets_at:%Y-%m-%d %H:%M} ({self.resets_at.tzname() or 'UTC'})"
-        return RESETS[lang].format(what=WHAT[lang][self.kind], when=when)
+        return self._wording(language, self.kind, self.resets_at)
 
 
 @dataclass(frozen=True)
@@ -76,14 +76,18 @@ class BudgetedLLM:
         pricing: Pricing,
         clock: Callable[[], datetime],
         notify: Notice | None = None,
+        wording: Wording = plain_wording,
     ) -> None:
         self._llm = llm
+        self._wording = wording
         self._ledger = ledger
         self._policy = policy
         self._pricing = pricing
         self._clock = clock
         self._notify = notify
         self._identities: dict[int, str] = {}
+        self._communities: dict[str, str] = {}
+        self._random = random.Random()
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         hold = await self.reserve(request)
@@ -106,24 +110,31 @@ class BudgetedLLM:
             await close()
 
     async def reserve(self, request: LLMRequest) -> _Hold:
-        """The request's worst case reserved on every counter of its payer, or BudgetExhausted."""
+        """The request's worst case reserved on every counter of its payer, or BudgetExhausted.
+        The global cap's stripes are tried from a random one until one has room."""
         person = await self._person(request.payer)
-        claims = tuple(self._policy.claims(person, request.payer.community, self._clock()))
-        amount = self._pricing.worst_case(request)
-        if not claims:
-            return _Hold((), amount)
-        refused = await self._ledger.reserve_budget(
-            [(c.scope, c.period, c.limit) for c in claims], amount
-        )
-        if refused is None:
-            return _Hold(claims, amount)
-        claim = claims[refused]
+        community = await self._community(request.payer.community)
+        now, amount = self._clock(), self._pricing.worst_case(request)
+        stripes = max(1, self._policy.global_stripes)
+        first = self._random.randrange(stripes)
+        for attempt in range(stripes):
+            claims = tuple(self._policy.claims(person, community, now, first + attempt))
+            if not claims:
+                return _Hold((), amount)
+            refused = await self._ledger.reserve_budget(
+                [(c.scope, c.period, c.limit) for c in claims], amount
+            )
+            if refused is None:
+                return _Hold(claims, amount)
+            claim = claims[refused]
+            if claim.kind != "global":
+                break
         if claim.kind == "global":
-            await self._tell(claim, claim.limit, 100)
+            await self._tell(claim, self._policy.global_day or 0.0, 100)
         log.info(
             "%s call refused: the %s budget %s is spent", request.kind, claim.kind, claim.scope
         )
-        raise BudgetExhausted(claim.kind, claim.resets_at)
+        raise BudgetExhausted(claim.kind, claim.resets_at, self._wording)
 
     async def _settled(self, hold: _Hold, call: Awaitable[LLMResponse]) -> LLMResponse:
         cost = 0.0
@@ -138,20 +149,31 @@ class BudgetedLLM:
                     [(c.scope, c.period) for c in hold.claims], hold.amount, cost
                 )
                 for claim, spent in zip(hold.claims, after, strict=True):
-                    if claim.scope == GLOBAL:
+                    if claim.kind == "global":
                         await self._watch_global(claim, spent)
 
-    async def _watch_global(self, claim: Claim, spent: float) -> None:
+    async def _watch_global(self, stripe: Claim, spent: float) -> None:
+        """The operators' notices at 80% and 100% of the whole cap. The stripes' total is read
+        only when this stripe is past the level: the total cannot be past it otherwise (and
+        the stripe that is tells, at its next settle)."""
+        cap = self._policy.global_day or 0.0
         for level in NOTICE_LEVELS:
-            if claim.limit > 0 and spent >= claim.limit * level / 100:
-                await self._tell(claim, spent, level)
+            if stripe.limit > 0 and spent >= stripe.limit * level / 100:
+                scopes = self._policy.global_scopes()
+                total = spent
+                if len(scopes) > 1:
+                    total = await self._ledger.budget_total(scopes, stripe.period)
+                if total >= cap * level / 100:
+                    await self._tell(stripe, total, level)
 
     async def _tell(self, claim: Claim, spent: float, level: int) -> None:
-        """The operators hear of each level once per day, whichever worker gets there first."""
+        """The operators hear of each level once per day, whichever worker gets there first
+        (recorded on the first stripe's counter)."""
         if self._notify is None:
             return
-        if await self._ledger.claim_budget_notice(claim.scope, claim.period, level):
-            await self._notify(level, spent, claim.limit, self._pricing.unit)
+        holder = self._policy.global_scopes()[0]
+        if await self._ledger.claim_budget_notice(holder, claim.period, level):
+            await self._notify(level, spent, self._policy.global_day or 0.0, self._pricing.unit)
 
     async def _person(self, payer: Payer) -> str | None:
         """The person's platform identity: a forget that deletes their row and a new row on
@@ -164,4 +186,20 @@ class BudgetedLLM:
             if len(self._identities) >= IDENTITIES_KEPT:  # bounded: looked up again later
                 self._identities.clear()
             self._identities[payer.person] = known
+        return known
+
+    async def _community(self, channel: str | None) -> str | None:
+        """The community a thread's channel belongs to: a Discord channel's server, recorded
+        when its messages are admitted (bot/budgets.py ChannelRecorder), so that a server's
+        channels share one budget; a channel with no record (a Telegram group) is its own."""
+        if channel is None:
+            return None
+        known = self._communities.get(channel)
+        if known is None:
+            known = await self._ledger.channel_community(channel)
+            if known is None:
+                return channel  # asked again next time: its first message records it
+            if len(self._communities) >= IDENTITIES_KEPT:
+                self._communities.clear()
+            self._communities[channel] = known
         return known

@@ -64,6 +64,10 @@ class BudgetPolicy:
     # "platform:id" of the people with a budget of their own -> (day, month) or the defaults.
     people: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
     unit: Unit = "usd"
+    # The global cap kept in this many counters ("global#0".."global#N-1"), each holding an
+    # N-th of it: a reservation takes one stripe with room, so concurrent calls lock different
+    # rows instead of all waiting on one, and the stripes' sum can never pass the cap.
+    global_stripes: int = 1
 
     @property
     def active(self) -> bool:
@@ -86,8 +90,17 @@ class BudgetPolicy:
             )
         return self.guest_day, self.guest_month
 
-    def claims(self, person: str | None, community: str | None, now: datetime) -> list[Claim]:
-        """Every counter a call of this person in this community must fit in, now."""
+    def global_scopes(self) -> list[str]:
+        """The counters the global cap is kept in (one, unstriped: 'global')."""
+        if self.global_stripes <= 1:
+            return [GLOBAL]
+        return [f"{GLOBAL}#{k}" for k in range(self.global_stripes)]
+
+    def claims(
+        self, person: str | None, community: str | None, now: datetime, stripe: int = 0
+    ) -> list[Claim]:
+        """Every counter a call of this person in this community must fit in, now (of the
+        global cap, its stripe number `stripe`)."""
         day, month = day_key(now), month_key(now)
         found: list[Claim] = []
         if person is not None:
@@ -101,7 +114,9 @@ class BudgetPolicy:
                 Claim(f"community:{community}", day, self.community_day, "community", next_day(now))
             )
         if self.global_day is not None:
-            found.append(Claim(GLOBAL, day, self.global_day, "global", next_day(now)))
+            scopes = self.global_scopes()
+            share = self.global_day / len(scopes)
+            found.append(Claim(scopes[stripe % len(scopes)], day, share, "global", next_day(now)))
         return found
 
 

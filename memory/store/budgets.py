@@ -40,10 +40,25 @@ class BudgetLedger(Protocol):
         """True once per counter and level (the first worker to ask): who sends the notice."""
         ...
 
+    async def budget_total(self, scopes: Sequence[str], period: str) -> float:
+        """The spent of these counters of one period, summed (a striped cap's stripes)."""
+        ...
+
     async def budget_counters(self, period: str) -> list[BudgetCounter]:
         """Every counter of one period ('d:2026-12-03', 'm:2026-12')."""
         ...
 
     async def platform_identity(self, user_id: int) -> str | None:
         """'platform:platform_user_id' of a users row, None when it is gone."""
+        ...
+
+    async def channel_community(self, channel: str) -> str | None:
+        """The community recorded for a group channel ('discord:<channel>' ->
+        'discord:<server>', migration 0028), None when none is."""
+        ...
+
+
+class ChannelCommunities(Protocol):
+    async def record_channel_community(self, channel: str, community: str) -> None:
+        """Remember the community of a group channel (a Discord channel's server)."""
         ...

@@ -134,6 +134,7 @@ COPY_TABLES: dict[str, tuple[tuple[str, ...], str | None]] = {
         "proposal_id",
     ),
     "canon_runs": (("conversation_id", "character_id", "status", "created_at"), "conversation_id"),
+    "channel_communities": (("channel", "community"), None),
 }  # fmt: skip
 PRIMARY_KEYS = {
     "character_choices": "user_id, channel_key",
@@ -147,6 +148,7 @@ PRIMARY_KEYS = {
     "access_notices": "platform, user_id",
     "chat_ratings": "platform, channel_id",
     "canon_evidence": "proposal_id, turn_id",
+    "channel_communities": "channel",
 }
 IDENTITY_TABLES = ("users", "conversations", "turns", "summaries", "llm_usage", "facts",
                     "fact_history", "memory_rejections", "followups", "dead_letters",

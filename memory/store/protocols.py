@@ -34,7 +34,7 @@ from memory.models import (
 from memory.search.terms import Term
 from memory.store.access import AccessRules
 from memory.store.admin_protocols import Administration, DeadLetters, DeploymentCopy
-from memory.store.budgets import BudgetLedger
+from memory.store.budgets import BudgetLedger, ChannelCommunities
 from memory.store.canon import CanonStore
 from memory.store.scene_journeys import SceneJourneys
 
@@ -416,6 +416,7 @@ class MemoryStore(
     Scenes,
     SceneJourneys,
     BudgetLedger,
+    ChannelCommunities,
     AccessRules,
     ChatRatings,
     CanonStore,

@@ -56,11 +56,16 @@ class PgBudgetsMixin(PostgresStoreBase):
         """See memory/store/budgets.py."""
         scopes, periods = [s for s, _, _ in limits], [p for _, p, _ in limits]
         caps = [limit for _, _, limit in limits]
-        # Creating a missing counter takes no lock on an existing one.
+        def reserve() -> Awaitable[list[asyncpg.Record]]:
+            return self._pool.fetch(_RESERVE, scopes, periods, caps, amount)
+
+        # Counters mostly exist already: the reservation is tried first, and only when it
+        # reserved nothing are missing counters created (which takes no lock on an existing
+        # one) and the reservation tried again; one round trip per call, not two.
+        if await _retried(reserve):
+            return None
         await self._pool.execute(_CREATE, scopes, periods)
-        reserved = await _retried(lambda: self._pool.fetch(_RESERVE, scopes, periods, caps,
-                                                           amount))  # fmt: skip
-        if reserved:
+        if await _retried(reserve):
             return None
         async with self._transaction() as con:
             rows = await con.fetch(
@@ -100,6 +105,15 @@ class PgBudgetsMixin(PostgresStoreBase):
         )
         return status.endswith(" 1")
 
+    async def budget_total(self, scopes: Sequence[str], period: str) -> float:
+        total = await self._pool.fetchval(
+            "SELECT coalesce(sum(spent), 0) FROM budget_counters"
+            " WHERE period = $1 AND scope = ANY($2::text[])",
+            period,
+            list(scopes),
+        )
+        return float(total)
+
     async def budget_counters(self, period: str) -> list[BudgetCounter]:
         rows = await self._pool.fetch(
             "SELECT scope, period, spent, reserved, calls, refused FROM budget_counters"
@@ -113,6 +127,20 @@ class PgBudgetsMixin(PostgresStoreBase):
             "SELECT platform, platform_user_id FROM users WHERE id = $1", user_id
         )
         return f"{row[0]}:{row[1]}" if row else None
+
+    async def channel_community(self, channel: str) -> str | None:
+        row = await self._pool.fetchrow(
+            "SELECT community FROM channel_communities WHERE channel = $1", channel
+        )
+        return str(row[0]) if row else None
+
+    async def record_channel_community(self, channel: str, community: str) -> None:
+        await self._pool.execute(
+            "INSERT INTO channel_communities (channel, community) VALUES ($1, $2)"
+            " ON CONFLICT (channel) DO UPDATE SET community = excluded.community",
+            channel,
+            community,
+        )
 
 
 async def _retried(run: Callable[[], Awaitable[list[asyncpg.Record]]]) -> list[asyncpg.Record]:

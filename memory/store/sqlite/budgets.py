@@ -62,6 +62,16 @@ class BudgetsMixin(StoreBase):
         return cursor.rowcount == 1
 
     @on_db_thread
+    def budget_total(self, scopes: Sequence[str], period: str) -> float:
+        marks = ", ".join("?" for _ in scopes)
+        row = self._one(
+            f"SELECT coalesce(sum(spent), 0) FROM budget_counters WHERE period = ?"
+            f" AND scope IN ({marks})",
+            (period, *scopes),
+        )
+        return float(row[0]) if row else 0.0
+
+    @on_db_thread
     def budget_counters(self, period: str) -> list[BudgetCounter]:
         return [
             BudgetCounter(*row)
@@ -76,3 +86,17 @@ class BudgetsMixin(StoreBase):
     def platform_identity(self, user_id: int) -> str | None:
         row = self._one("SELECT platform, platform_user_id FROM users WHERE id = ?", (user_id,))
         return f"{row[0]}:{row[1]}" if row else None
+
+    @on_db_thread
+    def channel_community(self, channel: str) -> str | None:
+        row = self._one("SELECT community FROM channel_communities WHERE channel = ?", (channel,))
+        return str(row[0]) if row else None
+
+    @on_db_thread
+    def record_channel_community(self, channel: str, community: str) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO channel_communities (channel, community) VALUES (?, ?)"
+                " ON CONFLICT (channel) DO UPDATE SET community = excluded.community",
+                (channel, community),
+            )
