@@ -40,6 +40,7 @@ if str(REPO) not in sys.path:  # run as a script: make `bench`, `bot` and `memor
     sys.path.insert(0, str(REPO))
 
 from bench.cache_sim import PromptCache  # noqa: E402
+from bench.scene_chronicle import forget_one, read_chronicles  # noqa: E402
 from bench.scene_llm import SceneLLM  # noqa: E402
 from bench.scene_report import format_table, summarise, transcript  # noqa: E402
 from bench.scene_run import SceneRun, SpokenLine  # noqa: E402
@@ -167,6 +168,10 @@ async def replay(
         run = SceneRun(script, llm.requests, sink.lines, engine_figures(settings, min_cacheable))
         run.person_ids, run.foreign_attempts = person_ids, llm.foreign_attempts
         await collect(app, run)
+        # After the figures above: one person forgets the scene, the stories are read again.
+        await forget_one(app, llm.chronicler.figures, [caller(p) for p in PEOPLE])
+        cap, traps = settings.scene_journey_max_tokens, llm.chronicler.traps
+        run.chronicles = llm.chronicler.figures.figures(cap, traps)
     run.rejections = rejection_reasons(settings.database_path)
     return run
 
@@ -206,7 +211,7 @@ async def drive(
         if message.index == script.join_at:
             await join(app, LATE)
             llm.present = CAST
-        await wait_for(app, clock, message, idle_after)
+        await wait_for(app, clock, message, idle_after, llm)
         llm.message = sink.message = message.index
         llm.topic = message.topic
         replied = replied_name(message, sink)
@@ -225,7 +230,7 @@ async def drive(
         # A summary call takes seconds and the next message comes later: let the compaction
         # the turn scheduled finish first, as it would in production.
         await app.companion.drain()
-    await idle_sweep(app, clock, idle_after)  # the last conversation's extraction
+    await idle_sweep(app, clock, idle_after, llm)  # the last conversation's extraction
 
 
 async def join(app: App, role: Role) -> None:
@@ -242,21 +247,22 @@ def replied_name(message: HumanMessage, sink: RecordingSink) -> str | None:
 
 
 async def wait_for(
-    app: App, clock: BenchClock, message: HumanMessage, idle_after: timedelta
+    app: App, clock: BenchClock, message: HumanMessage, idle_after: timedelta, llm: SceneLLM
 ) -> None:
     """Move the clock to the message; across an idle gap, run the sweep when it would first
     see the conversation idle (it ends it, and the scene's extraction runs)."""
     if message.opens_conversation and message.index > 1:
-        await idle_sweep(app, clock, idle_after)
+        await idle_sweep(app, clock, idle_after, llm)
         clock.now += max(message.gap - idle_after - timedelta(minutes=1), timedelta(0))
     else:
         clock.advance(message.gap)
 
 
-async def idle_sweep(app: App, clock: BenchClock, idle_after: timedelta) -> None:
+async def idle_sweep(app: App, clock: BenchClock, idle_after: timedelta, llm: SceneLLM) -> None:
     clock.now += idle_after + timedelta(minutes=1)
     await app.sweep()
     await app.companion.drain()
+    await read_chronicles(app, llm.chronicler.figures, PLATFORM, CHANNEL)  # each version
 
 
 async def collect(app: App, run: SceneRun) -> None:
@@ -288,6 +294,7 @@ def engine_figures(settings: Settings, min_cacheable: int) -> dict[str, Any]:
         "budget_profile_tokens": settings.budget_profile_tokens,
         "inactivity_timeout_minutes": settings.inactivity_timeout_minutes,
         "min_cacheable_tokens": min_cacheable,
+        "scene_journey_max_tokens": settings.scene_journey_max_tokens,
     }
 
 

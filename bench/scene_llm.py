@@ -18,11 +18,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bench.cache_sim import CacheResult, PromptCache
+from bench.scene_chronicle import BenchChronicler
 from bench.scene_script import CAST, TOPICS, Claim, Role, contract
 from bench.scripted_llm import BENCH_MODEL, BenchClock, body_tokens, parse_turns
 from bot.llm.anthropic_provider import request_body
 from memory.engine.llm import LLMError, LLMRequest, LLMResponse, ToolCall, Usage
 from memory.engine.tokens import TokenEstimator
+from memory.journey.chronicler import JOURNEY_TOOL
 from memory.profile.extraction import EXTRACTION_TOOL
 from memory.scene.voices import voices_in
 from memory.summary.rolling import SUMMARY_TOOL
@@ -118,6 +120,7 @@ class SceneLLM:
         self.topic = ""
         self.message = 0
         self.foreign_attempts = 0  # operations it proposed about a person on others' words
+        self.chronicler = BenchChronicler()  # each character's story of the scene
 
     async def close(self) -> None:
         return None
@@ -142,7 +145,10 @@ class SceneLLM:
         elif request.kind == "extraction":
             arguments = self.extraction(request.messages[-1].text)
             calls = (ToolCall(EXTRACTION_TOOL.name, arguments, "bench"),)
-        else:  # the journey: groups keep none; anything else is not scripted
+        elif request.kind == "journey" and character is not None:
+            story = self.chronicler.answer(character, request.messages[-1].text)
+            calls = (ToolCall(JOURNEY_TOOL.name, {"journey": story}, "bench"),)
+        else:  # anything else is not scripted
             raise LLMError(f"the bench has no script for '{request.kind}' requests")
         output = text or json.dumps([c.arguments for c in calls], ensure_ascii=False)
         usage = Usage(

@@ -286,6 +286,7 @@ def summarise(run: SceneRun, private: list[str], group: list[str]) -> dict[str, 
         "prompt_tokens_turn300_vs_turn60": {k: v["ratio"] for k, v in growth.items()},
         "cache_read_share_steady": {k: v["cache_read_share_steady"] for k, v in cache.items()},
         **memory_figures(run, private, group),
+        **run.chronicles,
         "prompt_tokens_near": growth,
         "cache": cache,
         "calls_by_kind": dict(Counter(r.kind for r in run.requests)),
@@ -312,7 +313,22 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
         "unwitnessed_lines_in_prompts",
     ):
         found.append(target(name, result[name], 0, "<="))
+    if "scene_journey_tokens_max" in result:  # the story of each scene (issue 37 A)
+        found += journey_targets(result)
     return found
+
+
+def journey_targets(result: dict[str, Any]) -> list[dict[str, Any]]:
+    cap = result["engine"]["scene_journey_max_tokens"]
+    share = result["scene_journey_cites_valid_share"]
+    return [
+        target("scene_journey_cites_valid_share", share or 0.0, 1.0, ">="),
+        target("scene_journey_unwitnessed_cites", result["scene_journey_unwitnessed_cites"], 0,
+               "<="),
+        target("scene_journey_sentences_left_after_forget",
+               result["scene_journey_sentences_left_after_forget"], 0, "<="),
+        target("scene_journey_tokens_max", result["scene_journey_tokens_max"], cap, "<="),
+    ]  # fmt: skip
 
 
 def format_table(result: dict[str, Any]) -> str:
@@ -340,6 +356,8 @@ def format_table(result: dict[str, Any]) -> str:
             f"cause: {steady['tokens_lost_by_cause']}"
         )
     lines += ["", f"controls: {result['controls']}", ""]
+    if "scene_journey_controls" in result:
+        lines[-1:] = [f"story of the scene: {result['scene_journey_controls']}", ""]
     for item in result["targets"]:
         verdict = "PASS" if item["pass"] else "FAIL"
         lines.append(f"{verdict}  {item['name']} = {item['value']} ({item['op']} {item['limit']})")

@@ -30,3 +30,4 @@ class SceneRun:
     person_ids: dict[str, int] = field(default_factory=dict)
     rejections: list[str] = field(default_factory=list)
     foreign_attempts: int = 0
+    chronicles: dict[str, Any] = field(default_factory=dict)  # the story of the scene's figures

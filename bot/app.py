@@ -99,6 +99,7 @@ def _engine(
         settings.budget_profile_tokens,
         tokens,
         characters,
+        chronicles=store if settings.scene_journey_max_tokens else None,
     )
     journey_model = settings.llm_journey_model or settings.llm_summary_model
     chronicler = Chronicler(
@@ -110,6 +111,7 @@ def _engine(
         cap_tokens=settings.journey_max_tokens,
         model=journey_model,
         prefixes=prefixes,
+        scene_cap_tokens=settings.scene_journey_max_tokens,
     )
     extractor = ProfileExtractor(
         llm, store, lifetimes, clock, characters, model=settings.llm_summary_model,

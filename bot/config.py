@@ -96,6 +96,9 @@ class Settings(BaseSettings):
     # "El Viaje": the chronicle of each private thread, in block 2 (memory/journey/).
     journey_max_tokens: int = Field(700, ge=150, le=4000)
     llm_journey_model: str | None = None  # the summary model when unset
+    # The story of each scene: every character's chronicle of a group scene, in its block 2
+    # there (memory/scene/chronicle.py); 0 keeps none.
+    scene_journey_max_tokens: int = Field(400, ge=0, le=4000)
     budget_window_tokens: int = Field(3000, ge=200)
     budget_fragments_tokens: int = Field(600, ge=0)
     lore_page_cap_tokens: int = Field(1500, ge=100)

@@ -299,6 +299,22 @@ ESCENA = Command(
             public=True,
         ),
         _sub(
+            "escena.historia",
+            "historia",
+            "story",
+            "La historia de la escena según un personaje",
+            "The story of the scene as a character tells it",
+            lambda c, who, a: c.scenes.story(who, " ".join(a)),
+            Arg(
+                "personaje",
+                Words("personaje", "character"),
+                Words("Su nombre o id; sin él, el primero", "Its name or id; none: the first"),
+                rest=True,
+                optional=True,
+            ),
+            public=True,
+        ),
+        _sub(
             "escena.anadir",
             "añadir",
             "add",

@@ -22,21 +22,23 @@ from bot.access import Access
 from bot.answers import Answer, Caller, clean_input, is_blank
 from bot.community import ChatRatings, Community, Usable
 from bot.pacing import ArrivalOrder
+from bot.scene_story import story
 from bot.texts import pick_language, text
 from cards.character import Character, CharacterBook
 from memory.engine.bursts import CallGate
 from memory.engine.companion import Companion
 from memory.models import SceneErasure
+from memory.scene.chronicle import ChronicleStore, forget_in_chronicles
 from memory.scene.engine import LineSink, SceneLine, SceneMessage, scene_owner_id, scene_scope
 from memory.scene.routing import Castmember, Heard, addressed
-from memory.store.protocols import Channels, Scenes, Users
+from memory.store.protocols import Channels, Scenes, TurnLog, Users
 
 Notify = Callable[[Answer], Awaitable[None]]
 
 
-class SceneStore(Channels, Scenes, Users, ChatRatings, Protocol):
-    """Bindings, scene members and the chats marked mature, and the rows of the people and of
-    each scene."""
+class SceneStore(Channels, Scenes, Users, ChatRatings, ChronicleStore, TurnLog, Protocol):
+    """Bindings, scene members and the chats marked mature, the rows of the people and of
+    each scene, and each character's story of it."""
 
 
 class SceneHost(Protocol):
@@ -221,6 +223,15 @@ class SceneRoom:
         names = ", ".join(f"{c.name} ({c.id})" for c in cast)
         return Answer(text(language, "scene_cast", names=names))
 
+    async def story(self, caller: Caller, name: str) -> Answer:
+        """/escena historia [personaje]: a character's story of this scene, for anyone here."""
+        cast = await self.cast(caller)
+        language = pick_language(caller.locale, cast[0].language)
+        if caller.channel_kind != "group":
+            return Answer(text(language, "scene_groups_only"), ok=False)
+        book = self._companion.characters
+        return await story(self._store, book, caller, cast, name, language)
+
     async def add(self, caller: Caller, character_id: str) -> Answer:
         """Admin: a character joins the scene; it knows nothing said before it came."""
         refused = await self._admin_refusal(caller, character_id)
@@ -309,6 +320,11 @@ class SceneRoom:
             scope = scene_scope(caller.platform, caller.channel_id)
             for character in cast:
                 ended = await self._companion.end_thread(owner, character.id, scope) or ended
+            # Every character's story of the scene goes with it, and none is written from
+            # before the reset (memory/store/scene_journeys.py).
+            await self._store.reset_scene_journeys(owner.id, self._clock())
+            for character_id in self._companion.characters.ids():
+                self._companion.profile_changed(owner.id, character_id)
         return Answer(text(language, "reset" if ended else "reset_none"))
 
     # ---- a participant's forget -------------------------------------------------------------
@@ -325,6 +341,10 @@ class SceneRoom:
         present = [c.id for c in await self.cast(caller)]
         witnesses = sorted(set(present) | set(self._companion.characters.ids()))
         async with self._companion.holding_scene(owner, witnesses, scope):
+            if owner is not None:  # their sentences first: their lines tell which they are
+                names = (person.display_name, caller.display_name)
+                await forget_in_chronicles(self._store, owner.id, witnesses, person.id, names,
+                                           scope)  # fmt: skip
             return await self._store.forget_scene_lines(person.id, scope)
 
 

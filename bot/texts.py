@@ -100,6 +100,9 @@ TEXTS: dict[str, dict[str, str]] = {
         "scene_absent": "{name} no está en esta escena.",
         "scene_gone": "{name} ya no está en esta escena; /escena dice quién está.",
         "scene_last": "{name} es el único personaje de la escena: añade otro antes de quitarlo.",
+        "scene_story_title": "La historia de esta escena según {name}",
+        "scene_story_none": "{name} aún no tiene historia de esta escena: se escribe cuando "
+        "acaba una conversación del grupo.",
         "scene_left": "{name} sale de la escena; lo que presenció sigue siendo su recuerdo.",
         "scene_switch": "En un grupo hablan los personajes de su escena: /escena los lista.",
         "incognito_group": "En un grupo no hay conversación fuera de registro: lo que se dice "
@@ -304,6 +307,9 @@ TEXTS: dict[str, dict[str, str]] = {
         "scene_absent": "{name} is not in this scene.",
         "scene_gone": "{name} is no longer in this scene; /scene lists who is.",
         "scene_last": "{name} is the scene's only character: add another before removing them.",
+        "scene_story_title": "The story of this scene as {name} tells it",
+        "scene_story_none": "{name} has no story of this scene yet: it is written when one of "
+        "the group's conversations ends.",
         "scene_left": "{name} leaves the scene; what they witnessed stays their memory.",
         "scene_switch": "In a group, the scene's characters speak: /scene lists them.",
         "incognito_group": "A group has no off-the-record conversation: what is said here, "

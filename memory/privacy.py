@@ -28,7 +28,9 @@ from memory.models import (
     User,
 )
 from memory.profile.view import FactState, Lifetimes
+from memory.scene.chronicle import exported_sentences, forget_with_character
 from memory.store.protocols import Erasure, Export, Facts, Summaries
+from memory.store.scene_journeys import SceneJourneys
 
 EXPORT_FORMAT = "companion-memory"
 EXPORT_VERSION = 1
@@ -84,7 +86,9 @@ class WhyView:
     journey_rewritten: bool = False
 
 
-class MemoryServiceStore(Facts, Summaries, Export, Erasure, JourneyReader, Protocol):
+class MemoryServiceStore(
+    Facts, Summaries, Export, Erasure, JourneyReader, SceneJourneys, Protocol
+):  # fmt: skip
     """What /memoria reads and changes."""
 
 
@@ -295,10 +299,16 @@ class MemoryService:
         """Everything with this character, from every table and the search index, with the
         user's background work stopped first: nothing computed from it lands afterwards."""
         async with self._forgetting(user.id, character_id):
+            # this character's stories of the scenes lose what cites the user's lines first
+            await forget_with_character(self._store, user.id, character_id)
             return await self._store.forget(user.id, character_id)
 
     async def export(self, user: User, character_id: str) -> dict[str, Any]:
         rows = await self._store.export_rows(user.id, character_id)
+        # A scene's story is the scene's: only its sentences citing this person's own lines
+        # (an import brings none back, as it brings back no scene line).
+        lines = {int(str(row["id"])) for row in rows.get("scene_lines", [])}
+        stories = await self._store.scene_journeys(character_id) if lines else []
         return {
             "format": EXPORT_FORMAT,
             "version": EXPORT_VERSION,
@@ -310,6 +320,7 @@ class MemoryService:
             },
             "character_id": character_id,
             **{table: [public_row(row) for row in items] for table, items in rows.items()},
+            "scene_journeys": exported_sentences(stories, lines),
         }
 
     async def import_(self, user: User, character_id: str, data: dict[str, Any]) -> dict[str, int]:

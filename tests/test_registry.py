@@ -59,6 +59,7 @@ def samples(fact: int) -> dict[str, Sample]:
         # Scenes are a group's: in a private chat each says so (tests/test_scenes.py runs them
         # in groups).
         "escena.lista": ([], text("es", "scene_groups_only")),
+        "escena.historia": (["Koldo"], text("es", "scene_groups_only")),
         "escena.anadir": (["lighthouse_keeper"], text("es", "scene_groups_only")),
         "escena.quitar": (["lighthouse_keeper"], text("es", "scene_groups_only")),
         "escena.madura": (["on"], text("es", "scene_groups_only")),

@@ -8,11 +8,13 @@ from typing import Any
 
 import pytest
 
+import bot.scenes as scenes_module
 from bench import scene
 from bench.scene_script import CAST
 from bot.answers import Caller
 from bot.scenes import SceneRoom
 from cards.character import Character
+from memory.journey import checks
 from memory.models import Thread, Turn
 from memory.scene import facts as scene_facts
 
@@ -89,6 +91,43 @@ async def _everyone_present(self: SceneRoom, caller: Caller) -> tuple[Any, ...]:
     ],
 )  # fmt: skip
 def test_each_count_catches_its_rule_broken(
+    monkeypatch: pytest.MonkeyPatch, count: str, target: Any, mutant: tuple[str, Any]
+) -> None:
+    monkeypatch.setattr(target, *mutant)
+    assert short_run()[count] > 0
+
+
+def test_the_story_of_each_scene_keeps_its_rules_and_the_zeros_mean_something() -> None:
+    result = short_run()
+    assert result["scene_journey_cites_valid_share"] == 1.0
+    assert result["scene_journey_unwitnessed_cites"] == 0
+    assert result["scene_journey_sentences_left_after_forget"] == 0
+    cap = result["engine"]["scene_journey_max_tokens"]
+    assert 0 < result["scene_journey_tokens_max"] <= cap
+    controls = result["scene_journey_controls"]
+    # the late joiner's chronicler proposed unwitnessed citations, and the person who forgot
+    # the scene was in the stories before
+    assert controls["unwitnessed_citations_proposed"] > 0 and controls["versions_stored"] > 0
+    assert controls["sentences_about_the_forgetter_before"] > 0
+    names = {t["name"] for t in result["targets"]}
+    assert {"scene_journey_cites_valid_share", "scene_journey_tokens_max"} <= names
+
+
+async def _forget_nothing(*args: Any, **kwargs: Any) -> int:
+    return 0
+
+
+@pytest.mark.parametrize(
+    ("count", "target", "mutant"),
+    [
+        # an unwitnessed (or invented) citation is accepted
+        ("scene_journey_unwitnessed_cites", checks, ("known_ids", lambda text, allowed: None)),
+        # a forget in the group leaves the stories as they were
+        ("scene_journey_sentences_left_after_forget", scenes_module,
+         ("forget_in_chronicles", _forget_nothing)),
+    ],
+)  # fmt: skip
+def test_each_story_count_catches_its_rule_broken(
     monkeypatch: pytest.MonkeyPatch, count: str, target: Any, mutant: tuple[str, Any]
 ) -> None:
     monkeypatch.setattr(target, *mutant)

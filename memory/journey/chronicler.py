@@ -29,9 +29,11 @@ from memory.integrity.credentials import credential_values
 from memory.journey import checks
 from memory.journey.model import JOURNEY_SCOPE, Journey
 from memory.journey.prompting import instructions, request_body
+from memory.journey.scene_prompting import scene_instructions, scene_request_body
 from memory.journey.source import JourneyReader, resolving_journey
 from memory.models import Conversation, Thread, Turn, UsageRecord
 from memory.store.protocols import Facts, Usage
+from memory.store.scene_journeys import SceneJourneys
 from memory.summary.supersede import date_journey
 
 log = logging.getLogger(__name__)
@@ -59,7 +61,7 @@ JOURNEY_TOOL = ToolSpec(
 )
 
 
-class ChroniclerStore(JourneyReader, Facts, Usage, Protocol):
+class ChroniclerStore(JourneyReader, SceneJourneys, Facts, Usage, Protocol):
     """What the chronicler reads (the conversation's turns, the journey) and writes."""
 
     async def record_rejection(
@@ -77,6 +79,17 @@ class OverBudget(JourneyRejected):
     def __init__(self, reason: str, paragraphs: tuple[str, ...]) -> None:
         super().__init__(reason)
         self.paragraphs = paragraphs
+
+
+@dataclass(frozen=True)
+class Telling:
+    """What differs between a private thread's journey and a scene's chronicle (one per
+    character present, from its own copy): what the chronicler is told and shown, and the
+    cap. Every check, retry and save is the same."""
+
+    cap: int
+    instructions: Callable[[str, str, int], str]
+    body: Callable[[Journey | None, Sequence[Turn], str, str], str]
 
 
 @dataclass(frozen=True)
@@ -132,7 +145,10 @@ class Chronicler:
         attempts: int = 3,
         model: str | None = None,
         prefixes: ReplyPrefixes | None = None,
+        scene_cap_tokens: int = 0,
     ) -> None:
+        """`scene_cap_tokens`: the cap of each character's chronicle of a group scene; 0
+        keeps none."""
         self._llm = llm
         self._store = store
         self._characters = characters
@@ -140,9 +156,10 @@ class Chronicler:
         self._prefixes = prefixes
         self._clock = clock
         self._tokens = tokens
-        self._cap = cap_tokens
         self._attempts = attempts
         self._model = model
+        self._private = Telling(cap_tokens, instructions, request_body)
+        self._scene = Telling(scene_cap_tokens, scene_instructions, scene_request_body)
         self._in_flight: dict[int, tuple[tuple[int, str], asyncio.Task[str]]] = {}
         # One chronicle at a time per pair: each is built on the one before.
         self._pair_locks: dict[tuple[int, str], tuple[asyncio.Lock, int]] = {}
@@ -150,6 +167,8 @@ class Chronicler:
     async def write_pending(self) -> int:
         """Every chronicle the database says is owed; safe to call at every start."""
         pending = await self._store.conversations_pending_journey()
+        if self._scene.cap:
+            pending += await self._store.conversations_pending_scene_journey()
         for conversation in pending:
             await self.write(conversation)
         return len(pending)
@@ -203,14 +222,22 @@ class Chronicler:
         if await self._store.journey_run_status(conversation.id) is not None:
             return "done before"
         character = self._characters.get(thread.character_id)
-        if thread.scope != JOURNEY_SCOPE or character is None or not character.journey:
+        telling = self._telling(thread)
+        if telling is None or character is None or not character.journey:
             return await self._skip(conversation, "off")
         backoff = await backoff_of(self._store, "journey", conversation.id)
         if backoff.exhausted:
             return await self._give_up(conversation, backoff)
         if not backoff.due(self._clock()):
             return "waiting"
-        return await self._chronicle(conversation, character)
+        return await self._chronicle(conversation, character, telling)
+
+    def _telling(self, thread: Thread) -> Telling | None:
+        """A private thread's journey, or a scene's chronicle by one character; a group
+        thread from before scenes keeps none."""
+        if thread.scope == JOURNEY_SCOPE:
+            return self._private
+        return self._scene if thread.is_scene and self._scene.cap else None
 
     async def _give_up(self, conversation: Conversation, backoff: Backoff) -> str:
         """The provider failed every attempt of the schedule: the previous journey stays, the
@@ -219,7 +246,9 @@ class Chronicler:
                   conversation.id, backoff.failures, backoff.cause)  # fmt: skip
         return await self._skip(conversation, "failed")
 
-    async def _chronicle(self, conversation: Conversation, character: Character) -> str:
+    async def _chronicle(
+        self, conversation: Conversation, character: Character, telling: Telling
+    ) -> str:
         thread = conversation.thread
         turns = await self._store.conversation_turns(conversation.id)
         if not any(t.role == "user" for t in turns):
@@ -229,8 +258,9 @@ class Chronicler:
         allowed = {t.id for t in turns} | set(previous.cited_ids if previous else ())
         known = credential_values(t.text for t in turns)
         names = character.names_in_memory()
+        cap = telling.cap
         prefix = self._prefixes.of(conversation.id) if self._prefixes else None
-        own = instructions(character.name, character.language, self._cap)
+        own = telling.instructions(character.name, character.language, cap)
         tools, system = framed(prefix, self._model, JOURNEY_TOOL, own)
         over: list[tuple[str, ...]] = []
 
@@ -240,7 +270,7 @@ class Chronicler:
             )
             try:
                 return check_chronicle(
-                    arguments, allowed, known, self._cap, self._tokens, names, previous is None
+                    arguments, allowed, known, cap, self._tokens, names, previous is None
                 )
             except OverBudget as exc:
                 over[:] = [exc.paragraphs]
@@ -262,7 +292,7 @@ class Chronicler:
             )
             await self._store.record_usage(usage.measured(response), self._clock())
 
-        body = request_body(previous, turns, character.name, character.language)
+        body = telling.body(previous, turns, character.name, character.language)
 
         def request_for(feedback: str) -> LLMRequest:
             text = body
@@ -272,7 +302,7 @@ class Chronicler:
                 kind="journey",
                 system=system,
                 messages=(ChatMessage("user", (TextBlock(text),)),),
-                max_tokens=2 * self._cap + 300,
+                max_tokens=2 * cap + 300,
                 temperature=0.3,
                 model=self._model,
                 tools=tools,
@@ -287,7 +317,7 @@ class Chronicler:
             return "pending"  # still owed: a sweep tries again when the schedule says
         if outcome.value is None and over:
             # every attempt over the budget, the last one otherwise sound: code cuts the oldest
-            outcome_value = Checked(checks.cut_oldest(over[0], self._cap, self._tokens), ())
+            outcome_value = Checked(checks.cut_oldest(over[0], cap, self._tokens), ())
         elif outcome.value is None:
             log.error("journey of conversation %s rejected after %s attempts; previous kept: %s",
                       conversation.id, self._attempts, outcome.failure)  # fmt: skip

@@ -10,11 +10,13 @@ gate as a private profile's are (memory/profile/view.py)."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
 
 from cards.character import CharacterBook
 from memory.engine.tokens import TokenEstimator
+from memory.journey.source import JourneyReader, resolving_journey
 from memory.models import Fact, Summary, Thread, Turn
 from memory.profile.view import Lifetimes, ProfileLines, ProfileSource, profile_lines
 
@@ -53,17 +55,32 @@ class ScenePeople:
         budget: int,
         tokens: TokenEstimator,
         characters: CharacterBook,
+        chronicles: JourneyReader | None = None,
     ) -> None:
+        """`chronicles`: where each character's story of the scene is read (None: scenes
+        keep none)."""
         self._inner = inner
         self._store = store
         self._lifetimes = lifetimes
         self._budget = budget
         self._tokens = tokens
         self._characters = characters
+        self._chronicles = chronicles
 
     async def lines_for(self, thread: Thread, now: datetime) -> ProfileLines:
         if not thread.is_scene:
             return await self._inner.lines_for(thread, now)
+        lines = await self._people_lines(thread, now)
+        character = self._characters.get(thread.character_id)
+        if self._chronicles is None or character is None or not character.journey:
+            return lines
+        # The character's own story of the scene, from its own copy (memory/scene/chronicle.py)
+        story = await resolving_journey(self._chronicles, thread)
+        if story is None:
+            return lines
+        return replace(lines, journey=story.paragraphs, journey_id=story.id)
+
+    async def _people_lines(self, thread: Thread, now: datetime) -> ProfileLines:
         summary = await self._store.latest_summary(thread)
         after = summary.covers_up_to_turn_id if summary else 0
         window = await self._store.turns_after(thread, after)

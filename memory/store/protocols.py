@@ -36,6 +36,7 @@ from memory.store.access import AccessRules
 from memory.store.admin_protocols import Administration, DeadLetters, DeploymentCopy
 from memory.store.budgets import BudgetLedger, ChannelCommunities
 from memory.store.canon import CanonStore
+from memory.store.scene_journeys import SceneJourneys
 
 # (first turn id of its exchange, next exchange's first turn id, previous exchange's last, turn)
 ExchangeRow = tuple[int, int | None, int | None, Turn]
@@ -413,6 +414,7 @@ class MemoryStore(
     Administration,
     Journeys,
     Scenes,
+    SceneJourneys,
     BudgetLedger,
     ChannelCommunities,
     AccessRules,

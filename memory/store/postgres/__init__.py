@@ -19,6 +19,7 @@ from memory.store.postgres.presence import PgPresenceMixin
 from memory.store.postgres.privacy import PgPrivacyMixin
 from memory.store.postgres.profile import PgProfileMixin
 from memory.store.postgres.ratings import PgRatingsMixin
+from memory.store.postgres.scene_journeys import PgSceneJourneysMixin
 from memory.store.postgres.scenes import PgScenesMixin
 from memory.store.postgres.search import PgSearchMixin
 
@@ -36,6 +37,7 @@ class PostgresStore(
     PgScenesMixin,
     PgAccessMixin,
     PgRatingsMixin,
+    PgSceneJourneysMixin,
     PgCanonMixin,
 ):
     """Everything the engine keeps, on PostgreSQL 15 or later."""

@@ -14,6 +14,7 @@ from memory.store.sqlite.presence import PresenceMixin
 from memory.store.sqlite.privacy import PrivacyMixin
 from memory.store.sqlite.profile import ProfileMixin
 from memory.store.sqlite.ratings import RatingsMixin
+from memory.store.sqlite.scene_journeys import SceneJourneysMixin
 from memory.store.sqlite.search import SearchMixin
 
 
@@ -29,6 +30,7 @@ class SqliteStore(
     JourneysMixin,
     AccessMixin,
     RatingsMixin,
+    SceneJourneysMixin,
     CanonMixin,
 ):
     """Every interface of memory/store/protocols.py on one SQLite file:
