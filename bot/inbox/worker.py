@@ -61,6 +61,10 @@ class ClaimLoop:
                 while not self._slots.locked() and free < MAX_BATCH:
                     await self._slots.acquire()  # free: returns at once
                     free += 1
+                # Cleared before the claim looks, not after: a message stored while the claim
+                # is on its way sets it again, and is claimed at once instead of at the next
+                # poll (or by another worker once the affinity ran out, re-reading the session).
+                woken.clear()
                 claims = await self._claims(free)
                 for claim in claims:
                     task = asyncio.create_task(self._work(claim))
@@ -70,7 +74,6 @@ class ClaimLoop:
                     self._slots.release()
                 if claims:
                     continue
-                woken.clear()
                 waiter = asyncio.create_task(woken.wait())
                 await asyncio.wait(
                     {waiter, stopper}, timeout=self._poll, return_when="FIRST_COMPLETED"

@@ -199,10 +199,10 @@ class PostgresInbox:
         with its pending messages in arrival order. A pair another worker answered last is
         left to it for `affinity_seconds` (it holds the user's session in RAM: no re-read),
         and is taken after that (that worker is busy, or dead). Two round trips, however
-        many pairs."""
+        many pairs: the claim is one statement, atomic without a BEGIN and COMMIT of its own (two
+        round trips fewer, on every claim an idle worker makes too)."""
         async with self._pool.acquire() as con:
-            async with con.transaction():
-                pairs = await con.fetch(_CLAIM, worker, lease_seconds, affinity_seconds, limit)
+            pairs = await con.fetch(_CLAIM, worker, lease_seconds, affinity_seconds, limit)
             if not pairs:
                 return []
             rows = await con.fetch(_PENDING, [p["pair_key"] for p in pairs])
