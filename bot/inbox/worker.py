@@ -3,7 +3,7 @@
 Each pair is held under a lease that a heartbeat pushes forward while the answer is written,
 so a slow LLM keeps its pair and a dead worker's pair returns to the others when the lease runs
 out. Idle, the worker sleeps on LISTEN until a message is stored (or `poll_seconds` pass: the
-moment another worker's lease runs out is announced by nobody).
+moment another worker's lease or affinity runs out is announced by nobody).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class ClaimLoop:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Claim until `stop` is set, then let the pairs in hand finish."""
-        async with self._inbox.wakeups() as woken:
+        async with self._inbox.wakeups(self.worker_id) as woken:
             stopper = asyncio.create_task(stop.wait())
             while not stop.is_set():
                 await self._slots.acquire()
