@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -46,6 +47,7 @@ from bench.common import emit  # noqa: E402
 from bench.load_common import numbers  # noqa: E402
 from bench.scaleout_load import Config, Step, measure  # noqa: E402
 from bench.scaleout_procs import child_main  # noqa: E402
+from bench.scaleout_profile import cost_centres  # noqa: E402
 from tests.pg_server import running_server_async  # noqa: E402
 
 OVERHEAD_P99_TARGET_MS, SHARE_TARGET, SCALE_TARGET = 20.0, 0.9, 1.6
@@ -71,42 +73,69 @@ def per_message(steps: list[Step], field: str) -> float:
     return round(sum(getattr(s, field) for s in steps) * 1000 / answered, 3) if answered else 0.0
 
 
-async def run(rates: Sequence[float], step: float, latency: float, history: int) -> dict[str, Any]:
+def per_process(config: Config, steps: list[Step]) -> dict[str, float]:
+    """CPU ms per message of each process of one round of a set-up, and all of them."""
+    answered = sum(s.answered for s in steps) or 1
+    out: dict[str, float] = {}
+    names = ["single"] if not config.workers else [f"worker_{n}" for n in range(config.workers)]
+    for n, name in enumerate(names):
+        seconds = sum(s.bots_cpu[n] for s in steps if len(s.bots_cpu) > n)
+        out[name] = round(seconds * 1000 / answered, 3)
+    if config.workers:
+        for name in ("platform", "database"):
+            out[name] = per_message(steps, f"{name}_cpu")
+    out["driver"] = per_message(steps, "driver_cpu")
+    out["all"] = round(sum(out.values()), 3)
+    return out
+
+
+def spread(values: list[float]) -> dict[str, Any]:
+    """Median, least and most of one figure over the rounds, and each round's."""
+    ordered = sorted(values)
+    return {
+        "median": round(statistics.median(ordered), 3),
+        "min": ordered[0],
+        "max": ordered[-1],
+        "runs": values,
+    }
+
+
+async def run(
+    rates: Sequence[float],
+    step: float,
+    latency: float,
+    history: int,
+    rounds: int = 1,
+    profiles: Path | None = None,
+) -> dict[str, Any]:
+    """Each set-up `rounds` times, interleaved (one of each, then again), so that a change in
+    the shared machine's load falls on all of them alike."""
     started = time.perf_counter()
-    result: dict[str, Any] = {"latency_s": latency, "history_turns": history, "setups": {}}
+    result: dict[str, Any] = {
+        "latency_s": latency,
+        "history_turns": history,
+        "rounds": rounds,
+        "load_average_1m": [],
+        "setups": {},
+    }
+    runs: dict[str, list[list[Step]]] = {config.name: [] for config in CONFIGS}
     with tempfile.TemporaryDirectory(prefix="bench-scaleout-") as folder:
         async with running_server_async() as base:
-            for config in CONFIGS:
-                steps = await measure(config, rates, step, latency, history, base, Path(folder))
-                result["setups"][config.name] = [s.as_dict() for s in steps]
-                # The transport's own delay (the fake Telegram's HTTP hops, and the inbox's
-                # for workers) at the lowest rate: what load adds is measured above it.
-                floor = steps[0].overhead_p99_ms if steps else 0.0
-                result.setdefault("overhead_floor_p99_ms", {})[config.name] = floor
-                result.setdefault("capacity_msgs_per_s", {})[config.name] = capacity(steps, floor)
-                result.setdefault("capacity_absolute_20ms_msgs_per_s", {})[config.name] = capacity(
-                    steps
-                )
-                result.setdefault("bot_cpu_ms_per_msg", {})[config.name] = per_message(
-                    steps, "bot_cpu"
-                )
-                if config.workers:
-                    for key, field in (
-                        ("worker_cpu_ms_per_msg", "bot_cpu"),
-                        ("platform_cpu_ms_per_msg", "platform_cpu"),
-                        ("database_cpu_ms_per_msg", "database_cpu"),
-                    ):
-                        result.setdefault(key, {})[config.name] = per_message(steps, field)
-                result.setdefault("peak_msgs_per_s", {})[config.name] = max(
-                    (s.achieved for s in steps if s.unanswered == 0), default=0.0
-                )
-                result.setdefault("driver_cpu_ms_per_msg", {})[config.name] = per_message(
-                    steps, "driver_cpu"
-                )
-                for key in ("lost_messages", "duplicate_replies", "order_violations"):
-                    field = {"lost_messages": "unanswered"}.get(key, key.split("_")[0] + "s")
-                    total = sum(getattr(s, field) for s in steps)
-                    result[key] = result.get(key, 0) + total
+            for n in range(rounds):
+                for config in CONFIGS:
+                    result["load_average_1m"].append(round(os.getloadavg()[0], 2))
+                    where = profiles / f"round-{n}" if profiles is not None else None
+                    if where is not None:
+                        where.mkdir(parents=True, exist_ok=True)
+                    steps = await measure(
+                        config, rates, step, latency, history, base, Path(folder), where
+                    )
+                    runs[config.name].append(steps)
+    result["load_average_1m"].append(round(os.getloadavg()[0], 2))
+    for config in CONFIGS:
+        summarise(result, config, runs[config.name])
+    if profiles is not None:
+        result["cost_centres"] = profile_report(profiles, runs)
     capacities = result["capacity_msgs_per_s"]
     one, two = capacities["workers_1"], capacities["workers_2"]
     result["workers_2_over_workers_1"] = round(two / one, 2) if one else None
@@ -122,6 +151,52 @@ async def run(rates: Sequence[float], step: float, latency: float, history: int)
     }
     result["run_seconds"] = round(time.perf_counter() - started, 1)
     return result
+
+
+def summarise(result: dict[str, Any], config: Config, runs: list[list[Step]]) -> None:
+    """One set-up's figures: CPU per message over all its rounds' steps; capacity, floor and
+    peak as the median of its rounds'; each process's CPU per message as a spread."""
+    name, steps = config.name, [s for one in runs for s in one]
+    result["setups"][name] = [s.as_dict() | {"round": n} for n, one in enumerate(runs) for s in one]
+    floors = [one[0].overhead_p99_ms if one else 0.0 for one in runs]
+    result.setdefault("overhead_floor_p99_ms", {})[name] = statistics.median(floors)
+    result.setdefault("capacity_msgs_per_s", {})[name] = statistics.median(
+        capacity(one, floor) for one, floor in zip(runs, floors, strict=True)
+    )
+    result.setdefault("capacity_absolute_20ms_msgs_per_s", {})[name] = statistics.median(
+        capacity(one) for one in runs
+    )
+    result.setdefault("bot_cpu_ms_per_msg", {})[name] = per_message(steps, "bot_cpu")
+    if config.workers:
+        for key, field in (
+            ("worker_cpu_ms_per_msg", "bot_cpu"),
+            ("platform_cpu_ms_per_msg", "platform_cpu"),
+            ("database_cpu_ms_per_msg", "database_cpu"),
+        ):
+            result.setdefault(key, {})[name] = per_message(steps, field)
+    result.setdefault("peak_msgs_per_s", {})[name] = statistics.median(
+        max((s.achieved for s in one if s.unanswered == 0), default=0.0) for one in runs
+    )
+    result.setdefault("driver_cpu_ms_per_msg", {})[name] = per_message(steps, "driver_cpu")
+    each = [per_process(config, one) for one in runs]
+    result.setdefault("cpu_ms_per_msg_per_process", {})[name] = (
+        {process: spread([e[process] for e in each]) for process in each[0]} if each else {}
+    )
+    for key in ("lost_messages", "duplicate_replies", "order_violations"):
+        field = {"lost_messages": "unanswered"}.get(key, key.split("_")[0] + "s")
+        result[key] = result.get(key, 0) + sum(getattr(s, field) for s in steps)
+
+
+def profile_report(profiles: Path, runs: dict[str, list[list[Step]]]) -> dict[str, Any]:
+    """Each profiled bot process's cost centres over every round (bench/scaleout_profile)."""
+    report: dict[str, Any] = {}
+    for config in CONFIGS:
+        answered = sum(s.answered for one in runs[config.name] for s in one)
+        for n in range(max(config.workers, 1)):
+            files = sorted(profiles.glob(f"round-*/{config.name}-{n}.pstats"))
+            if files:
+                report[f"{config.name}/{n}"] = cost_centres(files, answered)
+    return report
 
 
 def cpu_ceiling(result: dict[str, Any]) -> dict[str, Any]:
@@ -200,6 +275,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--step-seconds", type=float, default=5.0, help="seconds per rate")
     parser.add_argument("--latency", type=float, default=0.5, help="fake LLM latency, seconds")
     parser.add_argument("--history", type=int, default=12, help="earlier turns per user")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="runs of each set-up, interleaved (spreads)"
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="profile each bot process (yappi, CPU clock; its CPU figures then include the "
+        "profiler's) and save the profiles in DIR",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     return parser.parse_args(argv)
 
@@ -209,8 +294,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if child_main(argv):
         return 0
     args = parse_args(argv)
+    rates = numbers(args.rates, float)
     result = asyncio.run(
-        run(numbers(args.rates, float), args.step_seconds, args.latency, args.history)
+        run(rates, args.step_seconds, args.latency, args.history, args.rounds, args.profile)
     )
     emit(result, table(result), args.json)
     return 0

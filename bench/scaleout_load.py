@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import math
+import signal
 import time
 from collections import deque
 from dataclasses import asdict, dataclass, field
@@ -30,6 +31,8 @@ from tests.fakes.telegram_api import FakeTelegram
 from tests.scaleout_helpers import free_port
 
 DRAIN_SECONDS = 15.0
+# A process that starts: long enough for a shared machine whose load is ten times its cores.
+STARTUP_SECONDS = 300.0
 _NAMES = itertools.count(1)
 
 
@@ -54,16 +57,20 @@ class Step:
     platform_cpu: float = 0.0
     database_cpu: float = 0.0
     driver_cpu: float = 0.0
+    # Each bot process's own (the single process, or each worker): bot_cpu is their sum.
+    bots_cpu: tuple[float, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         for name in ("bot_cpu", "platform_cpu", "database_cpu", "driver_cpu"):
             seconds = out.pop(name)
-            out[f"{name}_ms_per_msg"] = (
-                round(seconds * 1000 / self.answered, 3) if self.answered else 0.0
-            )
+            out[f"{name}_ms_per_msg"] = self.ms_per_msg(seconds)
+        out["bots_cpu_ms_per_msg"] = [self.ms_per_msg(s) for s in out.pop("bots_cpu")]
         out["order_violations"] = out.pop("orders")
         return out
+
+    def ms_per_msg(self, seconds: float) -> float:
+        return round(seconds * 1000 / self.answered, 3) if self.answered else 0.0
 
 
 class TimedTelegram(FakeTelegram):
@@ -112,11 +119,17 @@ class Processes:
     platform: asyncio.subprocess.Process | None = None
     database: DatabaseCpu | None = None
 
-    def cpu(self) -> tuple[float, float, float, float]:
-        bot = sum(cpu_seconds(p.pid) for p in self.bots)
+    def cpu(self) -> tuple[float, ...]:
+        """Each bot process's CPU seconds, then the platform's, the database's, the driver's."""
+        bots = [cpu_seconds(p.pid) for p in self.bots]
         platform = cpu_seconds(self.platform.pid) if self.platform else 0.0
         database = self.database.seconds() if self.database else 0.0
-        return bot, platform, database, time.process_time()
+        return *bots, platform, database, time.process_time()
+
+    def start_profiles(self) -> None:
+        """The measured steps begin: the profiled bots start counting (bench/scaleout_profile)."""
+        for process in self.bots:
+            process.send_signal(signal.SIGUSR1)
 
     async def stop(self) -> None:
         for process in [*self.bots, *([self.platform] if self.platform else [])]:
@@ -134,7 +147,7 @@ def _tail(log: Path) -> str:
 
 
 async def _healthy(port: int, process: asyncio.subprocess.Process, log: Path) -> None:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + STARTUP_SECONDS
     async with aiohttp.ClientSession() as session:
         while time.monotonic() < deadline:
             if process.returncode is not None:
@@ -150,7 +163,7 @@ async def _healthy(port: int, process: asyncio.subprocess.Process, log: Path) ->
 
 
 async def _printed_ready(process: asyncio.subprocess.Process, log: Path) -> None:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + STARTUP_SECONDS
     while "ready" not in _tail(log):
         if process.returncode is not None or time.monotonic() > deadline:
             raise RuntimeError(f"{log.name} did not start:\n{_tail(log)}")
@@ -169,13 +182,23 @@ async def _database(config: Config, base: str, folder: Path) -> dict[str, Any]:
     return {"database_path": str(folder / "unused.db"), "database_url": f"{base}/{name}"}
 
 
+def profile_path(profiles: Path | None, config: Config, n: int) -> Path | None:
+    """Where bot process `n` of a set-up saves its profile (None: not profiled)."""
+    return profiles / f"{config.name}-{n}.pstats" if profiles is not None else None
+
+
 async def _start(
-    config: Config, overrides: dict[str, Any], latency: float, folder: Path
+    config: Config,
+    overrides: dict[str, Any],
+    latency: float,
+    folder: Path,
+    profiles: Path | None = None,
 ) -> Processes:
     processes = Processes()
     if not config.workers:
         log = folder / f"{config.name}.log"
-        processes.bots.append(await start_child("single", latency, overrides, log))
+        profile = profile_path(profiles, config, 0)
+        processes.bots.append(await start_child("single", latency, overrides, log, profile))
         await _printed_ready(processes.bots[0], log)
         return processes
     url = overrides["database_url"]
@@ -194,7 +217,13 @@ async def _start(
     await _healthy(port, processes.platform, log)
     for n in range(config.workers):
         port, log = free_port(), folder / f"{config.name}-worker-{n}.log"
-        worker = await start_child("worker", latency, overrides | {"health_port": port}, log)
+        worker = await start_child(
+            "worker",
+            latency,
+            overrides | {"health_port": port},
+            log,
+            profile_path(profiles, config, n),
+        )
         processes.bots.append(worker)
         await _healthy(port, worker, log)
     processes.database = await DatabaseCpu.of(url)
@@ -240,7 +269,7 @@ async def _step(
     after = processes.cpu()
     wall = max(fake.last_reply - began, 1e-9)
     overhead = distribution_ms([e - latency for e in fake.e2e])
-    bot, platform, database, driver = (b - a for a, b in zip(before, after, strict=True))
+    *bots, platform, database, driver = (b - a for a, b in zip(before, after, strict=True))
     return Step(
         rate,
         offered,
@@ -251,10 +280,11 @@ async def _step(
         round(fake.answered / wall, 1),
         overhead["p50"],
         overhead["p99"],
-        bot,
+        sum(bots),
         platform,
         database,
         driver,
+        tuple(bots),
     )
 
 
@@ -266,8 +296,10 @@ async def measure(
     history: int,
     base: str,
     folder: Path,
+    profiles: Path | None = None,
 ) -> list[Step]:
-    """Every rate in turn (stopping after the first one far out of reach)."""
+    """Every rate in turn (stopping after the first one far out of reach); with `profiles`,
+    each bot process is profiled over the measured steps and saves its profile there."""
     users = math.ceil(max(rates) * (latency + 0.25) * 2) + 8
     async with TimedTelegram() as fake:
         overrides = await _database(config, base, folder) | {
@@ -277,11 +309,13 @@ async def measure(
             "worker_concurrency": 1024,
         }
         await seed_history(dict(overrides), users, history)
-        processes = await _start(config, overrides, latency, folder)
+        processes = await _start(config, overrides, latency, folder, profiles)
         try:
             fake.free.extend(range(users))
             seqs = [0] * users
             await _step(fake, processes, min(rates), users / min(rates), latency, seqs)  # warm
+            if profiles is not None:
+                processes.start_profiles()
             steps = []
             for rate in rates:
                 steps.append(await _step(fake, processes, rate, seconds, latency, seqs))

@@ -24,8 +24,10 @@ import asyncpg
 from bench.common import REPO
 from bench.load_common import FixedLatencyLLM, bench_settings
 from bench.load_common import seed_history as load_seed_history
+from bench.scaleout_profile import profiled
 from bot.answers import Caller
 from bot.app import open_app
+from bot.config import Settings
 from bot.runner import build_adapters, settle_garbage_collector, start_adapters
 from memory.engine.llm import LLMRequest, LLMResponse
 
@@ -68,11 +70,16 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
         loop.add_signal_handler(signum, stop.set)
 
 
-async def child_single(overrides: dict[str, Any], latency: float) -> None:
+async def child_single(overrides: dict[str, Any], latency: float, profile: Path | None) -> None:
     """`companion run` (role all) with the bench's LLM: the Telegram adapter on the fake."""
     settings = bench_settings(Path(overrides.pop("database_path")), **overrides)
     stop = asyncio.Event()
     _stop_on_signals(stop)
+    with profiled(profile):
+        await _serve_single(settings, latency, stop)
+
+
+async def _serve_single(settings: Settings, latency: float, stop: asyncio.Event) -> None:
     async with open_app(settings, llm=EchoLLM(latency)) as app:
         adapters = build_adapters(settings, app.commands)
         await start_adapters(settings, adapters)
@@ -82,25 +89,28 @@ async def child_single(overrides: dict[str, Any], latency: float) -> None:
         await asyncio.gather(*(adapter.stop() for adapter in adapters))
 
 
-async def child_worker(overrides: dict[str, Any], latency: float) -> None:
+async def child_worker(overrides: dict[str, Any], latency: float, profile: Path | None) -> None:
     from bot.roles import run_role
 
     settings = bench_settings(Path(overrides.pop("database_path")), **overrides)
-    await run_role(settings, "worker", llm=EchoLLM(latency))
+    with profiled(profile):
+        await run_role(settings, "worker", llm=EchoLLM(latency))
 
 
 def child_main(argv: list[str]) -> bool:
-    """`--child-single|--child-worker LATENCY JSON`: run that child here; False otherwise."""
+    """`--child-single|--child-worker LATENCY JSON [PROFILE]`: run that child here (under the
+    profiler when a PROFILE file is named: bench/scaleout_profile.py); False otherwise."""
     if argv[:1] not in (["--child-single"], ["--child-worker"]):
         return False
     latency, overrides = float(argv[1]), json.loads(argv[2])
+    profile = Path(argv[3]) if len(argv) > 3 else None
     run = child_single if argv[0] == "--child-single" else child_worker
-    asyncio.run(run(overrides, latency))
+    asyncio.run(run(overrides, latency, profile))
     return True
 
 
 async def start_child(
-    kind: str, latency: float, overrides: dict[str, Any], log: Path
+    kind: str, latency: float, overrides: dict[str, Any], log: Path, profile: Path | None = None
 ) -> asyncio.subprocess.Process:
     script = str(REPO / "bench" / "scaleout.py")
     with log.open("wb") as out:
@@ -110,6 +120,7 @@ async def start_child(
             f"--child-{kind}",
             str(latency),
             json.dumps(overrides),
+            *([str(profile)] if profile is not None else []),
             env=os.environ | {"PYTHONPATH": str(REPO), "LOG_LEVEL": "WARNING"},
             cwd=str(log.parent),
             stdin=asyncio.subprocess.DEVNULL,

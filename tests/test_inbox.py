@@ -146,7 +146,7 @@ async def test_answered_messages_are_pruned_past_the_horizon(inbox: PostgresInbo
 
 
 async def test_listeners_wake_when_a_message_is_stored(inbox: PostgresInbox) -> None:
-    async with inbox.wakeups() as woken:
+    async with inbox.wakeups("w1") as woken:
         assert not woken.is_set()
         await inbox.put([arrival(1, 10)])
         await asyncio.wait_for(woken.wait(), 5)

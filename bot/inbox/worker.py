@@ -3,7 +3,7 @@
 Each pair is held under a lease that a heartbeat pushes forward while the answer is written,
 so a slow LLM keeps its pair and a dead worker's pair returns to the others when the lease runs
 out. Idle, the worker sleeps on LISTEN until a message is stored (or `poll_seconds` pass: the
-moment another worker's lease runs out is announced by nobody).
+moment another worker's lease or affinity runs out is announced by nobody).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class ClaimLoop:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Claim until `stop` is set, then let the pairs in hand finish."""
-        async with self._inbox.wakeups() as woken:
+        async with self._inbox.wakeups(self.worker_id) as woken:
             stopper = asyncio.create_task(stop.wait())
             while not stop.is_set():
                 await self._slots.acquire()
@@ -61,6 +61,10 @@ class ClaimLoop:
                 while not self._slots.locked() and free < MAX_BATCH:
                     await self._slots.acquire()  # free: returns at once
                     free += 1
+                # Cleared before the claim looks, not after: a message stored while the claim
+                # is on its way sets it again, and is claimed at once instead of at the next
+                # poll (or by another worker once the affinity ran out, re-reading the session).
+                woken.clear()
                 claims = await self._claims(free)
                 for claim in claims:
                     task = asyncio.create_task(self._work(claim))
@@ -70,7 +74,6 @@ class ClaimLoop:
                     self._slots.release()
                 if claims:
                     continue
-                woken.clear()
                 waiter = asyncio.create_task(woken.wait())
                 await asyncio.wait(
                     {waiter, stopper}, timeout=self._poll, return_when="FIRST_COMPLETED"

@@ -7,8 +7,12 @@ LOCKED`, so two workers claiming at once never take the same pair and never wait
 the lease (`claimed_until`, on the database's clock, so the workers' clocks do not matter) is
 what the row lock leaves behind when the claim's short transaction commits. A worker extends
 its lease while it works; one that died loses the pair when the lease runs out. Workers sleep
-on LISTEN companion_inbox (a statement trigger notifies on every insert) and poll slowly besides,
-for leases that ran out.
+on LISTEN companion_inbox_for and poll slowly besides, for leases that ran out. A stored message
+wakes only the worker that answered its pair last (it alone may claim it before the affinity
+runs out, and by then that worker has, unless it is busy or dead: the poll finds those), or
+every worker for a pair nobody answered yet: waking them all cost every other worker an empty
+claim per message (issue 38). The statement trigger on companion_inbox (migration 0012) still
+notifies on every insert, for workers of an earlier version.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from memory.store.inbox import DONE_SEQ, Arrival, Claim, InboxStats, Pending
 from memory.store.postgres.base import normalise_url
 
 log = logging.getLogger(__name__)
-CHANNEL = "companion_inbox"
+# The wake-up: its payload is the worker a stored message waits for ('' for any worker).
+CHANNEL = "companion_inbox_for"
 # The namespace of the per-conversation extraction locks (the two-key form of the lock).
 EXTRACTION_LOCKS = 0x636F6D72
 
@@ -51,6 +56,21 @@ SET claimed_by = $1, claimed_until = clock_timestamp() + make_interval(secs => $
 FROM (SELECT DISTINCT pair_key, last_worker FROM candidate) c
 WHERE p.pair_key = c.pair_key
 RETURNING p.pair_key, c.last_worker
+"""
+
+# Stores the updates and wakes, at COMMIT, the worker each new one waits for: its pair's last
+# worker, or every worker ('') for a pair nobody answered yet (one notice per payload: the
+# identical ones of a transaction are folded into one).
+_PUT = f"""
+WITH added AS (
+    INSERT INTO inbox (platform, update_key, pair_key, payload)
+    SELECT platform, update_key, pair_key, payload
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[])
+        WITH ORDINALITY AS u(platform, update_key, pair_key, payload, n)
+    ORDER BY n ON CONFLICT (platform, update_key) DO NOTHING RETURNING id, pair_key
+)
+SELECT a.id, pg_notify('{CHANNEL}', coalesce(p.last_worker, ''))
+FROM added a JOIN inbox_pairs p ON p.pair_key = a.pair_key
 """
 
 _PENDING = """
@@ -171,11 +191,7 @@ class PostgresInbox:
                 [(a.pair_key,) for a in sorted(arrivals, key=lambda a: a.pair_key)],
             )
             rows = await con.fetch(
-                "INSERT INTO inbox (platform, update_key, pair_key, payload)"
-                " SELECT platform, update_key, pair_key, payload"
-                " FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[])"
-                " WITH ORDINALITY AS u(platform, update_key, pair_key, payload, n)"
-                " ORDER BY n ON CONFLICT (platform, update_key) DO NOTHING RETURNING id",
+                _PUT,
                 [a.platform for a in arrivals],
                 [a.update_key for a in arrivals],
                 [a.pair_key for a in arrivals],
@@ -199,10 +215,10 @@ class PostgresInbox:
         with its pending messages in arrival order. A pair another worker answered last is
         left to it for `affinity_seconds` (it holds the user's session in RAM: no re-read),
         and is taken after that (that worker is busy, or dead). Two round trips, however
-        many pairs."""
+        many pairs: the claim is one statement, atomic without a BEGIN and COMMIT of its own (two
+        round trips fewer, on every claim an idle worker makes too)."""
         async with self._pool.acquire() as con:
-            async with con.transaction():
-                pairs = await con.fetch(_CLAIM, worker, lease_seconds, affinity_seconds, limit)
+            pairs = await con.fetch(_CLAIM, worker, lease_seconds, affinity_seconds, limit)
             if not pairs:
                 return []
             rows = await con.fetch(_PENDING, [p["pair_key"] for p in pairs])
@@ -257,13 +273,16 @@ class PostgresInbox:
         )
 
     @contextlib.asynccontextmanager
-    async def wakeups(self) -> AsyncIterator[asyncio.Event]:
-        """An event set whenever a message is stored (LISTEN on its own connection)."""
+    async def wakeups(self, worker: str) -> AsyncIterator[asyncio.Event]:
+        """An event set whenever a message that `worker` may claim now is stored: one of a
+        pair it answered last, or of a pair nobody answered yet (LISTEN on its own
+        connection)."""
         event = asyncio.Event()
         con = await asyncpg.connect(self._url, server_settings={"application_name": "inbox-wake"})
 
-        def heard(*_args: object) -> None:
-            event.set()
+        def heard(_con: object, _pid: int, _channel: str, waits_for: str) -> None:
+            if waits_for in ("", worker):
+                event.set()
 
         await con.add_listener(CHANNEL, heard)
         try:
