@@ -241,7 +241,14 @@ async def open_app(
     reloader = CharacterReloader(settings.characters_dir, characters)
     jobs = _jobs(settings, companion, extractor, reloader, store, clock, chronicler)
     # Canon proposals (memory/canon/): beside the journey, on the summary's model.
-    jobs.canon = CanonProposer(llm, store, characters, clock, model=settings.llm_summary_model)
+    jobs.canon = CanonProposer(
+        llm,
+        store,
+        characters,
+        clock,
+        model=settings.llm_summary_model,
+        enabled=settings.canon_proposals,
+    )
     jobs.wire()
     notices.followups = jobs.followups
     if catch_up:

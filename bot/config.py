@@ -99,6 +99,9 @@ class Settings(BaseSettings):
     # The story of each scene: every character's chronicle of a group scene, in its block 2
     # there (memory/scene/chronicle.py); 0 keeps none.
     scene_journey_max_tokens: int = Field(400, ge=0, le=4000)
+    # Canon proposals after each conversation (memory/canon/): one background call per ended
+    # conversation of a character that allows them (`canon: false` opts a character out).
+    canon_proposals: bool = True
     budget_window_tokens: int = Field(3000, ge=200)
     budget_fragments_tokens: int = Field(600, ge=0)
     lore_page_cap_tokens: int = Field(1500, ge=100)

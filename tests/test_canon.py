@@ -247,6 +247,18 @@ async def test_canon_false_makes_no_call(
         assert await app.store.canon_run_status(conversation) == "off"
 
 
+async def test_canon_proposals_off_makes_no_call_for_any_character(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, clock: FakeClock
+) -> None:
+    settings = make_settings(tmp_path, fake_anthropic, canon_proposals=False)
+    async with open_app(settings, clock=clock, start_scheduler=False) as app:
+        await converse(app, fake_anthropic, TALK)
+        await end(app, clock)
+        assert fake_anthropic.bodies(ROUTE) == []
+        [conversation] = [c async for c in _ended(app)]
+        assert await app.store.canon_run_status(conversation) == "off"
+
+
 async def _ended(app: App) -> Any:
     usage = await app.store.usage_records()
     for conversation_id in sorted({r.conversation_id for r in usage if r.conversation_id}):

@@ -56,8 +56,10 @@ class CanonProposer:
         clock: Callable[[], datetime],
         attempts: int = 3,
         model: str | None = None,
+        enabled: bool = True,
     ) -> None:
         self._llm = llm
+        self._enabled = enabled
         self._store = store
         self._characters = characters
         self._clock = clock
@@ -111,7 +113,8 @@ class CanonProposer:
         if await self._store.canon_run_status(conversation.id) is not None:
             return "done before"
         character = self._characters.get(thread.character_id)
-        if character is None or not character.canon or not read_here(thread):
+        off = not self._enabled or character is None or not character.canon
+        if off or not read_here(thread):
             return await self._mark(conversation, "off")  # no call is made
         backoff = await backoff_of(self._store, KIND, conversation.id)
         if backoff.exhausted:
