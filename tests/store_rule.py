@@ -1,11 +1,11 @@
 """Which tests `make test-postgres` runs: those that can reach the store, and only those.
 
 A test reaches the store when it has somewhere to keep one: a SQLite store is a file, so its
-fixtures include `tmp_path` (or `tmp_path_factory`, or `database_target`, which the database
-fixtures and `settings`/`app` build on). The other tests (the memory gate's sentences, render
-goldens, lint, card and CLI parsing, the fakes) run the same code on either backend, so the
-PostgreSQL run leaves them out (pytest reports them as deselected) and gives each kept test a
-database of its own.
+fixtures include `tmp_path` (or `tmp_path_factory`, or `database_target`; `settings` and `app`
+build on `tmp_path`), or it asks for the PostgreSQL server itself (`pg_base`, under `pg_url` and
+`any_store`). The other tests (the memory gate's sentences, render goldens, lint, card and CLI
+parsing, the fakes) run the same code on either backend, so the PostgreSQL run leaves them out
+(pytest reports them as deselected) and gives each kept test a database of its own.
 
 The rule stays true by a check, not by a list: under `make test` (SQLite) an audit hook
 watches every test outside the rule, and fails it when it opens a SQLite file (`:memory:` is
@@ -23,7 +23,9 @@ from typing import Any
 
 import pytest
 
-STORE_FIXTURES = ("database_target", "tmp_path", "tmp_path_factory")
+# pg_base: the tests of PostgreSQL itself (pg_url, any_store), which make test skips on a
+# machine without its binaries (a fresh CI machine gets them for make test-postgres only).
+STORE_FIXTURES = ("database_target", "tmp_path", "tmp_path_factory", "pg_base")
 _PROGRAMS = ("python", "companion")
 
 
