@@ -88,5 +88,6 @@ def test_make_test_fails_a_test_that_breaks_the_rule_and_postgres_keeps_the_othe
     assert "test_with_a_place reaches" not in out and "test_pure reaches" not in out, out
     # The PostgreSQL run selects without connecting: the collection shows what it would run.
     listed = _pytest(tmp_path, "--collect-only", **{URL_VARIABLE: "postgresql://x@127.0.0.1:9/p"})
-    assert "test_outside.py::test_with_a_place" in listed.stdout, listed.stdout
+    ids = [line for line in listed.stdout.splitlines() if line.startswith("test_outside.py::")]
+    assert ids == ["test_outside.py::test_with_a_place"], listed.stdout
     assert "1/3 tests collected (2 deselected)" in listed.stdout, listed.stdout
