@@ -31,7 +31,8 @@ test: install
 	$(VENV)/bin/ruff check .
 	$(PYTEST)
 
-# The whole suite on one throwaway PostgreSQL 15 server (started and stopped by
+# The tests that can reach the store (tests/store_rule.py; the others run the same code on
+# either backend) on one throwaway PostgreSQL 15 server (started and stopped by
 # tests/pg_server.py, its URL in COMPANION_TEST_DATABASE_URL), shared by the workers: each test
 # gets a database of its own (tests/pg_fixtures.py).
 # A machine without the server binaries gets them from Debian's packages when run as root.

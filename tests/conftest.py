@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,6 +11,7 @@ import pytest
 
 from bot.app import App, open_app
 from bot.config import Settings
+from tests import store_rule
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.telegram_api import FakeTelegram
 from tests.pg_fixtures import (  # noqa: F401  (fixtures, for every test module)
@@ -54,16 +55,36 @@ def database_target(
     return url
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    if suite_server() is None:
+        store_rule.install(config)
+
+
 @pytest.fixture(autouse=True)
-def _on_the_chosen_backend(request: pytest.FixtureRequest) -> None:
-    """Under make test-postgres, every test gets its database, whether it asks or not."""
-    if suite_server() is not None and not request.node.get_closest_marker("sqlite_only"):
-        request.getfixturevalue("database_target")
+def _on_the_chosen_backend(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Under make test-postgres, every test that reaches the store (tests/store_rule.py) gets
+    its database, whether it asks or not; under make test, a test outside that rule fails if
+    it opens a SQLite file or starts a Python process all the same."""
+    if suite_server() is not None:
+        if not request.node.get_closest_marker("sqlite_only"):
+            request.getfixturevalue("database_target")
+        yield
+        return
+    watch = request.config.stash.get(store_rule.WATCH, None)
+    if watch is None or store_rule.reaches_store(request.node):
+        yield
+        return
+    with watch.watching(request.node.nodeid) as seen:
+        yield
+    if seen:
+        pytest.fail(store_rule.complaint(request.node.nodeid, seen), pytrace=False)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if suite_server() is None:
         return
+    # Only the tests that reach the store: the others run the same code on either backend.
+    store_rule.keep_store_tests(config, items)
     skip = pytest.mark.skip(reason="reads or breaks the SQLite file itself")
     for item in items:
         if item.get_closest_marker("sqlite_only"):

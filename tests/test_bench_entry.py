@@ -9,8 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.__main__ import SUITES
 from tests.import_graph import cycles, module_imports
+
+# The benches open stores of their own or start processes that may (tests/store_rule.py).
+pytestmark = pytest.mark.usefixtures("database_target")
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench"

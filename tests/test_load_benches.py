@@ -7,7 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bench import memory_bound, overhead, throughput, throughput_floor
+
+# The benches open stores of their own or start processes that may (tests/store_rule.py).
+pytestmark = pytest.mark.usefixtures("database_target")
 
 
 def test_throughput_reports_share_of_ideal_and_overhead() -> None:

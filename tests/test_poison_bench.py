@@ -9,8 +9,13 @@ import re
 from collections import Counter
 from typing import Any
 
+import pytest
+
 from bench.poison import PATHS, main, run
 from bench.poison_data import anchored, appears, load_corpus, select
+
+# The benches open stores of their own or start processes that may (tests/store_rule.py).
+pytestmark = pytest.mark.usefixtures("database_target")
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 REQUIRED_ATTACK_CLASSES = {

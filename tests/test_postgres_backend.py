@@ -142,6 +142,8 @@ def test_urls_are_checked_and_never_show_the_password() -> None:
     assert "s3cret" not in str(error.value)
 
 
+# It starts Python processes (tests/store_rule.py).
+@pytest.mark.usefixtures("database_target")
 def test_the_cli_runs_the_command_with_the_url_and_returns_its_code() -> None:
     code = "import os, sys; print(os.environ['COMPANION_TEST_DATABASE_URL']); sys.exit(3)"
     done = subprocess.run(

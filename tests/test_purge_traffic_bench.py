@@ -12,6 +12,9 @@ import pytest
 
 from bench import purge_traffic
 
+# The benches open stores of their own or start processes that may (tests/store_rule.py).
+pytestmark = pytest.mark.usefixtures("database_target")
+
 
 def test_the_purge_traffic_bench_reports_its_headline_keys(capsys: Any) -> None:
     assert purge_traffic.main(["--turns", "400", "--runs", "2", "--json"]) == 0

@@ -18,6 +18,9 @@ from memory.journey import checks
 from memory.models import Thread, Turn
 from memory.scene import facts as scene_facts
 
+# The benches open stores of their own or start processes that may (tests/store_rule.py).
+pytestmark = pytest.mark.usefixtures("database_target")
+
 SHORT = {"messages": 40, "conversation": 20, "join_at": 21}  # two conversations, a late join
 ZEROS = ("facts_from_other_peoples_words", "private_facts_in_scene_prompts",
          "unwitnessed_lines_in_prompts")  # fmt: skip

@@ -37,6 +37,8 @@ def test_compose_keys_in_dot_env_are_not_called_misspelt(tmp_path: Path) -> None
     assert "POSTGRES_PASWORD" in warning and "POSTGRES_PASSWORD" not in warning.split(";")[0]
 
 
+# It starts a `companion` process (tests/store_rule.py).
+@pytest.mark.usefixtures("database_target")
 def test_version_loads_nothing_of_the_bot() -> None:
     probe = (
         "import sys; from bot.cli import main; main(['--version']); "
