@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from bot.texts_admin import ADMIN_TEXTS
+from bot.texts_scenes import SCENE_TEXTS
+
 LANGUAGES = ("es", "en")
 
-TEXTS: dict[str, dict[str, str]] = {
+_USER_TEXTS: dict[str, dict[str, str]] = {
     "es": {
         "help": "Hablas con {name}. Escríbeme y te contesto; recuerdo lo que me cuentas.\n"
         "{commands}",
@@ -28,60 +31,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "en este canal), o el operador del bot, puede hacer eso.",
         "character_not_here": "{name} no está disponible en esta comunidad: lo decide el "
         "operador del bot.",
-        "mature_discord": "{name} es un personaje para adultos: solo habla en canales con "
-        "restricción de edad.",
-        "mature_telegram": "{name} es un personaje para adultos: solo habla en grupos que sus "
-        "administradores han marcado con /escena madura on.",
-        "mature_dm": "{name} es un personaje para adultos y el operador del bot no los permite "
-        "por privado.",
-        "mature_fallback": "Para los administradores: este canal está vinculado a {name}, pero "
-        "{reason} Mientras tanto contesta {fallback}.",
-        "scene_mature_on": "Este grupo queda marcado para adultos: los personajes para adultos "
-        "pueden hablar aquí.",
-        "scene_mature_off": "Este grupo ya no está marcado para adultos: los personajes para "
-        "adultos no hablan aquí.",
-        "scene_mature_discord": "En Discord lo decide el propio canal: márcalo con restricción de "
-        "edad en sus ajustes para que hablen los personajes para adultos.",
-        # Out of budget (bot/budgets.py budget_line): whose limit, and when it resets.
-        "budget_out": "Has llegado al límite de uso {what}; podrás seguir hablando a partir "
-        "del {when}.",
-        "budget_out_person": "de tu cuenta",
-        "budget_out_community": "de este grupo",
-        "budget_out_global": "del bot",
-        # Who may talk (bot/access.py): one line, at most once a day, in a private chat.
-        "access_blocked": "No puedo hablar contigo. /memoria sigue a tu disposición.",
-        "access_dms_off": "No contesto por privado; búscame en un grupo o servidor. /memoria "
-        "sigue a tu disposición.",
-        "access_invite_only": "Solo hablo con quien está invitado. /yo te da tu id para "
-        "pedirlo; /memoria sigue a tu disposición.",
-        "access_changed": "Hecho.",
-        "access_unchanged": "Ya estaba así.",
         "whoami": "Tus ids: {ids}",
-        "canon_private_only": "Las propuestas de canon se revisan en un chat privado conmigo: "
-        "citan lo que los personajes dijeron en conversaciones de otras personas.",
-        "canon_none": "No hay propuestas de canon pendientes.",
-        "canon_more": "… y {count} más: aparecerán al decidir estas.",
-        "canon_title": "Propuestas de canon pendientes ({count}):",
-        "canon_hint": "/admin canon aprobar ID [ficha|lore] la escribe (ficha: del personaje; "
-        "lore: de su mundo); /admin canon rechazar ID la descarta.",
-        "canon_status_pending": "pendiente",
-        "canon_status_approved": "aprobada",
-        "canon_status_rejected": "rechazada",
-        "canon_mark": "⚠ Contradice la ficha: {sheet}",
-        "canon_line": "  turno {turn} ({when}): {text}",
-        "canon_no_evidence": "  (ya no queda ninguna línea: un olvido las borró)",
-        "canon_approved_sheet": "Aprobada #{id}: escrita al final de la descripción de la ficha.",
-        "canon_approved_lore": "Aprobada #{id}: escrita en la página de lore «canon».",
-        "canon_rejected": "Rechazada #{id}: no se escribe nada.",
-        "canon_unknown": "No hay ninguna propuesta de canon #{id} (/admin canon las lista).",
-        "canon_already_approved": "La propuesta #{id} ya estaba aprobada ({when} UTC).",
-        "canon_already_rejected": "La propuesta #{id} ya estaba rechazada ({when} UTC).",
-        "canon_contradicts": "La propuesta #{id} contradice la ficha ({sheet}): la ficha diría "
-        "las dos cosas. Corrige la ficha a mano y recházala, o apruébala con "
-        "`companion characters approve {id} --force`.",
-        "canon_not_written": "La propuesta #{id} no se ha escrito y nada ha cambiado: {reason}",
-        "canon_no_character": "La propuesta #{id} es de «{character}», que ahora no tiene un "
-        "fichero válido: arréglalo o recházala.",
         "reset": "Conversación terminada. Lo importante queda guardado; la próxima empieza "
         "de cero.",
         "reset_none": "No había ninguna conversación abierta.",
@@ -92,26 +42,9 @@ TEXTS: dict[str, dict[str, str]] = {
         "empty": "No veo texto en ese mensaje.",
         "error": "Algo ha fallado por mi parte. Inténtalo de nuevo en un momento.",
         "private_pointer": "Te he contestado por privado.",
-        # /escena (groups as scenes)
-        "scene_cast": "En esta escena: {names}.",
-        "scene_groups_only": "Las escenas son de los grupos: aquí hablas con un solo personaje.",
-        "scene_joined": "{name} entra en la escena. No sabe nada de lo dicho antes de llegar.",
-        "scene_already": "{name} ya está en la escena.",
-        "scene_absent": "{name} no está en esta escena.",
-        "scene_gone": "{name} ya no está en esta escena; /escena dice quién está.",
-        "scene_last": "{name} es el único personaje de la escena: añade otro antes de quitarlo.",
-        "scene_story_title": "La historia de esta escena según {name}",
-        "scene_story_none": "{name} aún no tiene historia de esta escena: se escribe cuando "
-        "acaba una conversación del grupo.",
-        "scene_left": "{name} sale de la escena; lo que presenció sigue siendo su recuerdo.",
-        "scene_switch": "En un grupo hablan los personajes de su escena: /escena los lista.",
+        # Groups (a scene's own wording is in bot/texts_scenes.py)
         "incognito_group": "En un grupo no hay conversación fuera de registro: lo que se dice "
         "aquí lo oyen todos. Escríbeme por privado y usa /incognito allí.",
-        "scene_ask_forget": "¿Borro todo lo tuyo de la escena de este grupo (tus mensajes, en la "
-        "memoria de cada personaje, y lo que saben de ti por este grupo)? Lo de los demás no se "
-        "toca. Tu memoria por privado tampoco.",
-        "scene_forgotten": "Hecho: he borrado tus mensajes de esta escena ({lines} copias) y lo "
-        "que sabía de ti en este grupo ({facts} datos). Lo de los demás sigue igual.",
         "start_private": "Para verlo en privado, ábreme un chat privado y escribe /start.",
         "reload_refused": "Rechazado: sigo con la versión anterior de estos ficheros; el resto "
         "queda recargado.",
@@ -123,8 +56,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "written_to": "(guardado en {path})",
         "cancel_too_late": "(demasiado tarde para cancelar: tu mensaje y esta respuesta se "
         "guardaron)",
-        "cancel_kept": "(respuesta cancelada; tu mensaje se guardó y la próxima respuesta lo "
-        "verá)",
+        "cancel_kept": "(respuesta cancelada; tu mensaje se guardó y la próxima respuesta lo verá)",
         "cancel_not_kept": "(respuesta cancelada; tu mensaje no se guardó)",
         # /zona, /incognito
         "zone_set": "Tu zona horaria es ahora {zone} (allí son las {time}).",
@@ -178,12 +110,6 @@ TEXTS: dict[str, dict[str, str]] = {
         "mem_before": "antes: {value} (hasta el {date})",
         "mem_fixed": "Corregido: #{id} {key} = {value}.",
         "mem_deleted": "Borrado #{id}.",
-        "story_title": "Nuestra historia, como la cuenta {name}",
-        "story_none": "{name} todavía no tiene una historia vuestra: se escribe al terminar "
-        "cada conversación privada.",
-        "story_deleted": "Hecho: {name} ha borrado vuestra historia.",
-        "story_nothing": "No había ninguna historia que borrar.",
-        "story_delete_hint": "Para borrarla: /memoria historia borrar",
         "why_journey": "Vuestra historia (El Viaje), escrita el {date}.",
         "why_journey_rewritten": "Vuestra historia (El Viaje), tal como era entonces: se ha "
         "reescrito o borrado después (mira /memoria historia).",
@@ -238,58 +164,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "channel), or the bot's operator, can do that.",
         "character_not_here": "{name} is not available in this community: the bot's operator "
         "decides that.",
-        "mature_discord": "{name} is a character for adults: they only speak in age-restricted "
-        "channels.",
-        "mature_telegram": "{name} is a character for adults: they only speak in groups whose "
-        "admins marked them with /scene mature on.",
-        "mature_dm": "{name} is a character for adults and the bot's operator does not allow "
-        "them in private chats.",
-        "mature_fallback": "For the admins: this channel is bound to {name}, but {reason} Until "
-        "then, {fallback} answers.",
-        "scene_mature_on": "This group is now marked for adults: characters for adults may "
-        "speak here.",
-        "scene_mature_off": "This group is no longer marked for adults: characters for adults "
-        "do not speak here.",
-        "scene_mature_discord": "On Discord the channel itself decides: mark it age-restricted "
-        "in its settings for characters for adults to speak.",
-        "budget_out": "You have reached the {what} usage limit; you can keep talking from "
-        "{when}.",
-        "budget_out_person": "of your account",
-        "budget_out_community": "of this group",
-        "budget_out_global": "of the bot",
-        "access_blocked": "I can't talk with you. /memory is still yours to use.",
-        "access_dms_off": "I don't answer private messages; find me in a group or server. "
-        "/memory is still yours to use.",
-        "access_invite_only": "I only talk with people who are invited. /whoami gives your id "
-        "to ask for it; /memory is still yours to use.",
-        "access_changed": "Done.",
-        "access_unchanged": "It was already so.",
         "whoami": "Your ids: {ids}",
-        "canon_private_only": "Canon proposals are reviewed in a private chat with me: they "
-        "quote what characters said in other people's conversations.",
-        "canon_none": "No canon proposals are waiting.",
-        "canon_more": "… and {count} more: they show once these are decided.",
-        "canon_title": "Canon proposals waiting ({count}):",
-        "canon_hint": "/admin canon approve ID [sheet|lore] writes one (sheet: about the "
-        "character; lore: about its world); /admin canon reject ID drops it.",
-        "canon_status_pending": "pending",
-        "canon_status_approved": "approved",
-        "canon_status_rejected": "rejected",
-        "canon_mark": "⚠ Contradicts the sheet: {sheet}",
-        "canon_line": "  turn {turn} ({when}): {text}",
-        "canon_no_evidence": "  (no line is left: a forget removed them)",
-        "canon_approved_sheet": "Approved #{id}: written at the end of the sheet's description.",
-        "canon_approved_lore": "Approved #{id}: written on the lore page 'canon'.",
-        "canon_rejected": "Rejected #{id}: nothing is written.",
-        "canon_unknown": "There is no canon proposal #{id} (/admin canon lists them).",
-        "canon_already_approved": "Proposal #{id} was already approved ({when} UTC).",
-        "canon_already_rejected": "Proposal #{id} was already rejected ({when} UTC).",
-        "canon_contradicts": "Proposal #{id} contradicts the sheet ({sheet}): the sheet would "
-        "say both. Fix the sheet by hand and reject it, or approve it with "
-        "`companion characters approve {id} --force`.",
-        "canon_not_written": "Proposal #{id} was not written and nothing changed: {reason}",
-        "canon_no_character": "Proposal #{id} is about '{character}', which has no valid file "
-        "now: fix it or reject the proposal.",
         "reset": "Conversation ended. What matters is kept; the next one starts fresh.",
         "reset_none": "There was no open conversation.",
         "rate_limited": "You're going fast: I'll answer all of it in {seconds} s.",
@@ -299,26 +174,9 @@ TEXTS: dict[str, dict[str, str]] = {
         "empty": "I see no text in that message.",
         "error": "Something went wrong on my side. Please try again in a moment.",
         "private_pointer": "I've answered you in private.",
-        # /scene (groups as scenes)
-        "scene_cast": "In this scene: {names}.",
-        "scene_groups_only": "Scenes are for groups: here you talk with one character.",
-        "scene_joined": "{name} joins the scene, knowing nothing said before they came.",
-        "scene_already": "{name} is already in the scene.",
-        "scene_absent": "{name} is not in this scene.",
-        "scene_gone": "{name} is no longer in this scene; /scene lists who is.",
-        "scene_last": "{name} is the scene's only character: add another before removing them.",
-        "scene_story_title": "The story of this scene as {name} tells it",
-        "scene_story_none": "{name} has no story of this scene yet: it is written when one of "
-        "the group's conversations ends.",
-        "scene_left": "{name} leaves the scene; what they witnessed stays their memory.",
-        "scene_switch": "In a group, the scene's characters speak: /scene lists them.",
+        # Groups (a scene's own wording is in bot/texts_scenes.py)
         "incognito_group": "A group has no off-the-record conversation: what is said here, "
         "everyone hears. Write to me in private and use /incognito there.",
-        "scene_ask_forget": "Delete everything of yours in this group's scene (your messages, in "
-        "every character's memory, and what they know of you from this group)? Everyone else's "
-        "stays. Your private memory too.",
-        "scene_forgotten": "Done: I deleted your messages in this scene ({lines} copies) and what "
-        "I knew about you in this group ({facts} facts). Everyone else's stays as it was.",
         "start_private": "To see it in private, open a private chat with me and send /start.",
         "reload_refused": "Refused: still serving the previous version of these files; the rest "
         "is reloaded.",
@@ -380,12 +238,6 @@ TEXTS: dict[str, dict[str, str]] = {
         "mem_before": "before: {value} (until {date})",
         "mem_fixed": "Fixed: #{id} {key} = {value}.",
         "mem_deleted": "Deleted #{id}.",
-        "story_title": "Our story, as {name} tells it",
-        "story_none": "{name} has no story of you two yet: it is written when each private "
-        "conversation ends.",
-        "story_deleted": "Done: {name} deleted your story.",
-        "story_nothing": "There was no story to delete.",
-        "story_delete_hint": "To delete it: /memory story delete",
         "why_journey": "Your story together (the journey), written on {date}.",
         "why_journey_rewritten": "Your story together (the journey), as it was then: it has "
         "been rewritten or deleted since (see /memory story).",
@@ -425,6 +277,11 @@ TEXTS: dict[str, dict[str, str]] = {
         "sum_canon": "What does not change",
         "months": "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec",
     },
+}
+# One catalogue: what every user reads, a group's scenes, and the operators' and community
+# admins' wording.
+TEXTS: dict[str, dict[str, str]] = {
+    lang: {**_USER_TEXTS[lang], **SCENE_TEXTS[lang], **ADMIN_TEXTS[lang]} for lang in LANGUAGES
 }
 
 
