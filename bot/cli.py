@@ -66,8 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("migrate", help="apply pending database migrations and exit")
     characters = commands.add_parser(
         "characters",
-        help="list, lint, import (SillyTavern cards) or export character files; review the "
-        "canon they propose",
+        help="list, lint, import (SillyTavern cards) or export character files; the canon "
+        "they propose: proposals, approve or reject",
     )
     characters_commands = characters.add_subparsers(dest="action", required=True)
     characters_commands.add_parser("list", help="list the characters and their files")

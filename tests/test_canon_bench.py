@@ -9,6 +9,9 @@ import pytest
 
 from bench import canon
 
+# The bench keeps its store in a file of its own: the PostgreSQL run keeps it (tests/store_rule.py).
+pytestmark = pytest.mark.usefixtures("database_target")
+
 
 def test_a_short_run_reports_its_figures_and_keeps_the_rules(
     capsys: pytest.CaptureFixture[str],

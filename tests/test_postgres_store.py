@@ -265,7 +265,7 @@ async def test_forget_deletes_the_pair_and_purges(any_store: Any) -> None:
                       "summaries": 1, "facts": 1, "turns": 5, "conversations": 1,
                       "followups": 1, "followup_settings": 1, "dead_letters": 0,
                       "scene_lines": 0, "off_record_threads": 1, "journeys": 1,
-                      "journey_runs": 1}  # fmt: skip
+                      "journey_runs": 1, "canon_proposals": 0}  # fmt: skip
     assert await store.journey(ana.user_id, DETECTIVE) is None
     assert await store.off_record_until(ana) is None
     assert not await store.followups_enabled(ana.user_id, DETECTIVE)
