@@ -50,7 +50,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: make `bench`, `bot` and `memory` importable
     sys.path.insert(0, str(REPO))
 
-from bench.budget_roles import Plan, run_role_workers  # noqa: E402
+from bench.budget_roles import Plan, run_roles  # noqa: E402
 from bench.common import emit  # noqa: E402
 from memory.budget.guard import BudgetedLLM, BudgetExhausted  # noqa: E402
 from memory.budget.policy import BudgetPolicy, Pricing, input_tokens  # noqa: E402
@@ -307,13 +307,6 @@ async def run_postgres(folder: Path, heavy_n: int, light_n: int, stripes: int) -
             await store.close()
 
 
-async def run_roles(plan: Plan, folder: Path) -> dict[str, Any]:
-    from tests.pg_server import running_server_async
-
-    async with running_server_async() as base:
-        return await run_role_workers(plan, base, folder)
-
-
 def load_trace(path: Path) -> Trace:
     data = json.loads(path.read_text())
     trace = Trace(**{k: v for k, v in data.items()})
@@ -370,21 +363,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=1,
         help="the global cap's stripes (BUDGET_GLOBAL_STRIPES), both set-ups",
     )
-    parser.add_argument(
-        "--only",
-        choices=SETUPS,
-        action="append",
-        help="run only this set-up (repeatable; default all)",
-    )
-    parser.add_argument(
-        "--role-people", type=int, default=200, help="people of postgres_2_role_workers"
-    )
-    parser.add_argument(
-        "--role-communities",
-        type=int,
-        default=20,
-        help="communities (Telegram groups) of postgres_2_role_workers",
-    )
+    parser.add_argument("--only", choices=SETUPS, action="append",
+                        help="run only this set-up (repeatable; default all)")  # fmt: skip
+    parser.add_argument("--role-people", type=int, default=200,
+                        help="people of postgres_2_role_workers")  # fmt: skip
+    parser.add_argument("--role-communities", type=int, default=20,
+                        help="groups of postgres_2_role_workers")  # fmt: skip
     parsed = parser.parse_args(args)
     result: dict[str, Any] = {"people": PEOPLE, "communities": COMMUNITIES, "setups": {},
                               "budgets_usd": {"person_day": POLICY.guest_day,

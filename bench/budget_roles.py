@@ -287,3 +287,11 @@ async def run_role_workers(plan: Plan, base: str, folder: Path) -> dict[str, Any
         "run_seconds": round(time.perf_counter() - began, 1),
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+async def run_roles(plan: Plan, folder: Path) -> dict[str, Any]:
+    """The set-up on a throwaway PostgreSQL server of its own (tests/pg_server.py)."""
+    from tests.pg_server import running_server_async
+
+    async with running_server_async() as base:
+        return await run_role_workers(plan, base, folder)
