@@ -20,7 +20,13 @@ reached its budget (0); `refused_without_reason`, refusals that did not name who
 and when it resets (0); `reserve_ms_p95` (and p50), the time the guard adds to a call (its
 reserve and settle: the call's time minus the model's); `people_out`, `communities_out`.
 
+A third set-up, `postgres_2_role_workers` (bench/budget_roles.py), runs the real bot split
+instead: `companion run --role platform` and two `--role worker` processes, the people in
+Telegram groups of the fake Bot API, the fake Anthropic API with varying usage; measured from
+the database and the messages the people received (answered, refused with reason, lost).
+
 Usage: .venv/bin/python bench/budget.py [--json] [--messages-heavy 12] [--messages-light 2]
+       [--only NAME] [--role-people 200] [--role-communities 20]
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: make `bench`, `bot` and `memory` importable
     sys.path.insert(0, str(REPO))
 
+from bench.budget_roles import Plan, run_roles  # noqa: E402
 from bench.common import emit  # noqa: E402
 from memory.budget.guard import BudgetedLLM, BudgetExhausted  # noqa: E402
 from memory.budget.policy import BudgetPolicy, Pricing, input_tokens  # noqa: E402
@@ -151,6 +158,7 @@ def scopes_of(payer: Payer) -> list[str]:
 
 
 NOW = datetime(2026, 11, 2, 12, tzinfo=UTC)
+SETUPS = ("postgres_2_workers", "sqlite_single", "postgres_2_role_workers")
 
 
 def request_for(person: int, rng: random.Random) -> LLMRequest:
@@ -322,16 +330,19 @@ async def child(url: str, worker: int, out: Path, start_at: float, heavy_n: int,
 
 def table(result: dict[str, Any]) -> str:
     lines = [
-        f"{'set-up':<20} {'overspend person/community/global':<36} {'after':>6} "
+        f"{'set-up':<24} {'overspend person/community/global':<36} {'after':>6} "
         f"{'no reason':>9} {'p95 ms':>7} {'calls':>6} {'refused':>7} {'out p/c':>8}"
     ]
     for name, r in result["setups"].items():
         over = "/".join(f"{r['overspend_max'][k]:.3f}" for k in ("person", "community", "global"))
         lines.append(
-            f"{name:<20} {over:<36} {r['calls_after_exhaustion']:>6} "
-            f"{r['refused_without_reason']:>9} {r['reserve_ms_p95']:>7} {r['model_calls']:>6} "
-            f"{r['refusals']:>7} {r['people_out']:>4}/{r['communities_out']:<3}"
+            f"{name:<24} {over:<36} {r['calls_after_exhaustion']:>6} "
+            f"{r['refused_without_reason']:>9} {r.get('reserve_ms_p95', '-'):>7} "
+            f"{r['model_calls']:>6} {r['refusals']:>7} "
+            f"{r['people_out']:>4}/{r['communities_out']:<3}"
         )
+        if "messages" in r:
+            lines.append(f"{'':<24} messages {r['messages']}")
     return "\n".join(lines)
 
 
@@ -346,8 +357,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.add_argument("--messages-heavy", type=int, default=12)
     parser.add_argument("--messages-light", type=int, default=2)
-    parser.add_argument("--stripes", type=int, default=1,
-                        help="the global cap's stripes (BUDGET_GLOBAL_STRIPES), both set-ups")
+    parser.add_argument(
+        "--stripes",
+        type=int,
+        default=1,
+        help="the global cap's stripes (BUDGET_GLOBAL_STRIPES), both set-ups",
+    )
+    parser.add_argument("--only", choices=SETUPS, action="append",
+                        help="run only this set-up (repeatable; default all)")  # fmt: skip
+    parser.add_argument("--role-people", type=int, default=200,
+                        help="people of postgres_2_role_workers")  # fmt: skip
+    parser.add_argument("--role-communities", type=int, default=20,
+                        help="groups of postgres_2_role_workers")  # fmt: skip
     parsed = parser.parse_args(args)
     result: dict[str, Any] = {"people": PEOPLE, "communities": COMMUNITIES, "setups": {},
                               "budgets_usd": {"person_day": POLICY.guest_day,
@@ -355,9 +376,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                                               "global_day": POLICY.global_day}}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="bench-budget-") as folder:
         for name, run in (("postgres_2_workers", run_postgres), ("sqlite_single", run_sqlite)):
+            if parsed.only and name not in parsed.only:
+                continue
             result["setups"][name] = asyncio.run(
                 run(Path(folder), parsed.messages_heavy, parsed.messages_light, parsed.stripes)
             ) | {"global_stripes": parsed.stripes}
+        if not parsed.only or "postgres_2_role_workers" in parsed.only:
+            plan = Plan(people=parsed.role_people, communities=parsed.role_communities)
+            result["setups"]["postgres_2_role_workers"] = asyncio.run(run_roles(plan, Path(folder)))
     emit(result, table(result), parsed.json)
     return 0
 
